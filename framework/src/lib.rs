@@ -1,0 +1,33 @@
+//! kubeforge: a framework for writing Kubernetes operators in Rust.
+//!
+//! The crate is layered the way data flows through an operator:
+//!
+//! - [`client`]: configuration (kubeconfig, in-cluster), the HTTPS transport,
+//!   typed and dynamic [`Api`]s, discovery and the [`Error`] type.
+//! - [`cache`]: reflectors, indexed stores and shared informers.
+//! - [`workqueue`]: the deduplicating, delaying, rate-limited queue.
+//! - [`controller`]: the reconcile loop and its helpers.
+//! - [`manager`]: runs controllers with a shared cache, leader election,
+//!   probes, metrics and graceful shutdown.
+//! - `testing` (feature `testing`): an in-process API server for tests.
+
+pub mod cache;
+pub mod client;
+pub mod controller;
+pub mod manager;
+#[cfg(feature = "testing")]
+pub mod testing;
+pub mod workqueue;
+
+pub use client::Config;
+
+/// Re-exported so generated code and users name one set of crates.
+pub use k8s_openapi;
+/// Re-exported so generated code and users name one set of crates.
+pub use kube_core;
+/// Re-exported so generated code and users name one set of crates.
+pub use schemars;
+/// Re-exported so generated code and users name one set of crates.
+pub use serde;
+/// Re-exported so generated code and users name one set of crates.
+pub use serde_json;
