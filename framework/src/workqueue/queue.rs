@@ -504,11 +504,14 @@ where
     }
 
     fn begin_shutdown(&self, drain: bool) {
+        let now = Instant::now();
         {
             let mut state = self.shared.lock();
+            // What was due before the shutdown is in; what is still delayed
+            // never fires, as client-go's waiting loop stops on shutdown.
+            state.promote_due(now);
             state.drain = drain;
             state.shutting_down = true;
-            // client-go's waiting loop stops on shutdown: delayed items never fire.
             state.waiting.clear();
         }
         self.shared.items.notify_waiters();
