@@ -6,9 +6,10 @@
 //! map operations and never across an `.await`. Waiters park on
 //! [`tokio::sync::Notify`]s. One small background task per queue sleeps
 //! until the earliest delayed item is due (and, when metrics are on,
-//! re-measures unfinished work every 500 ms, as client-go does); every
-//! operation also moves due items in itself, so a delayed item is never
-//! missed even before that task gets to run.
+//! re-measures unfinished work every 500 ms, as client-go does); `add`,
+//! `add_after`, `get`, `done`, `len` and `shutdown` also move due items in
+//! themselves, so what they observe never depends on whether that task has
+//! run yet.
 
 use std::collections::{HashSet, VecDeque};
 use std::hash::Hash;
