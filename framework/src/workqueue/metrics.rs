@@ -1,0 +1,177 @@
+//! Queue metrics: the hook a queue reports through, and the bookkeeping
+//! behind it.
+//!
+//! Mirrors client-go's `util/workqueue/metrics.go`: a [`MetricsProvider`]
+//! hands a named queue its metric handles (depth, adds, queue latency, work
+//! duration, unfinished work, longest running processor, retries) and the
+//! queue feeds them. Every provider method defaults to a no-op handle, so a
+//! provider implements only what it exports. The Prometheus implementation
+//! lives in [`super::prometheus`].
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// A value that goes up and down by one (the queue depth).
+pub trait GaugeMetric: Send + Sync {
+    /// Adds one.
+    fn inc(&self);
+    /// Subtracts one.
+    fn dec(&self);
+}
+
+/// A value that is set outright (unfinished work, longest running processor).
+pub trait SettableGaugeMetric: Send + Sync {
+    /// Sets the value.
+    fn set(&self, value: f64);
+}
+
+/// A value that only goes up (adds, retries).
+pub trait CounterMetric: Send + Sync {
+    /// Adds one.
+    fn inc(&self);
+}
+
+/// A distribution of observations, in seconds (queue latency, work duration).
+pub trait HistogramMetric: Send + Sync {
+    /// Records one observation.
+    fn observe(&self, value: f64);
+}
+
+/// A metric that records nothing: the default for every provider method.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoopMetric;
+
+impl GaugeMetric for NoopMetric {
+    fn inc(&self) {}
+    fn dec(&self) {}
+}
+
+impl SettableGaugeMetric for NoopMetric {
+    fn set(&self, _value: f64) {}
+}
+
+impl CounterMetric for NoopMetric {
+    fn inc(&self) {}
+}
+
+impl HistogramMetric for NoopMetric {
+    fn observe(&self, _value: f64) {}
+}
+
+/// Creates the metrics of a named queue (client-go's `MetricsProvider`).
+///
+/// A queue calls each method once, at construction, with its name. Queues
+/// without a name report no metrics, as in client-go.
+pub trait MetricsProvider: Send + Sync {
+    /// Current depth: items waiting to be handed out.
+    fn new_depth_metric(&self, _name: &str) -> Arc<dyn GaugeMetric> {
+        Arc::new(NoopMetric)
+    }
+    /// Total number of adds handled.
+    fn new_adds_metric(&self, _name: &str) -> Arc<dyn CounterMetric> {
+        Arc::new(NoopMetric)
+    }
+    /// Seconds an item waits in the queue before it is handed out.
+    fn new_latency_metric(&self, _name: &str) -> Arc<dyn HistogramMetric> {
+        Arc::new(NoopMetric)
+    }
+    /// Seconds between handing an item out and its `done`.
+    fn new_work_duration_metric(&self, _name: &str) -> Arc<dyn HistogramMetric> {
+        Arc::new(NoopMetric)
+    }
+    /// Seconds of work in progress not yet observed by the work duration.
+    fn new_unfinished_work_seconds_metric(&self, _name: &str) -> Arc<dyn SettableGaugeMetric> {
+        Arc::new(NoopMetric)
+    }
+    /// Seconds the longest-running item in progress has been running.
+    fn new_longest_running_processor_seconds_metric(
+        &self,
+        _name: &str,
+    ) -> Arc<dyn SettableGaugeMetric> {
+        Arc::new(NoopMetric)
+    }
+    /// Total number of delayed and rate-limited adds (retries).
+    fn new_retries_metric(&self, _name: &str) -> Arc<dyn CounterMetric> {
+        Arc::new(NoopMetric)
+    }
+}
+
+/// A provider whose metrics record nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoopMetricsProvider;
+
+impl MetricsProvider for NoopMetricsProvider {}
+
+/// How often in-progress work is re-measured (client-go's
+/// `defaultUnfinishedWorkUpdatePeriod`).
+pub(crate) const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);
+
+/// A queue's metric handles and the timestamps they need. Lives inside the
+/// queue's state, so it is only touched under the queue's lock.
+pub(crate) struct QueueMetrics<T> {
+    depth: Arc<dyn GaugeMetric>,
+    adds: Arc<dyn CounterMetric>,
+    latency: Arc<dyn HistogramMetric>,
+    work_duration: Arc<dyn HistogramMetric>,
+    unfinished_work_seconds: Arc<dyn SettableGaugeMetric>,
+    longest_running_processor: Arc<dyn SettableGaugeMetric>,
+    add_times: HashMap<T, Instant>,
+    processing_start_times: HashMap<T, Instant>,
+}
+
+impl<T: Eq + Hash + Clone> QueueMetrics<T> {
+    pub(crate) fn new(provider: &dyn MetricsProvider, name: &str) -> Self {
+        Self {
+            depth: provider.new_depth_metric(name),
+            adds: provider.new_adds_metric(name),
+            latency: provider.new_latency_metric(name),
+            work_duration: provider.new_work_duration_metric(name),
+            unfinished_work_seconds: provider.new_unfinished_work_seconds_metric(name),
+            longest_running_processor: provider.new_longest_running_processor_seconds_metric(name),
+            add_times: HashMap::new(),
+            processing_start_times: HashMap::new(),
+        }
+    }
+
+    /// An item became dirty at `at`.
+    pub(crate) fn add(&mut self, item: &T, at: Instant) {
+        self.adds.inc();
+        self.depth.inc();
+        self.add_times.entry(item.clone()).or_insert(at);
+    }
+
+    /// An item was handed out at `now`.
+    pub(crate) fn get(&mut self, item: &T, now: Instant) {
+        self.depth.dec();
+        self.processing_start_times.insert(item.clone(), now);
+        if let Some(added) = self.add_times.remove(item) {
+            self.latency
+                .observe(now.saturating_duration_since(added).as_secs_f64());
+        }
+    }
+
+    /// An item's processing finished at `now`.
+    pub(crate) fn done(&mut self, item: &T, now: Instant) {
+        if let Some(started) = self.processing_start_times.remove(item) {
+            self.work_duration
+                .observe(now.saturating_duration_since(started).as_secs_f64());
+        }
+    }
+
+    /// Re-measures the work in progress.
+    pub(crate) fn update_unfinished_work(&self, now: Instant) {
+        let (total, oldest) = self
+            .processing_start_times
+            .values()
+            .map(|&started| now.saturating_duration_since(started).as_secs_f64())
+            .fold((0.0, 0.0), |(total, oldest): (f64, f64), age| {
+                (total + age, oldest.max(age))
+            });
+        self.unfinished_work_seconds.set(total);
+        self.longest_running_processor.set(oldest);
+    }
+}
