@@ -265,12 +265,7 @@ impl Client {
     }
 
     fn url_for(&self, uri: &http::Uri) -> Result<String, Error> {
-        let path = uri.path_and_query().map_or("/", |pq| pq.as_str());
-        let path = if path.starts_with('/') {
-            path.to_owned()
-        } else {
-            format!("/{path}")
-        };
+        let path = canonical_path_and_query(uri);
         Ok(format!(
             "{}://{}{}{}",
             self.inner.scheme, self.inner.authority, self.inner.prefix, path
@@ -407,6 +402,25 @@ fn build_http(
         .timer(TokioTimer::new())
         .pool_idle_timeout(Duration::from_secs(90))
         .build(connector)
+}
+
+/// The request target as sent: kube-core's builders leave `?&a=b`, or a
+/// bare `?` when there are no parameters; tidy them so logs and servers see
+/// a canonical query.
+pub(crate) fn canonical_path_and_query(uri: &http::Uri) -> String {
+    let path = uri.path_and_query().map_or("/", |pq| pq.as_str());
+    let mut path = if path.starts_with('/') {
+        path.to_owned()
+    } else {
+        format!("/{path}")
+    };
+    if let Some(q) = path.find("?&") {
+        path.remove(q + 1);
+    }
+    if path.ends_with('?') {
+        path.pop();
+    }
+    path
 }
 
 fn describe(request: &http::Request<Vec<u8>>) -> String {

@@ -324,3 +324,122 @@ where
         self.client.request_events::<K>(req).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::Config;
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{Namespace, Pod};
+    use k8s_openapi::api::rbac::v1::ClusterRole;
+    use kube_core::discovery::ApiResource;
+    use kube_core::{DynamicObject, GroupVersionKind};
+
+    fn client() -> Client {
+        let mut config = Config::new("https://127.0.0.1:6443".parse().unwrap());
+        config.root_certs = Some(Vec::new());
+        config.accept_invalid_certs = true;
+        config.default_namespace = "team".into();
+        Client::new(config).unwrap()
+    }
+
+    fn uri(req: http::Request<Vec<u8>>) -> String {
+        crate::client::transport::canonical_path_and_query(req.uri())
+    }
+
+    #[tokio::test]
+    async fn constructors_build_namespaced_cluster_and_dynamic_paths() {
+        let c = client();
+        assert_eq!(
+            Api::<Pod>::namespaced(c.clone(), "ns").resource_url(),
+            "/api/v1/namespaces/ns/pods"
+        );
+        assert_eq!(Api::<Pod>::all(c.clone()).resource_url(), "/api/v1/pods");
+        assert_eq!(
+            Api::<Deployment>::default_namespaced(c.clone()).resource_url(),
+            "/apis/apps/v1/namespaces/team/deployments"
+        );
+        assert_eq!(
+            Api::<Namespace>::all(c.clone()).resource_url(),
+            "/api/v1/namespaces"
+        );
+        assert_eq!(
+            Api::<ClusterRole>::all(c.clone()).resource_url(),
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles"
+        );
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("ex.com", "v1", "Widget"),
+            "widgets",
+        );
+        let dynamic = Api::<DynamicObject>::namespaced_with(c.clone(), "ns", &ar);
+        assert_eq!(
+            dynamic.resource_url(),
+            "/apis/ex.com/v1/namespaces/ns/widgets"
+        );
+        assert_eq!(dynamic.namespace(), Some("ns"));
+        let dynamic = Api::<DynamicObject>::default_namespaced_with(c.clone(), &ar);
+        assert_eq!(dynamic.namespace(), Some("team"));
+        assert_eq!(
+            Api::<DynamicObject>::all_with(c, &ar).resource_url(),
+            "/apis/ex.com/v1/widgets"
+        );
+    }
+
+    #[tokio::test]
+    async fn request_builders_carry_subresources_and_every_query_parameter() {
+        let api = Api::<Deployment>::namespaced(client(), "ns");
+        let r = api.request_builder();
+        assert_eq!(
+            uri(r.get_subresource("status", "web").unwrap()),
+            "/apis/apps/v1/namespaces/ns/deployments/web/status"
+        );
+        assert_eq!(
+            uri(r.get_subresource("scale", "web").unwrap()),
+            "/apis/apps/v1/namespaces/ns/deployments/web/scale"
+        );
+        assert_eq!(
+            uri(r.get("web", &GetParams::at("5")).unwrap()),
+            "/apis/apps/v1/namespaces/ns/deployments/web?resourceVersion=5"
+        );
+        let lp = ListParams::default()
+            .labels("a=b")
+            .fields("metadata.name=web")
+            .limit(10)
+            .continue_token("tok");
+        assert_eq!(
+            uri(r.list(&lp).unwrap()),
+            "/apis/apps/v1/namespaces/ns/deployments?fieldSelector=metadata.name%3Dweb&labelSelector=a%3Db&limit=10&continue=tok"
+        );
+        let wp = WatchParams::default().timeout(300);
+        assert_eq!(
+            uri(r.watch(&wp, "42").unwrap()),
+            "/apis/apps/v1/namespaces/ns/deployments?watch=true&timeoutSeconds=300&allowWatchBookmarks=true&resourceVersion=42"
+        );
+        let pp = PatchParams::apply("mgr").force();
+        let patch: Patch<serde_json::Value> = Patch::Apply(serde_json::json!({}));
+        assert_eq!(
+            uri(r.patch("web", &pp, &patch).unwrap()),
+            "/apis/apps/v1/namespaces/ns/deployments/web?force=true&fieldManager=mgr"
+        );
+        // Invalid combinations are refused before anything is sent.
+        let bad = PatchParams::default().force();
+        let merge: Patch<serde_json::Value> = Patch::Merge(serde_json::json!({}));
+        assert!(r.patch("web", &bad, &merge).is_err());
+        assert!(r
+            .list(&ListParams::default().matching(kube_core::params::VersionMatch::Exact))
+            .is_err());
+    }
+
+    #[test]
+    fn delete_answers_decode_as_object_or_status() {
+        let status =
+            br#"{"kind":"Status","apiVersion":"v1","status":"Success","details":{"name":"a"}}"#;
+        let got: Either<Pod, Status> = object_or_status(status, "DELETE x").unwrap();
+        assert!(got.right().unwrap().is_success());
+        let pod = br#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a"}}"#;
+        let got: Either<Pod, Status> = object_or_status(pod, "DELETE x").unwrap();
+        assert_eq!(got.left().unwrap().metadata.name.as_deref(), Some("a"));
+        let err = object_or_status::<Pod>(b"<html>", "DELETE x").unwrap_err();
+        assert!(matches!(err, Error::Decode { .. }));
+    }
+}
