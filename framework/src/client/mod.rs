@@ -9,6 +9,23 @@
 //! - [`watch`]: incremental watch-event decoding.
 //! - [`discovery`]: legacy and aggregated discovery, GVK -> resource.
 //! - [`Error`]: API errors with the server's `Status`, and everything else.
+//!
+//! ```no_run
+//! use kubeforge::k8s_openapi::api::core::v1::ConfigMap;
+//! use kubeforge::kube_core::params::{ListParams, Patch, PatchParams};
+//! use kubeforge::{Api, Client};
+//!
+//! # async fn demo() -> Result<(), kubeforge::Error> {
+//! let client = Client::try_default().await?; // KUBECONFIG, ~/.kube/config or in-cluster
+//! let cms: Api<ConfigMap> = Api::default_namespaced(client);
+//! for cm in cms.list(&ListParams::default().labels("app=web")).await?.items {
+//!     println!("{:?}", cm.metadata.name);
+//! }
+//! let patch = kubeforge::serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"}});
+//! cms.patch("settings", &PatchParams::apply("my-operator"), &Patch::Apply(patch)).await?;
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod api;
 mod auth;

@@ -112,6 +112,9 @@ impl Client {
             None => None,
         };
         let auth = Authenticator::new(&config, certs.clone())?;
+        if scheme == http::uri::Scheme::HTTP && !matches!(config.auth, super::config::Auth::None) {
+            tracing::warn!(server = %url, "credentials will be sent over plain HTTP");
+        }
 
         let http = build_http(&tls, tls_server_name.as_ref(), config.connect_timeout);
         let inner = Inner {

@@ -347,6 +347,14 @@ mod tests {
         crate::client::transport::canonical_path_and_query(req.uri())
     }
 
+    #[test]
+    fn handles_are_send_sync_and_cheap_to_clone() {
+        fn assert_send_sync<T: Send + Sync + Clone + 'static>() {}
+        assert_send_sync::<Client>();
+        assert_send_sync::<Api<Pod>>();
+        assert_send_sync::<Api<DynamicObject>>();
+    }
+
     #[tokio::test]
     async fn constructors_build_namespaced_cluster_and_dynamic_paths() {
         let c = client();

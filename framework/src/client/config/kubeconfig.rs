@@ -273,6 +273,21 @@ impl Kubeconfig {
         Ok(kc)
     }
 
+    /// Reads the kubeconfig the environment points at: the `KUBECONFIG`
+    /// list (merged, first wins), else `~/.kube/config`. Empty when neither
+    /// exists.
+    pub fn read() -> Result<Self, ConfigError> {
+        load_default(&Environment::process())
+    }
+
+    /// Serializes to kubeconfig YAML (what `kubectl` reads), e.g. to hand a
+    /// test server's address and credentials to other tools.
+    pub fn to_yaml(&self) -> Result<String, ConfigError> {
+        serde_saphyr::to_string(self).map_err(|e| {
+            ConfigError::new("cannot serialize the kubeconfig").caused_by(e.to_string())
+        })
+    }
+
     /// Reads one kubeconfig file, resolving its relative paths against its
     /// directory.
     pub fn read_from(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
@@ -1233,6 +1248,25 @@ contexts:
         assert!(user_err("both").contains("more than one authentication method"));
         assert!(user_err("badkey").contains("client-key-data is not valid base64"));
         assert!(user_err("provider").contains("auth-provider is not supported"));
+    }
+
+    #[test]
+    fn yaml_round_trip_keeps_what_kubectl_reads() {
+        let kc = Kubeconfig::from_yaml(FIRST).unwrap();
+        let yaml = kc.to_yaml().unwrap();
+        assert!(yaml.contains("current-context: first"), "{yaml}");
+        assert!(
+            !yaml.contains("certificate-authority"),
+            "absent fields stay absent: {yaml}"
+        );
+        let back = Kubeconfig::from_yaml(&yaml).unwrap();
+        let config = back.to_config(&KubeConfigOptions::default()).unwrap();
+        assert_eq!(config.cluster_url, "https://first.example:6443/");
+        assert_eq!(config.default_namespace, "team-a");
+        match config.auth {
+            Auth::Bearer(t) => assert_eq!(t.expose(), "first-token"),
+            other => panic!("unexpected auth {other:?}"),
+        }
     }
 
     #[test]
