@@ -19,7 +19,7 @@ pub mod manager;
 pub mod testing;
 pub mod workqueue;
 
-pub use client::Config;
+pub use client::{Api, Client, Config, Discovery, Error};
 
 /// Re-exported so generated code and users name one set of crates.
 pub use k8s_openapi;
