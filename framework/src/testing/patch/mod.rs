@@ -1,0 +1,34 @@
+//! The patch engine of the in-process API server: strategic merge patch for
+//! built-in kinds, server-side apply with `metadata.managedFields`, conflicts
+//! and `force`, and the field ownership other writes record. Pure functions
+//! on `serde_json::Value`; the server decides when to call them.
+//!
+//! - [`strategic_merge`] applies a strategic merge patch.
+//! - [`apply`] applies a configuration server-side; [`track_update`] records
+//!   who changed what on every other write.
+//! - [`MergeSchema`] says how a kind's lists and maps merge;
+//!   [`builtin_merge_schema`] has the built-in kinds'.
+//! - [`FieldSet`] and [`PathElement`] are structured-merge-diff's field sets
+//!   and their `fieldsV1` encoding.
+
+mod apply;
+mod builtin;
+mod fieldpath;
+mod managed;
+mod schema;
+mod strategic;
+mod typed;
+
+#[cfg(test)]
+mod tests;
+
+pub use apply::{
+    apply, apply_ignoring, decode_managed_fields, field_set, fields_v1, same_content, track_update,
+    track_update_ignoring, ApplyError, Conflict, ManagedEntry, BEFORE_FIRST_APPLY,
+    FIELD_MANAGER_CONFLICT, LAST_APPLIED_ANNOTATION,
+};
+pub use builtin::{builtin_merge_schema, object_meta_schema, BuiltinSchema};
+pub use fieldpath::{compare_values, values_equal, FieldSet, FieldSetError, Path, PathElement};
+pub use managed::Operation;
+pub use schema::{ListType, MergeSchema, Untyped};
+pub use strategic::{strategic_merge, PatchError};
