@@ -10,6 +10,7 @@ mod builtin;
 mod fieldpath;
 mod properties;
 mod strategic;
+mod typed;
 mod update;
 
 /// Parses a YAML test fixture.
