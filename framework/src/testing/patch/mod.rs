@@ -7,7 +7,8 @@
 //! - [`apply`] applies a configuration server-side; [`track_update`] records
 //!   who changed what on every other write.
 //! - [`MergeSchema`] says how a kind's lists and maps merge;
-//!   [`builtin_merge_schema`] has the built-in kinds'.
+//!   [`builtin_merge_schema`] has the built-in kinds', [`OpenApiMergeSchema`]
+//!   reads a custom resource's from its CRD schema.
 //! - [`FieldSet`] and [`PathElement`] are structured-merge-diff's field sets
 //!   and their `fieldsV1` encoding.
 
@@ -15,6 +16,7 @@ mod apply;
 mod builtin;
 mod fieldpath;
 mod managed;
+mod openapi;
 mod schema;
 mod strategic;
 mod typed;
@@ -30,5 +32,6 @@ pub use apply::{
 pub use builtin::{builtin_merge_schema, object_meta_schema, BuiltinSchema};
 pub use fieldpath::{compare_values, values_equal, FieldSet, FieldSetError, Path, PathElement};
 pub use managed::Operation;
+pub use openapi::OpenApiMergeSchema;
 pub use schema::{ListType, MergeSchema, Untyped};
 pub use strategic::{strategic_merge, PatchError};

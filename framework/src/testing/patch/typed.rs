@@ -115,9 +115,20 @@ fn validate_node<'a>(
                 if child.is_null() {
                     continue;
                 }
+                if spath.is_empty() && k == "metadata" && !child.is_object() {
+                    errors.push((
+                        Path(vec![PathElement::Field(k.clone())]),
+                        format!("expected map, got {child}"),
+                    ));
+                    continue;
+                }
                 spath.push(k);
                 fpath.push(PathElement::Field(k.clone()));
-                validate_node(schema, child, spath, fpath, errors);
+                if !child.is_array() && schema.list_type(spath) != ListType::Atomic {
+                    errors.push((Path(fpath.clone()), format!("expected list, got {child}")));
+                } else {
+                    validate_node(schema, child, spath, fpath, errors);
+                }
                 fpath.pop();
                 spath.pop();
             }

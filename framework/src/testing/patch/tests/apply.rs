@@ -563,6 +563,23 @@ fn invalid_configurations_are_refused_with_kube_apiserver_messages() {
     );
     assert_eq!((err.http_status(), err.reason()), (500, ""));
 
+    let mut not_a_list = deployment();
+    not_a_list["spec"]["template"]["spec"]["containers"] = json!({"name": "c"});
+    let err = apply(None, &not_a_list, "m", false, None, T1, schema).unwrap_err();
+    assert!(
+        err.status_message()
+            .ends_with(r#".spec.template.spec.containers: expected list, got {"name":"c"}"#),
+        "{err}"
+    );
+    let mut bad_meta = deployment();
+    bad_meta["metadata"] = json!("web");
+    let err = apply(None, &bad_meta, "m", false, None, T1, schema).unwrap_err();
+    assert!(
+        err.status_message()
+            .ends_with(r#".metadata: expected map, got "web""#),
+        "{err}"
+    );
+
     let mut two = deployment();
     two["spec"]["template"]["spec"]["containers"] =
         json!([{"name": "c", "env": [{"value": "x"}]}, {"name": "c"}]);

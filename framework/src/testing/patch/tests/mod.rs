@@ -8,6 +8,7 @@ use serde_json::Value;
 mod apply;
 mod builtin;
 mod fieldpath;
+mod openapi;
 mod properties;
 mod strategic;
 mod typed;
