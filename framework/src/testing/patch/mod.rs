@@ -11,6 +11,24 @@
 //!   reads a custom resource's from its CRD schema.
 //! - [`FieldSet`] and [`PathElement`] are structured-merge-diff's field sets
 //!   and their `fieldsV1` encoding.
+//!
+//! How a server uses it, per write (`now` is the request time, RFC 3339):
+//!
+//! - POST / PUT / merge, JSON and strategic patches: compute the new object
+//!   (with [`strategic_merge`] for `application/strategic-merge-patch+json`
+//!   on built-in kinds), then `track_update(old, &mut new, manager,
+//!   subresource, now, schema)` before storing (`old` is `None` on create).
+//! - `application/apply-patch+yaml`: `apply(live, &config, manager, force,
+//!   subresource, now, schema)` returns the object to store; on error answer
+//!   [`ApplyError::http_status`] / [`ApplyError::reason`] /
+//!   [`ApplyError::status_message`], with one cause per [`Conflict`]
+//!   (`type` [`FIELD_MANAGER_CONFLICT`], `message` [`Conflict::message`],
+//!   `field` [`Conflict::field`]).
+//! - Kinds with a status subresource: [`apply_ignoring`] and
+//!   [`track_update_ignoring`] with `status` as the ignored set on the main
+//!   resource, so appliers there never own status.
+//! - Schemas: [`builtin_merge_schema`] for built-ins, an
+//!   [`OpenApiMergeSchema`] per CRD version for custom resources.
 
 mod apply;
 mod builtin;
