@@ -1,1 +1,2 @@
 //! An in-process Kubernetes API server for tests and demos.
+pub mod patch;
