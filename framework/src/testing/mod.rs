@@ -1,1 +1,4 @@
 //! An in-process Kubernetes API server for tests and demos.
+
+pub mod openapi;
+pub mod schema;

@@ -1,0 +1,1 @@
+//! The `/openapi/v3` documents.
