@@ -793,6 +793,7 @@ fn validate_validation(
     let Some(schema) = validation.get("openAPIV3Schema").filter(|s| !s.is_null()) else {
         return;
     };
+    let before = errs.len();
     let sp = path.child("openAPIV3Schema");
     let m = schema.as_object().cloned().unwrap_or_default();
     if status_enabled {
@@ -839,7 +840,13 @@ fn validate_validation(
             errs.extend(validate_defaults(schema, &sp, opts.require_pruned_defaults));
         }
     }
-    errs.extend(validate_openapi_schema(schema, &sp, &opts.schema));
+    let schema_errs = validate_openapi_schema(schema, &sp, &opts.schema);
+    // Rules are only compiled once the schema itself is sound.
+    let compile = errs.len() == before && schema_errs.is_empty();
+    errs.extend(schema_errs);
+    if compile {
+        errs.extend(super::cel::compile_errors(schema, &sp));
+    }
 }
 
 /// `structuraldefaulting.ValidateDefaults`: every default must validate

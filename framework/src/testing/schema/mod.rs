@@ -11,6 +11,7 @@
 //!   and the list/map topology server-side apply needs.
 //! - [`FieldError`] / [`CauseType`] / [`aggregate`]: the `Status` causes.
 
+mod cel;
 mod crd;
 mod default;
 mod embedded;
@@ -39,9 +40,20 @@ use validate::Validator;
 
 /// A CRD version's `openAPIV3Schema`, parsed once and shared (cheap to clone,
 /// `Send + Sync`).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct StructuralSchema {
     root: Arc<Node>,
+    /// The compiled `x-kubernetes-validations`, when there are any.
+    rules: Option<Arc<kube_core::cel::CompiledSchema>>,
+}
+
+impl std::fmt::Debug for StructuralSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StructuralSchema")
+            .field("root", &self.root)
+            .field("rules", &self.rules.is_some())
+            .finish()
+    }
 }
 
 impl StructuralSchema {
@@ -60,6 +72,7 @@ impl StructuralSchema {
         }
         Ok(StructuralSchema {
             root: Arc::new(Node::parse(open_api_v3_schema)),
+            rules: cel::compile(open_api_v3_schema),
         })
     }
 
@@ -83,15 +96,25 @@ impl StructuralSchema {
     /// Validates a whole custom resource: the OpenAPI schema (types,
     /// required, enum, bounds, lengths, patterns, formats, items, nullable,
     /// int-or-string, additionalProperties), embedded resources' `apiVersion`,
-    /// `kind` and `metadata`, and the uniqueness of list-type `set` items and
-    /// `map` keys. With `old` (an update), errors about values that did not
-    /// change are dropped (CRD validation ratcheting).
+    /// `kind` and `metadata`, the uniqueness of list-type `set` items and
+    /// `map` keys, then the `x-kubernetes-validations` CEL rules (skipped, with
+    /// kube-apiserver's notice, when the object already has type, required,
+    /// enum or size errors; transition rules need `old`). With `old` (an
+    /// update), errors about values that did not change are dropped (CRD
+    /// validation ratcheting).
     pub fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
         let mut errs = Vec::new();
         Validator::new(None).validate(&self.root, obj, "", &mut errs);
         embedded::validate_embedded(&Path::root(), obj, &self.root, &mut errs);
         if let Some(m) = obj.as_object() {
             embedded::validate_list_sets_and_maps(&Path::root(), &self.root, m, &mut errs);
+        }
+        if let Some(rules) = &self.rules {
+            if cel::blocking(&errs) {
+                errs.push(cel::not_checked());
+            } else {
+                errs.extend(cel::evaluate(rules, &self.root, obj, old));
+            }
         }
         if let Some(old) = old {
             errs.retain(|e| !unchanged(e, obj, old));
@@ -165,7 +188,8 @@ fn unchanged(e: &FieldError, new: &Value, old: &Value) -> bool {
     if e.field.is_empty() || e.field == "<nil>" {
         return false;
     }
-    let field = if e.cause == CauseType::Required {
+    // A missing field ("Required value", no detail) is judged by its parent.
+    let field = if e.cause == CauseType::Required && e.message == "Required value" {
         match e.field.rfind('.') {
             Some(i) => &e.field[..i],
             None => return lookup(new, "").is_some() && new == old,

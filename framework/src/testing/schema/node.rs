@@ -64,9 +64,6 @@ pub(crate) struct Node {
     pub(crate) list_type: Option<String>,
     pub(crate) list_map_keys: Vec<String>,
     pub(crate) map_type: Option<String>,
-    /// `x-kubernetes-validations`, kept raw for CEL evaluation.
-    #[allow(dead_code)]
-    pub(crate) x_validations: Vec<Value>,
 }
 
 fn as_i64(v: Option<&Value>) -> Option<i64> {
@@ -163,11 +160,6 @@ impl Node {
             list_type: s("x-kubernetes-list-type"),
             list_map_keys: strings("x-kubernetes-list-map-keys"),
             map_type: s("x-kubernetes-map-type"),
-            x_validations: m
-                .get("x-kubernetes-validations")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default(),
         }
     }
 

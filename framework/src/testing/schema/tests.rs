@@ -733,3 +733,99 @@ fn status_message_aggregate() {
         "[spec.a: Required value, spec.b: Required value]"
     );
 }
+
+// ---------------------------------------------------------------------
+// x-kubernetes-validations (CEL)
+// ---------------------------------------------------------------------
+
+fn cel_schema() -> StructuralSchema {
+    schema(json!({"type": "object", "properties": {
+        "spec": {"type": "object",
+            "x-kubernetes-validations": [
+                {"rule": "self.minReplicas <= self.maxReplicas", "message": "minReplicas must not exceed maxReplicas"},
+                {"rule": "!has(self.mode) || self.mode != 'off' || self.maxReplicas == 0", "reason": "FieldValueForbidden", "message": "off means no replicas"}
+            ],
+            "properties": {
+                "minReplicas": {"type": "integer"},
+                "maxReplicas": {"type": "integer"},
+                "mode": {"type": "string", "enum": ["on", "off"]},
+                "name": {"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "name is immutable"}]},
+                "items": {"type": "array", "items": {"type": "string", "x-kubernetes-validations": [{"rule": "self.startsWith('x-')"}]}}
+            }}
+    }}))
+}
+
+#[test]
+fn cel_rules_are_evaluated_like_kube_apiserver() {
+    let s = cel_schema();
+    assert!(s
+        .validate(
+            &json!({"spec": {"minReplicas": 1, "maxReplicas": 3, "items": ["x-a"]}}),
+            None
+        )
+        .is_empty());
+    let cases: Vec<(Value, Option<Value>, Vec<&str>)> = vec![
+        (json!({"spec": {"minReplicas": 5, "maxReplicas": 3}}), None,
+            vec!["spec: Invalid value: \"object\": minReplicas must not exceed maxReplicas"]),
+        (json!({"spec": {"minReplicas": 0, "maxReplicas": 3, "mode": "off"}}), None,
+            vec!["spec: Forbidden: off means no replicas"]),
+        (json!({"spec": {"minReplicas": 0, "maxReplicas": 1, "items": ["x-a", "b"]}}), None,
+            vec!["spec.items[1]: Invalid value: \"string\": failed rule: self.startsWith('x-')"]),
+        // Transition rules run on updates only.
+        (json!({"spec": {"minReplicas": 0, "maxReplicas": 1, "name": "b"}}), None, vec![]),
+        (json!({"spec": {"minReplicas": 0, "maxReplicas": 1, "name": "b"}}), Some(json!({"spec": {"minReplicas": 0, "maxReplicas": 1, "name": "a"}})),
+            vec!["spec.name: Invalid value: \"string\": name is immutable"]),
+        // Blocking OpenAPI errors skip the rules, with kube-apiserver's notice.
+        (json!({"spec": {"minReplicas": 5, "maxReplicas": 3, "mode": "sideways"}}), None,
+            vec![
+                "spec.mode: Unsupported value: \"sideways\": supported values: \"on\", \"off\"",
+                "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+            ]),
+    ];
+    for (obj, old, want) in cases {
+        assert_eq!(texts(&s.validate(&obj, old.as_ref())), want, "{obj}");
+    }
+}
+
+#[test]
+fn root_level_rules_report_nil_like_kube_apiserver() {
+    let s = schema(
+        json!({"type": "object", "x-kubernetes-validations": [{"rule": "has(self.spec)", "message": "spec is required"}],
+        "properties": {"spec": {"type": "object"}}}),
+    );
+    assert_eq!(
+        texts(&s.validate(&json!({}), None)),
+        vec!["<nil>: Invalid value: \"object\": spec is required"]
+    );
+}
+
+#[test]
+fn crd_rules_must_compile() {
+    let crd = crd_with_schema(
+        json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [{"rule": "self.a >"}, {"rule": "true", "messageExpression": "'x' +"}]}}}),
+    );
+    let got = validate_crd(&crd, None);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(
+        got[0].field,
+        format!("{P}.properties[spec].x-kubernetes-validations[0].rule")
+    );
+    assert!(
+        got[0]
+            .message
+            .starts_with("Invalid value: {\"rule\":\"self.a \\u003e\"}: compilation failed: "),
+        "{}",
+        got[0].message
+    );
+    assert_eq!(
+        got[1].field,
+        format!("{P}.properties[spec].x-kubernetes-validations[1].messageExpression")
+    );
+    // Valid rules pass.
+    let crd = crd_with_schema(
+        json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [{"rule": "self.size() >= 0"}]}}}),
+    );
+    assert!(validate_crd(&crd, None).is_empty());
+}
