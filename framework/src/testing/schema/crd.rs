@@ -881,7 +881,7 @@ fn defaults_at(
         } else {
             if require_pruned {
                 let mut pruned = d.clone();
-                prune(&mut pruned, s, s.embedded_resource);
+                prune(&mut pruned, s, s.embedded_resource, false);
                 if &pruned != d {
                     errs.push(FieldError::invalid(
                         dp.as_str(),

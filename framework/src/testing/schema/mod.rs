@@ -77,12 +77,13 @@ impl StructuralSchema {
     }
 
     /// Removes the fields the schema does not know from a whole custom
-    /// resource, keeping the root `apiVersion`, `kind` and `metadata`, and
-    /// returns the removed paths, sorted, in the form kube-apiserver's
-    /// `unknown field "spec.foo"` messages use (`spec.foo`,
-    /// `spec.items[0].bar`; no leading dot).
+    /// resource, keeping the root `apiVersion`, `kind` and `metadata` (whose
+    /// own top-level keys, like an embedded resource's, are cut to
+    /// `ObjectMeta`'s fields), and returns the removed paths, sorted, in the
+    /// form kube-apiserver's `unknown field "spec.foo"` messages use
+    /// (`spec.foo`, `spec.items[0].bar`, `metadata.bogus`; no leading dot).
     pub fn prune(&self, obj: &mut Value) -> Vec<String> {
-        prune::prune(obj, &self.root, true)
+        prune::prune(obj, &self.root, true, true)
     }
 
     /// Applies the schema's defaults: `null`s of non-nullable fields without

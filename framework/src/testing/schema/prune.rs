@@ -32,6 +32,9 @@ pub(crate) const OBJECT_META_FIELDS: &[&str] = &[
 struct Pruner {
     path: Vec<String>,
     pruned: Vec<String>,
+    /// Whether the root's own `metadata` is coerced to ObjectMeta too (a
+    /// stored object; not a schema default being checked).
+    coerce_root_meta: bool,
 }
 
 impl Pruner {
@@ -122,8 +125,8 @@ impl Pruner {
         for k in keys {
             let Some(v) = m.get_mut(&k) else { continue };
             if embedded && Self::is_meta(&k, v) {
-                if k == "metadata" && !self.path.is_empty() {
-                    // An embedded resource's metadata is coerced to ObjectMeta.
+                if k == "metadata" && (self.coerce_root_meta || !self.path.is_empty()) {
+                    // Metadata is coerced to ObjectMeta (objectmeta.Coerce).
                     self.with_key(&k, |p| p.prune_object_meta(v));
                 }
                 continue;
@@ -175,12 +178,19 @@ impl Pruner {
     }
 }
 
-/// Prunes `obj` (a whole resource when `root`) against `node`, returning the
-/// pruned paths sorted (`spec.foo`, `spec.items[0].bar`).
-pub(crate) fn prune(obj: &mut Value, node: &Node, root: bool) -> Vec<String> {
+/// Prunes `obj` (a resource's root when `root`) against `node`, returning the
+/// pruned paths sorted (`spec.foo`, `spec.items[0].bar`). With
+/// `coerce_root_meta`, unknown fields of the root `metadata` go too.
+pub(crate) fn prune(
+    obj: &mut Value,
+    node: &Node,
+    root: bool,
+    coerce_root_meta: bool,
+) -> Vec<String> {
     let mut p = Pruner {
         path: Vec::new(),
         pruned: Vec::new(),
+        coerce_root_meta,
     };
     let embedded = root || node.embedded_resource;
     p.prune(obj, Some(node), embedded);

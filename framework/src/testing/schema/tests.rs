@@ -531,9 +531,9 @@ fn pruning_cases() {
     }}));
     let cases: Vec<(Value, Value, Vec<&str>)> = vec![
         (
-            json!({"apiVersion": "ex.com/v1", "kind": "W", "metadata": {"name": "a", "whatever": 1}, "foo": 1}),
-            json!({"apiVersion": "ex.com/v1", "kind": "W", "metadata": {"name": "a", "whatever": 1}}),
-            vec!["foo"],
+            json!({"apiVersion": "ex.com/v1", "kind": "W", "metadata": {"name": "a", "labels": {"x": "y"}, "whatever": 1}, "foo": 1}),
+            json!({"apiVersion": "ex.com/v1", "kind": "W", "metadata": {"name": "a", "labels": {"x": "y"}}}),
+            vec!["foo", "metadata.whatever"],
         ),
         (
             json!({"spec": {"size": 1, "bogus": true, "items": [{"name": "a", "x": 1}, {"y": 2}]}}),
@@ -828,4 +828,86 @@ fn crd_rules_must_compile() {
         "x-kubernetes-validations": [{"rule": "self.size() >= 0"}]}}}),
     );
     assert!(validate_crd(&crd, None).is_empty());
+}
+
+/// The cases of apiextensions-apiserver's defaulting/algorithm_test.go
+/// (`TestDefault`), with the structural schemas written as JSON.
+#[test]
+fn default_algorithm_cases() {
+    let d = |v: &str| json!({"default": v});
+    let cases: Vec<(&str, &str, Value, &str)> = vec![
+        ("scalar", "4", d("foo"), "4"),
+        ("scalar array", "[1,2]", json!({"items": d("foo")}), "[1,2]"),
+        (
+            "object array",
+            r#"[{"a":1},{"b":1},{"c":1}]"#,
+            json!({"items": {"properties": {"a": d("A"), "b": d("B"), "c": d("C")}}}),
+            r#"[{"a":1,"b":"B","c":"C"},{"a":"A","b":1,"c":"C"},{"a":"A","b":"B","c":1}]"#,
+        ),
+        (
+            "object array object",
+            r#"{"array":[{"a":1},{"b":2}],"object":{"a":1},"additionalProperties":{"x":{"a":1},"y":{"b":2}}}"#,
+            json!({"properties": {
+                "array": {"items": {"properties": {"a": d("A"), "b": d("B")}}},
+                "object": {"properties": {"a": d("N"), "b": d("O")}},
+                "additionalProperties": {"additionalProperties": {"properties": {"a": d("alpha"), "b": d("beta")}}},
+                "foo": d("bar")
+            }}),
+            r#"{"array":[{"a":1,"b":"B"},{"a":"A","b":2}],"object":{"a":1,"b":"O"},"additionalProperties":{"x":{"a":1,"b":"beta"},"y":{"a":"alpha","b":2}},"foo":"bar"}"#,
+        ),
+        (
+            "empty and null",
+            r#"[{},{"a":1},{"a":0},{"a":0.0},{"a":""},{"a":null},{"a":[]},{"a":{}}]"#,
+            json!({"items": {"properties": {"a": d("A")}}}),
+            r#"[{"a":"A"},{"a":1},{"a":0},{"a":0.0},{"a":""},{"a":"A"},{"a":[]},{"a":{}}]"#,
+        ),
+        (
+            "null in nullable list",
+            "[null]",
+            json!({"nullable": true, "items": {"properties": {"a": d("A")}}}),
+            "[null]",
+        ),
+        (
+            "null in non-nullable list",
+            "[null]",
+            json!({"items": d("A")}),
+            r#"["A"]"#,
+        ),
+        (
+            "null in nullable object",
+            r#"{"a": null}"#,
+            json!({"properties": {"a": {"nullable": true, "default": "A"}}}),
+            r#"{"a": null}"#,
+        ),
+        (
+            "null in non-nullable object",
+            r#"{"a": null}"#,
+            json!({"properties": {"a": d("A")}}),
+            r#"{"a": "A"}"#,
+        ),
+        (
+            "null in nullable object with additionalProperties",
+            r#"{"a": null}"#,
+            json!({"additionalProperties": {"nullable": true, "default": "A"}}),
+            r#"{"a": null}"#,
+        ),
+        (
+            "null in non-nullable object with additionalProperties",
+            r#"{"a": null}"#,
+            json!({"additionalProperties": d("A")}),
+            r#"{"a": "A"}"#,
+        ),
+        (
+            "null unknown field",
+            r#"{"a": null}"#,
+            json!({"additionalProperties": true}),
+            r#"{"a": null}"#,
+        ),
+    ];
+    for (name, input, schema, want) in cases {
+        let mut v: Value = serde_json::from_str(input).expect("input");
+        default::apply_defaults(&mut v, &node::Node::parse(&schema));
+        let want: Value = serde_json::from_str(want).expect("want");
+        assert_eq!(v, want, "{name}");
+    }
 }
