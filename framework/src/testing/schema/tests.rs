@@ -911,3 +911,66 @@ fn default_algorithm_cases() {
         assert_eq!(v, want, "{name}");
     }
 }
+
+/// A CRD as controller-gen writes it (memcached-operator), which
+/// kube-apiserver accepts: it must pass, and its objects must validate.
+#[test]
+fn controller_gen_style_crd_is_valid() {
+    let condition = json!({
+        "type": "object",
+        "required": ["lastTransitionTime", "message", "reason", "status", "type"],
+        "properties": {
+            "lastTransitionTime": {"type": "string", "format": "date-time"},
+            "message": {"type": "string", "maxLength": 32768},
+            "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+            "reason": {"type": "string", "maxLength": 1024, "minLength": 1, "pattern": "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"},
+            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+            "type": {"type": "string", "maxLength": 316, "pattern": "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"}
+        }
+    });
+    let schema = json!({
+        "description": "Memcached is the Schema for the memcacheds API",
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": {"type": "object", "properties": {
+                "size": {"type": "integer", "format": "int32", "minimum": 1, "maximum": 10},
+                "port": {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": true},
+                "resources": {"type": "object", "properties": {"limits": {"type": "object", "additionalProperties": {
+                    "anyOf": [{"type": "integer"}, {"type": "string"}],
+                    "pattern": "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$",
+                    "x-kubernetes-int-or-string": true}}}}
+            }},
+            "status": {"type": "object", "properties": {
+                "conditions": {"type": "array", "items": condition, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]}
+            }}
+        }
+    });
+    let mut crd = set(
+        base_crd(),
+        "/spec/versions/0/schema/openAPIV3Schema",
+        schema.clone(),
+    );
+    crd = remove(crd, "/spec/versions/0/selectableFields");
+    crd = set(
+        crd,
+        "/spec/versions/0/subresources/scale/statusReplicasPath",
+        json!(".status.replicas"),
+    );
+    assert_eq!(errs(&crd), Vec::<String>::new());
+
+    let s = StructuralSchema::parse(&schema).expect("structural");
+    let obj = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "m"},
+        "spec": {"size": 3, "port": "http", "resources": {"limits": {"cpu": "500m", "memory": 128}}},
+        "status": {"conditions": [{"type": "Available", "status": "True", "reason": "Ready", "message": "",
+            "lastTransitionTime": "2024-05-01T10:00:00Z"}]}});
+    assert_eq!(texts(&s.validate(&obj, None)), Vec::<String>::new());
+    let bad = json!({"spec": {"size": 3, "resources": {"limits": {"cpu": "lots"}}},
+        "status": {"conditions": [{"type": "Available", "status": "Maybe", "reason": "Ready", "message": "", "lastTransitionTime": "2024-05-01T10:00:00Z"}]}});
+    let got = texts(&s.validate(&bad, None));
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(got[0].starts_with("spec.resources.limits.cpu: Invalid value: \"lots\": spec.resources.limits.cpu in body should match '^(\\+|-)?"), "{}", got[0]);
+    assert_eq!(got[1], "status.conditions[0].status: Unsupported value: \"Maybe\": supported values: \"True\", \"False\", \"Unknown\"");
+}
