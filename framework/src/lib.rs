@@ -14,12 +14,18 @@
 pub mod cache;
 pub mod client;
 pub mod controller;
+pub mod crd;
 pub mod manager;
+pub mod prelude;
+pub mod scheme;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod workqueue;
 
 pub use client::Config;
+pub use crd::CustomResource;
+pub use kubeforge_macros::{CustomResource, JsonSchema};
+pub use scheme::Scheme;
 
 /// Re-exported so generated code and users name one set of crates.
 pub use k8s_openapi;
