@@ -300,11 +300,9 @@ fn apply(obj: &mut Map<String, Value>, marker: &Marker) {
         }
         Marker::IntOrString => {
             keep_annotations(obj);
+            // The extension alone makes the apiserver accept integers and
+            // strings; an anyOf would be stripped by the structural rewrite.
             obj.insert("x-kubernetes-int-or-string".into(), true.into());
-            obj.insert(
-                "anyOf".into(),
-                json!([{"type": "integer"}, {"type": "string"}]),
-            );
         }
         Marker::Schemaless => {
             keep_annotations(obj);

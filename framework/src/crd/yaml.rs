@@ -161,3 +161,11 @@ impl Serialize for Ordered<'_> {
         }
     }
 }
+
+/// Read one CRD from YAML (a manifest this module wrote, or any other).
+pub fn from_yaml(yaml: &str) -> Result<CustomResourceDefinition, CrdError> {
+    serde_saphyr::from_str(yaml).map_err(|e| CrdError::Yaml {
+        name: String::new(),
+        message: e.to_string(),
+    })
+}
