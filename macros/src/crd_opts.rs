@@ -547,12 +547,13 @@ fn parse(input: &DeriveInput) -> syn::Result<Opts> {
         .map(|a| a.span())
         .unwrap_or_else(|| input.ident.span());
     let missing = |what: &str, example: &str| {
-        syn::Error::new(
-            span,
-            format!(
-                "#[derive(CustomResource)] needs `{what}`: #[crd({what} = \"{example}\", ...)]"
-            ),
-        )
+        let message = format!(
+            "#[derive(CustomResource)] needs `{what}`: #[crd({what} = \"{example}\", ...)]"
+        );
+        match crd_attrs.first() {
+            Some(attr) => syn::Error::new_spanned(attr, message),
+            None => syn::Error::new(span, message),
+        }
     };
     if crd_attrs.is_empty() {
         return Err(syn::Error::new(

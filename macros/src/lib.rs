@@ -291,7 +291,14 @@ pub fn derive_custom_resource(input: TokenStream) -> TokenStream {
 #[proc_macro_derive(JsonSchema, attributes(crd, schemars, serde, validate, garde))]
 pub fn derive_json_schema(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);
-    schema::derive(input)
-        .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
+    match schema::derive(input.clone()) {
+        Ok(tokens) => tokens.into(),
+        Err(e) => {
+            // The error, plus a placeholder impl so that code using the type
+            // (e.g. #[derive(CustomResource)]) does not add errors of its own.
+            let mut tokens = e.into_compile_error();
+            tokens.extend(schema::placeholder(&input));
+            tokens.into()
+        }
+    }
 }

@@ -443,3 +443,21 @@ fn check_mixed_enum(input: &DeriveInput, data: &syn::DataEnum) -> syn::Result<()
     }
     Ok(())
 }
+
+/// A do-nothing impl emitted next to a compile error (never run: the crate
+/// does not build), so one mistake gives one error.
+pub fn placeholder(input: &DeriveInput) -> TokenStream {
+    let krate = quote!(::kubeforge);
+    let ident = &input.ident;
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let name = ident.to_string();
+    quote! {
+        impl #impl_generics #krate::schemars::JsonSchema for #ident #ty_generics #where_clause {
+            fn schema_name() -> ::std::borrow::Cow<'static, str> { #name.into() }
+            fn json_schema(_: &mut #krate::schemars::SchemaGenerator) -> #krate::schemars::Schema {
+                #krate::schemars::Schema::default()
+            }
+        }
+        impl #impl_generics #krate::crd::__private::KubeforgeSchema for #ident #ty_generics #where_clause {}
+    }
+}
