@@ -18,6 +18,14 @@ pub fn combine(versions: &[CrdDescriptor]) -> Result<CustomResourceDefinition, C
         return Err(CrdError::Empty);
     };
     let name = first.crd_name();
+    for (i, desc) in versions.iter().enumerate() {
+        if versions[..i].iter().any(|d| d.version == desc.version) {
+            return Err(CrdError::DuplicateVersion {
+                name,
+                version: desc.version.into(),
+            });
+        }
+    }
     let storage: Vec<&CrdDescriptor> = if versions.len() == 1 {
         versions
             .iter()

@@ -146,6 +146,10 @@ fn rewrite(node: &mut Value, path: &str, is_field: bool, errors: &mut Vec<Struct
     merge_tag_properties(obj);
     if let Some(problem) = variant_conflict(obj) {
         errors.push(StructuralError::new(path, problem));
+    }
+    if !errors.is_empty() {
+        // kube-core's rewriter recurses into children and panics on the
+        // conflicts just reported; the result is an error anyway.
         return;
     }
     let Ok(mut schema) = Schema::try_from(Value::Object(std::mem::take(obj))) else {
