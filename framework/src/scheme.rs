@@ -143,50 +143,34 @@ impl Scheme {
         use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
         let mut scheme = Self::new();
         macro_rules! builtins {
-            ($($ty:ty),* $(,)?) => { $( scheme.insert(<$ty as Registrable>::registration()); )* };
+            ($($ty:ty $(: $($short:literal),+)?;)*) => {$(
+                let mut registration = <$ty as Registrable>::registration();
+                registration.short_names = &[$($($short),+)?];
+                scheme.insert(registration);
+            )*};
         }
-        builtins!(
-            core::Pod,
-            core::Service,
-            core::ConfigMap,
-            core::Secret,
-            core::Namespace,
-            core::Node,
-            core::ServiceAccount,
-            core::Endpoints,
-            core::Event,
-            core::PersistentVolume,
-            core::PersistentVolumeClaim,
-            core::ResourceQuota,
-            core::LimitRange,
-            core::ReplicationController,
-            apps::Deployment,
-            apps::StatefulSet,
-            apps::DaemonSet,
-            apps::ReplicaSet,
-            apps::ControllerRevision,
-            batch::Job,
-            batch::CronJob,
-            networking::Ingress,
-            networking::IngressClass,
-            networking::NetworkPolicy,
-            rbac::Role,
-            rbac::RoleBinding,
-            rbac::ClusterRole,
-            rbac::ClusterRoleBinding,
-            coordination::Lease,
-            policy::PodDisruptionBudget,
-            autoscaling::HorizontalPodAutoscaler,
-            storage::StorageClass,
-            storage::CSIDriver,
-            storage::VolumeAttachment,
-            discovery::EndpointSlice,
-            events::Event,
-            scheduling::PriorityClass,
-            admission::ValidatingWebhookConfiguration,
-            admission::MutatingWebhookConfiguration,
-            apiext::CustomResourceDefinition,
-        );
+        // Short names as `kubectl api-resources` lists them.
+        builtins! {
+            core::Pod: "po"; core::Service: "svc"; core::ConfigMap: "cm"; core::Secret;
+            core::Namespace: "ns"; core::Node: "no"; core::ServiceAccount: "sa";
+            core::Endpoints: "ep"; core::Event: "ev"; core::PersistentVolume: "pv";
+            core::PersistentVolumeClaim: "pvc"; core::ResourceQuota: "quota";
+            core::LimitRange: "limits"; core::ReplicationController: "rc";
+            apps::Deployment: "deploy"; apps::StatefulSet: "sts"; apps::DaemonSet: "ds";
+            apps::ReplicaSet: "rs"; apps::ControllerRevision;
+            batch::Job; batch::CronJob: "cj";
+            networking::Ingress: "ing"; networking::IngressClass; networking::NetworkPolicy: "netpol";
+            rbac::Role; rbac::RoleBinding; rbac::ClusterRole; rbac::ClusterRoleBinding;
+            coordination::Lease;
+            policy::PodDisruptionBudget: "pdb";
+            autoscaling::HorizontalPodAutoscaler: "hpa";
+            storage::StorageClass: "sc"; storage::CSIDriver; storage::VolumeAttachment;
+            discovery::EndpointSlice;
+            events::Event: "ev";
+            scheduling::PriorityClass: "pc";
+            admission::ValidatingWebhookConfiguration; admission::MutatingWebhookConfiguration;
+            apiext::CustomResourceDefinition: "crd", "crds";
+        }
         scheme
     }
 

@@ -92,6 +92,39 @@ mod kinds {
 
 use kinds::*;
 
+/// Container-level `#[serde(default)]`: schemars asks the type for its
+/// default; kubeforge's derive answers with the real type's `Default`.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema)]
+#[serde(default)]
+pub struct Tuning {
+    /// Retries.
+    pub retries: u32,
+    /// Mode.
+    #[crd(enum_values = ["fast", "safe"])]
+    pub mode: String,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            retries: 5,
+            mode: "safe".into(),
+        }
+    }
+}
+
+#[test]
+fn container_serde_default_fills_in_the_schema_defaults() {
+    let schema = kubeforge::crd::__private::root_schema_for::<Tuning>().to_value();
+    assert_eq!(schema["properties"]["retries"]["default"], 5);
+    assert_eq!(schema["properties"]["mode"]["default"], "safe");
+    assert_eq!(
+        schema["properties"]["mode"]["enum"],
+        json!(["fast", "safe"])
+    );
+    assert!(schema.get("required").is_none());
+}
+
 #[test]
 fn objects_serialize_with_api_version_and_kind_and_without_empty_status() {
     let lamp = Lamp::new("desk", LampSpec { watts: 40 });

@@ -109,6 +109,14 @@ fn builtins_are_known_by_gvk_type_and_plural() {
         scheme.resolve("Deployment").map(|r| r.gvk.group.as_str()),
         Some("apps")
     );
+    assert_eq!(
+        scheme.resolve("deploy").map(|r| r.gvk.kind.as_str()),
+        Some("Deployment")
+    );
+    assert_eq!(
+        scheme.resolve("crd").map(|r| r.gvk.group.as_str()),
+        Some("apiextensions.k8s.io")
+    );
     // Event lives in core and in events.k8s.io.
     assert_eq!(scheme.by_kind("Event").count(), 2);
     assert!(scheme.crds().expect("no custom kinds").is_empty());

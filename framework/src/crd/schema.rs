@@ -152,6 +152,17 @@ fn rewrite(node: &mut Value, path: &str, is_field: bool, errors: &mut Vec<Struct
         // conflicts just reported; the result is an error anyway.
         return;
     }
+    // The rewriter only changes enum unions, flattened maps and uniqueItems;
+    // it re-walks the whole subtree, so leave other nodes alone.
+    let flattened_map = obj.contains_key("properties")
+        && matches!(obj.get("additionalProperties"), Some(Value::Bool(_)));
+    let touches = obj.contains_key("oneOf")
+        || obj.contains_key("anyOf")
+        || obj.contains_key("uniqueItems")
+        || flattened_map;
+    if !touches {
+        return;
+    }
     let Ok(mut schema) = Schema::try_from(Value::Object(std::mem::take(obj))) else {
         return;
     };
@@ -382,16 +393,10 @@ fn tidy(node: &mut Value) {
         obj.remove("additionalProperties");
         obj.insert("x-kubernetes-preserve-unknown-fields".into(), true.into());
     }
+    // Sorted and unique, as kube-core's rewriter leaves the nodes it touches.
     if let Some(Value::Array(required)) = obj.get_mut("required") {
-        let mut seen = Vec::new();
-        required.retain(|r| {
-            if seen.contains(r) {
-                false
-            } else {
-                seen.push(r.clone());
-                true
-            }
-        });
+        required.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+        required.dedup();
     }
     obj.remove("examples");
     for (key, child) in obj.iter_mut() {
