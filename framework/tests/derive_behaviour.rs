@@ -115,7 +115,7 @@ impl Default for Tuning {
 
 #[test]
 fn container_serde_default_fills_in_the_schema_defaults() {
-    let schema = kubeforge::crd::__private::root_schema_for::<Tuning>().to_value();
+    let schema = kubeforge::crd::schema::schema_for::<Tuning>().to_value();
     assert_eq!(schema["properties"]["retries"]["default"], 5);
     assert_eq!(schema["properties"]["mode"]["default"], "safe");
     assert_eq!(

@@ -280,8 +280,37 @@ pub fn derive_custom_resource(input: TokenStream) -> TokenStream {
 ///     pub port: i32,
 /// }
 ///
-/// let schema = kubeforge::crd::__private::root_schema_for::<Workload>();
+/// let schema = kubeforge::crd::schema::schema_for::<Workload>();
 /// assert_eq!(schema.get("properties").unwrap()["minReplicas"]["maximum"], 100);
+/// ```
+///
+/// The other type markers:
+///
+/// ```
+/// use kubeforge::prelude::*;
+///
+/// /// Exactly one source; at least one of the two checks.
+/// #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema)]
+/// #[crd(exactly_one_of = ["git", "oci"], at_least_one_of = ["lint", "test"],
+///       title = "Build", map_type = "atomic", min_properties = 1)]
+/// pub struct Build {
+///     pub git: Option<String>,
+///     pub oci: Option<String>,
+///     pub lint: Option<bool>,
+///     pub test: Option<bool>,
+/// }
+///
+/// /// Known fields plus whatever else the user writes.
+/// #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema)]
+/// #[crd(preserve_unknown_fields)]
+/// pub struct Options {
+///     pub verbose: bool,
+/// }
+///
+/// let schema = kubeforge::crd::schema::schema_for::<Build>();
+/// assert_eq!(schema.get("x-kubernetes-validations").unwrap().as_array().unwrap().len(), 2);
+/// let schema = kubeforge::crd::schema::schema_for::<Options>();
+/// assert_eq!(schema.get("x-kubernetes-preserve-unknown-fields"), Some(&true.into()));
 /// ```
 ///
 /// A marker on a type it does not apply to is a compile error at the marker

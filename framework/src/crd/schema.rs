@@ -18,6 +18,13 @@ use serde_json::{Map, Value};
 use super::structural::{check_schema, StructuralError};
 use super::{CrdDescriptor, CrdError};
 
+/// The schema schemars generates for `T` with the settings CRDs use
+/// (OpenAPI 3, every subschema inlined), before the structural rewrite.
+/// Handy to see what the markers of a type produce.
+pub fn schema_for<T: schemars::JsonSchema>() -> Schema {
+    super::build::root_schema_for::<T>()
+}
+
 /// Turn the generated object schema into a structural `JSONSchemaProps`, or
 /// report every field that cannot be expressed.
 pub(crate) fn structural(desc: &CrdDescriptor, raw: Schema) -> Result<JSONSchemaProps, CrdError> {
