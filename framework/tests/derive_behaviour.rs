@@ -238,3 +238,53 @@ fn a_mixed_enum_from_schemars_derive_is_an_error_not_a_panic() {
 fn crd_panics_with_the_same_message() {
     let _ = Knob::crd();
 }
+
+mod optional {
+    use kubeforge::prelude::*;
+
+    /// Markers on optional nested objects and enums.
+    #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
+    #[crd(group = "demo.example.com", version = "v1", kind = "Heater")]
+    pub struct HeaterSpec {
+        #[crd(default = json!({"celsius": 20}), validation = "self.celsius < 30")]
+        pub target: Option<Target>,
+        #[crd(default = "Eco")]
+        pub mode: Option<Mode>,
+        #[crd(max_items = 2)]
+        pub schedules: Option<Vec<Target>>,
+    }
+
+    /// A temperature.
+    #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema)]
+    pub struct Target {
+        /// Degrees.
+        pub celsius: i32,
+    }
+
+    /// A mode.
+    #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema)]
+    pub enum Mode {
+        /// Saves energy.
+        Eco,
+        /// Full power.
+        Boost,
+    }
+}
+
+#[test]
+fn markers_on_optional_objects_and_enums_stay_structural() {
+    let crd = optional::Heater::try_crd().unwrap();
+    assert!(kubeforge::crd::check_crd(&crd).is_empty());
+    let schema = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
+    let spec = &schema["openAPIV3Schema"]["properties"]["spec"]["properties"];
+    assert_eq!(spec["target"]["default"], json!({"celsius": 20}));
+    assert_eq!(spec["target"]["type"], "object");
+    assert_eq!(spec["target"]["nullable"], true);
+    assert_eq!(
+        spec["target"]["x-kubernetes-validations"][0]["rule"],
+        "self.celsius < 30"
+    );
+    assert_eq!(spec["mode"]["default"], "Eco");
+    assert_eq!(spec["mode"]["enum"], json!(["Eco", "Boost"]));
+    assert_eq!(spec["schedules"]["maxItems"], 2);
+}
