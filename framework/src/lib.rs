@@ -4,6 +4,8 @@
 //!
 //! - [`client`]: configuration (kubeconfig, in-cluster), the HTTPS transport,
 //!   typed and dynamic [`Api`]s, discovery and the [`Error`] type.
+//! - [`scheme`] and [`crd`]: the registry of kinds and Rust types, and the
+//!   CustomResourceDefinitions that `#[derive(CustomResource)]` produces.
 //! - [`cache`]: reflectors, indexed stores and shared informers.
 //! - [`workqueue`]: the deduplicating, delaying, rate-limited queue.
 //! - [`controller`]: the reconcile loop and its helpers.
@@ -14,12 +16,18 @@
 pub mod cache;
 pub mod client;
 pub mod controller;
+pub mod crd;
 pub mod manager;
+pub mod prelude;
+pub mod scheme;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod workqueue;
 
 pub use client::{Api, Client, Config, Discovery, Error};
+pub use crd::CustomResource;
+pub use kubeforge_macros::{CustomResource, JsonSchema};
+pub use scheme::Scheme;
 
 /// Re-exported so generated code and users name one set of crates.
 pub use k8s_openapi;

@@ -1,0 +1,9 @@
+use kubeforge::prelude::*;
+
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
+#[crd(group = "example.com", version = "v1")]
+pub struct FooSpec {
+    pub size: i32,
+}
+
+fn main() {}

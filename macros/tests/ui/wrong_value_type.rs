@@ -1,0 +1,9 @@
+use kubeforge::prelude::*;
+
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
+#[crd(group = 42, version = "v1", kind = "Foo")]
+pub struct FooSpec {
+    pub size: i32,
+}
+
+fn main() {}
