@@ -1,0 +1,120 @@
+//! One named index of a store: the function that files an object under
+//! zero or more values, and the inverted map from each value to the keys
+//! filed under it (client-go's `Indexers` / `Indices`, `index.go`).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use super::ObjectKey;
+
+/// The name of the index every store has: objects filed under their
+/// namespace, `""` for cluster-scoped ones (client-go's `NamespaceIndex`).
+pub const NAMESPACE_INDEX: &str = "namespace";
+
+/// An index function: the values an object is filed under. It must be a pure
+/// function of the object (the store calls it again on update and delete to
+/// find the entries to move) and must not panic.
+pub type IndexFn<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
+
+enum IndexFunc<K> {
+    /// The built-in namespace index. The namespace is part of the key, so it
+    /// is read from the key and never changes on update: no call, no
+    /// allocation on the hot path.
+    Namespace,
+    Custom(IndexFn<K>),
+}
+
+/// An index: its function and the inverted map value -> keys.
+pub(crate) struct Index<K> {
+    func: IndexFunc<K>,
+    values: HashMap<String, HashSet<Arc<ObjectKey>>>,
+}
+
+impl<K> Index<K> {
+    pub(crate) fn namespace() -> Self {
+        Self {
+            func: IndexFunc::Namespace,
+            values: HashMap::new(),
+        }
+    }
+
+    pub(crate) fn custom(func: IndexFn<K>) -> Self {
+        Self {
+            func: IndexFunc::Custom(func),
+            values: HashMap::new(),
+        }
+    }
+
+    /// Files a new object.
+    pub(crate) fn insert(&mut self, key: &Arc<ObjectKey>, obj: &K) {
+        match &self.func {
+            IndexFunc::Namespace => add_value(&mut self.values, key.namespace_or_empty(), key),
+            IndexFunc::Custom(f) => {
+                for v in f(obj) {
+                    add_value(&mut self.values, &v, key);
+                }
+            }
+        }
+    }
+
+    /// Moves an object from the values `old` is filed under to those of `new`,
+    /// touching only the values that differ.
+    pub(crate) fn update(&mut self, key: &Arc<ObjectKey>, old: &K, new: &K) {
+        let IndexFunc::Custom(f) = &self.func else {
+            return;
+        };
+        let (old_values, new_values) = (f(old), f(new));
+        if old_values == new_values {
+            return;
+        }
+        for v in old_values.iter().filter(|v| !new_values.contains(v)) {
+            remove_value(&mut self.values, v, key);
+        }
+        for v in new_values.iter().filter(|v| !old_values.contains(v)) {
+            add_value(&mut self.values, v, key);
+        }
+    }
+
+    /// Unfiles a removed object.
+    pub(crate) fn remove(&mut self, key: &Arc<ObjectKey>, obj: &K) {
+        match &self.func {
+            IndexFunc::Namespace => remove_value(&mut self.values, key.namespace_or_empty(), key),
+            IndexFunc::Custom(f) => {
+                for v in f(obj) {
+                    remove_value(&mut self.values, &v, key);
+                }
+            }
+        }
+    }
+
+    /// The keys filed under `value`.
+    pub(crate) fn keys(&self, value: &str) -> Option<&HashSet<Arc<ObjectKey>>> {
+        self.values.get(value)
+    }
+
+    /// Every value with at least one key filed under it.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &String> {
+        self.values.keys()
+    }
+}
+
+fn add_value(values: &mut HashMap<String, HashSet<Arc<ObjectKey>>>, v: &str, key: &Arc<ObjectKey>) {
+    // Look up by &str first so the common case (value already present)
+    // allocates nothing.
+    if let Some(set) = values.get_mut(v) {
+        set.insert(Arc::clone(key));
+    } else {
+        values.insert(v.to_owned(), HashSet::from([Arc::clone(key)]));
+    }
+}
+
+fn remove_value(values: &mut HashMap<String, HashSet<Arc<ObjectKey>>>, v: &str, key: &ObjectKey) {
+    if let Some(set) = values.get_mut(v) {
+        set.remove(key);
+        // Empty sets are dropped so `list_index_func_values` reports only
+        // values something is filed under, and memory follows the contents.
+        if set.is_empty() {
+            values.remove(v);
+        }
+    }
+}
