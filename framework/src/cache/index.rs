@@ -1,11 +1,16 @@
 //! One named index of a store: the function that files an object under
-//! zero or more values, and the inverted map from each value to the keys
-//! filed under it (client-go's `Indexers` / `Indices`, `index.go`).
+//! zero or more values, and the inverted map from each value to the objects
+//! filed under it (client-go's `Indexers` / `Indices`, `index.go`). Objects
+//! are named by their slot in the store, so a look-up reads the slots
+//! directly instead of hashing each key again.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::ObjectKey;
+
+/// Where an object lives in the store's slab.
+pub(crate) type SlotId = usize;
 
 /// The name of the index every store has: objects filed under their
 /// namespace, `""` for cluster-scoped ones (client-go's `NamespaceIndex`).
@@ -24,10 +29,10 @@ enum IndexFunc<K> {
     Custom(IndexFn<K>),
 }
 
-/// An index: its function and the inverted map value -> keys.
+/// An index: its function and the inverted map value -> slots.
 pub(crate) struct Index<K> {
     func: IndexFunc<K>,
-    values: HashMap<String, HashSet<Arc<ObjectKey>>>,
+    values: HashMap<String, HashSet<SlotId>>,
 }
 
 impl<K> Index<K> {
@@ -46,12 +51,12 @@ impl<K> Index<K> {
     }
 
     /// Files a new object.
-    pub(crate) fn insert(&mut self, key: &Arc<ObjectKey>, obj: &K) {
+    pub(crate) fn insert(&mut self, id: SlotId, key: &ObjectKey, obj: &K) {
         match &self.func {
-            IndexFunc::Namespace => add_value(&mut self.values, key.namespace_or_empty(), key),
+            IndexFunc::Namespace => add_value(&mut self.values, key.namespace_or_empty(), id),
             IndexFunc::Custom(f) => {
                 for v in f(obj) {
-                    add_value(&mut self.values, &v, key);
+                    add_value(&mut self.values, &v, id);
                 }
             }
         }
@@ -59,7 +64,7 @@ impl<K> Index<K> {
 
     /// Moves an object from the values `old` is filed under to those of `new`,
     /// touching only the values that differ.
-    pub(crate) fn update(&mut self, key: &Arc<ObjectKey>, old: &K, new: &K) {
+    pub(crate) fn update(&mut self, id: SlotId, old: &K, new: &K) {
         let IndexFunc::Custom(f) = &self.func else {
             return;
         };
@@ -68,28 +73,28 @@ impl<K> Index<K> {
             return;
         }
         for v in old_values.iter().filter(|v| !new_values.contains(v)) {
-            remove_value(&mut self.values, v, key);
+            remove_value(&mut self.values, v, id);
         }
         for v in new_values.iter().filter(|v| !old_values.contains(v)) {
-            add_value(&mut self.values, v, key);
+            add_value(&mut self.values, v, id);
         }
     }
 
     /// Unfiles a removed object.
-    pub(crate) fn remove(&mut self, key: &Arc<ObjectKey>, obj: &K) {
+    pub(crate) fn remove(&mut self, id: SlotId, key: &ObjectKey, obj: &K) {
         match &self.func {
-            IndexFunc::Namespace => remove_value(&mut self.values, key.namespace_or_empty(), key),
+            IndexFunc::Namespace => remove_value(&mut self.values, key.namespace_or_empty(), id),
             IndexFunc::Custom(f) => {
                 for v in f(obj) {
-                    remove_value(&mut self.values, &v, key);
+                    remove_value(&mut self.values, &v, id);
                 }
             }
         }
     }
 
-    /// The keys filed under `value`.
-    pub(crate) fn keys(&self, value: &str) -> Option<&HashSet<Arc<ObjectKey>>> {
-        self.values.get(value)
+    /// The slots filed under `value`.
+    pub(crate) fn slots(&self, value: &str) -> impl Iterator<Item = SlotId> + '_ {
+        self.values.get(value).into_iter().flatten().copied()
     }
 
     /// Every value with at least one key filed under it.
@@ -98,19 +103,19 @@ impl<K> Index<K> {
     }
 }
 
-fn add_value(values: &mut HashMap<String, HashSet<Arc<ObjectKey>>>, v: &str, key: &Arc<ObjectKey>) {
+fn add_value(values: &mut HashMap<String, HashSet<SlotId>>, v: &str, id: SlotId) {
     // Look up by &str first so the common case (value already present)
     // allocates nothing.
     if let Some(set) = values.get_mut(v) {
-        set.insert(Arc::clone(key));
+        set.insert(id);
     } else {
-        values.insert(v.to_owned(), HashSet::from([Arc::clone(key)]));
+        values.insert(v.to_owned(), HashSet::from([id]));
     }
 }
 
-fn remove_value(values: &mut HashMap<String, HashSet<Arc<ObjectKey>>>, v: &str, key: &ObjectKey) {
+fn remove_value(values: &mut HashMap<String, HashSet<SlotId>>, v: &str, id: SlotId) {
     if let Some(set) = values.get_mut(v) {
-        set.remove(key);
+        set.remove(&id);
         // Empty sets are dropped so `list_index_func_values` reports only
         // values something is filed under, and memory follows the contents.
         if set.is_empty() {

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use kube_core::Resource;
+use kube_core::{Resource, ResourceExt as _};
 
 use super::Error;
 
@@ -47,12 +47,7 @@ impl ObjectKey {
     /// without a name (only possible before creation) keys by its
     /// `generateName`, as `ResourceExt::name_any` does.
     pub fn of<K: Resource>(obj: &K) -> Self {
-        let meta = obj.meta();
-        let name = match &meta.name {
-            Some(name) => name.clone(),
-            None => meta.generate_name.clone().unwrap_or_default(),
-        };
-        Self::new(meta.namespace.clone(), name)
+        Self::new(obj.namespace(), obj.name_any())
     }
 
     /// The namespace, or `""` for cluster-scoped objects (the value the

@@ -14,14 +14,58 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use kube_core::Resource;
 
-use super::index::{Index, IndexFn, NAMESPACE_INDEX};
+use super::index::{Index, IndexFn, SlotId, NAMESPACE_INDEX};
 use super::sink::{Applied, Delta, Replaced};
 use super::{Error, ObjectKey};
 
+struct Slot<K> {
+    key: Arc<ObjectKey>,
+    obj: Arc<K>,
+}
+
+/// Objects live in a slab; the key map and the indexes name them by slot, so
+/// an index look-up reads slots directly (no second hash per hit) and an
+/// update that keeps its index values touches no index at all.
 struct State<K> {
-    items: HashMap<Arc<ObjectKey>, Arc<K>>,
+    slots: Vec<Option<Slot<K>>>,
+    free: Vec<SlotId>,
+    by_key: HashMap<Arc<ObjectKey>, SlotId>,
     indexes: HashMap<String, Index<K>>,
     last_sync_resource_version: Option<String>,
+}
+
+impl<K> State<K> {
+    fn slot(&self, id: SlotId) -> Option<&Slot<K>> {
+        self.slots.get(id).and_then(Option::as_ref)
+    }
+
+    fn get(&self, key: &ObjectKey) -> Option<&Arc<K>> {
+        self.by_key
+            .get(key)
+            .and_then(|id| self.slot(*id))
+            .map(|s| &s.obj)
+    }
+
+    fn occupied(&self) -> impl Iterator<Item = (SlotId, &Slot<K>)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(id, s)| s.as_ref().map(|s| (id, s)))
+    }
+
+    fn index(&self, name: &str) -> Result<&Index<K>, Error> {
+        self.indexes
+            .get(name)
+            .ok_or_else(|| Error::IndexNotFound(name.to_owned()))
+    }
+
+    fn objects_in(&self, index: &Index<K>, value: &str) -> Vec<Arc<K>> {
+        index
+            .slots(value)
+            .filter_map(|id| self.slot(id))
+            .map(|s| Arc::clone(&s.obj))
+            .collect()
+    }
 }
 
 /// A cheap-to-clone, read-side handle on an indexed cache of `Arc<K>`.
@@ -46,7 +90,7 @@ impl<K> fmt::Debug for Store<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.read();
         f.debug_struct("Store")
-            .field("len", &state.items.len())
+            .field("len", &state.by_key.len())
             .field("indexes", &state.indexes.keys().collect::<Vec<_>>())
             .field(
                 "last_sync_resource_version",
@@ -70,7 +114,7 @@ impl<K> Store<K> {
 
     /// The object stored under `key`.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        self.read().items.get(key).cloned()
+        self.read().get(key).cloned()
     }
 
     /// The object named `name` in `namespace` (`None` for cluster-scoped).
@@ -80,18 +124,21 @@ impl<K> Store<K> {
 
     /// Whether an object is stored under `key`.
     pub fn contains(&self, key: &ObjectKey) -> bool {
-        self.read().items.contains_key(key)
+        self.read().by_key.contains_key(key)
     }
 
     /// Every stored object, in no particular order.
     pub fn list(&self) -> Vec<Arc<K>> {
-        self.read().items.values().cloned().collect()
+        let state = self.read();
+        let mut out = Vec::with_capacity(state.by_key.len());
+        out.extend(state.occupied().map(|(_, s)| Arc::clone(&s.obj)));
+        out
     }
 
     /// Every stored key, in no particular order.
     pub fn list_keys(&self) -> Vec<ObjectKey> {
         self.read()
-            .items
+            .by_key
             .keys()
             .map(|k| ObjectKey::clone(k))
             .collect()
@@ -102,52 +149,41 @@ impl<K> Store<K> {
     pub fn list_namespace(&self, namespace: &str) -> Vec<Arc<K>> {
         let state = self.read();
         match state.indexes.get(NAMESPACE_INDEX) {
-            Some(index) => collect_items(&state.items, index.keys(namespace)),
+            Some(index) => state.objects_in(index, namespace),
             None => Vec::new(),
         }
     }
 
     /// How many objects are stored.
     pub fn len(&self) -> usize {
-        self.read().items.len()
+        self.read().by_key.len()
     }
 
     /// Whether the store is empty.
     pub fn is_empty(&self) -> bool {
-        self.read().items.is_empty()
+        self.read().by_key.is_empty()
     }
 
     /// The objects the index `index` files under `value`.
     pub fn by_index(&self, index: &str, value: &str) -> Result<Vec<Arc<K>>, Error> {
         let state = self.read();
-        let index = state
-            .indexes
-            .get(index)
-            .ok_or_else(|| Error::IndexNotFound(index.to_owned()))?;
-        Ok(collect_items(&state.items, index.keys(value)))
+        Ok(state.objects_in(state.index(index)?, value))
     }
 
     /// The keys the index `index` files under `value`.
     pub fn index_keys(&self, index: &str, value: &str) -> Result<Vec<ObjectKey>, Error> {
         let state = self.read();
-        let index = state
-            .indexes
-            .get(index)
-            .ok_or_else(|| Error::IndexNotFound(index.to_owned()))?;
-        Ok(index
-            .keys(value)
-            .map(|keys| keys.iter().map(|k| ObjectKey::clone(k)).collect())
-            .unwrap_or_default())
+        Ok(state
+            .index(index)?
+            .slots(value)
+            .filter_map(|id| state.slot(id))
+            .map(|s| ObjectKey::clone(&s.key))
+            .collect())
     }
 
     /// Every value the index `index` has at least one object filed under.
     pub fn list_index_func_values(&self, index: &str) -> Result<Vec<String>, Error> {
-        let state = self.read();
-        let index = state
-            .indexes
-            .get(index)
-            .ok_or_else(|| Error::IndexNotFound(index.to_owned()))?;
-        Ok(index.values().cloned().collect())
+        Ok(self.read().index(index)?.values().cloned().collect())
     }
 
     /// The names of the store's indexes.
@@ -179,20 +215,12 @@ impl<K: Resource> Store<K> {
             return Err(Error::IndexExists(name));
         }
         let mut index = Index::custom(Arc::new(func) as IndexFn<K>);
-        for (key, obj) in &state.items {
-            index.insert(key, obj);
+        for (id, slot) in state.occupied() {
+            index.insert(id, &slot.key, &slot.obj);
         }
         state.indexes.insert(name, index);
         Ok(())
     }
-}
-
-fn collect_items<K>(
-    items: &HashMap<Arc<ObjectKey>, Arc<K>>,
-    keys: Option<&HashSet<Arc<ObjectKey>>>,
-) -> Vec<Arc<K>> {
-    keys.map(|keys| keys.iter().filter_map(|k| items.get(k).cloned()).collect())
-        .unwrap_or_default()
 }
 
 /// Whether `new` is the same version of the object as `old`: the same `Arc`,
@@ -213,38 +241,48 @@ fn same_version<K: Resource>(old: &Arc<K>, new: &Arc<K>) -> bool {
 
 impl<K: Resource> State<K> {
     fn upsert(&mut self, key: ObjectKey, obj: Arc<K>) -> Applied<K> {
-        let Self { items, indexes, .. } = self;
-        match items.get_key_value(&key) {
-            Some((stored_key, old)) => {
-                if same_version(old, &obj) {
-                    return Applied::Unchanged(Arc::clone(old));
+        if let Some(&id) = self.by_key.get(&key) {
+            let Self { slots, indexes, .. } = self;
+            if let Some(slot) = slots.get_mut(id).and_then(Option::as_mut) {
+                if same_version(&slot.obj, &obj) {
+                    return Applied::Unchanged(Arc::clone(&slot.obj));
                 }
-                let (stored_key, old) = (Arc::clone(stored_key), Arc::clone(old));
                 for index in indexes.values_mut() {
-                    index.update(&stored_key, &old, &obj);
+                    index.update(id, &slot.obj, &obj);
                 }
-                if let Some(slot) = items.get_mut(&key) {
-                    *slot = Arc::clone(&obj);
-                }
-                Applied::Updated { old, new: obj }
-            }
-            None => {
-                let key = Arc::new(key);
-                for index in indexes.values_mut() {
-                    index.insert(&key, &obj);
-                }
-                items.insert(key, Arc::clone(&obj));
-                Applied::Added(obj)
+                let old = std::mem::replace(&mut slot.obj, Arc::clone(&obj));
+                return Applied::Updated { old, new: obj };
             }
         }
+        let key = Arc::new(key);
+        let id = match self.free.pop() {
+            Some(id) => id,
+            None => {
+                self.slots.push(None);
+                self.slots.len() - 1
+            }
+        };
+        for index in self.indexes.values_mut() {
+            index.insert(id, &key, &obj);
+        }
+        self.by_key.insert(Arc::clone(&key), id);
+        if let Some(slot) = self.slots.get_mut(id) {
+            *slot = Some(Slot {
+                key,
+                obj: Arc::clone(&obj),
+            });
+        }
+        Applied::Added(obj)
     }
 
     fn remove(&mut self, key: &ObjectKey) -> Option<Arc<K>> {
-        let (stored_key, old) = self.items.remove_entry(key)?;
+        let id = self.by_key.remove(key)?;
+        let slot = self.slots.get_mut(id).and_then(Option::take)?;
         for index in self.indexes.values_mut() {
-            index.remove(&stored_key, &old);
+            index.remove(id, &slot.key, &slot.obj);
         }
-        Some(old)
+        self.free.push(id);
+        Some(slot.obj)
     }
 
     fn note_resource_version(&mut self, obj: &K) {
@@ -287,7 +325,9 @@ impl<K> StoreWriter<K> {
     pub fn new() -> Self {
         let indexes = HashMap::from([(NAMESPACE_INDEX.to_owned(), Index::namespace())]);
         let state = State {
-            items: HashMap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            by_key: HashMap::new(),
             indexes,
             last_sync_resource_version: None,
         };
@@ -335,7 +375,7 @@ impl<K: Resource> StoreWriter<K> {
 
         let listed: HashSet<&ObjectKey> = keys.iter().collect();
         let mut gone: Vec<ObjectKey> = state
-            .items
+            .by_key
             .keys()
             .filter(|k| !listed.contains(k.as_ref()))
             .map(|k| ObjectKey::clone(k))
@@ -347,8 +387,8 @@ impl<K: Resource> StoreWriter<K> {
             .filter_map(|key| state.remove(&key).map(|old| (key, old)))
             .collect();
 
-        let held = state.items.len();
-        state.items.reserve(items.len().saturating_sub(held));
+        let held = state.by_key.len();
+        state.by_key.reserve(items.len().saturating_sub(held));
         let applied = keys
             .into_iter()
             .zip(items)
