@@ -5,6 +5,7 @@
 //! directly instead of hashing each key again.
 
 use std::collections::{HashMap, HashSet};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use super::ObjectKey;
@@ -17,8 +18,9 @@ pub(crate) type SlotId = usize;
 pub const NAMESPACE_INDEX: &str = "namespace";
 
 /// An index function: the values an object is filed under. It must be a pure
-/// function of the object (the store calls it again on update and delete to
-/// find the entries to move) and must not panic.
+/// function of the object: the store calls it again on update and delete to
+/// find the entries to move. If it panics, the object is filed under no
+/// value and an error is logged; the store stays consistent.
 pub type IndexFn<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
 
 enum IndexFunc<K> {
@@ -26,7 +28,10 @@ enum IndexFunc<K> {
     /// is read from the key and never changes on update: no call, no
     /// allocation on the hot path.
     Namespace,
-    Custom(IndexFn<K>),
+    Custom {
+        name: String,
+        func: IndexFn<K>,
+    },
 }
 
 /// An index: its function and the inverted map value -> slots.
@@ -43,9 +48,9 @@ impl<K> Index<K> {
         }
     }
 
-    pub(crate) fn custom(func: IndexFn<K>) -> Self {
+    pub(crate) fn custom(name: String, func: IndexFn<K>) -> Self {
         Self {
-            func: IndexFunc::Custom(func),
+            func: IndexFunc::Custom { name, func },
             values: HashMap::new(),
         }
     }
@@ -54,8 +59,8 @@ impl<K> Index<K> {
     pub(crate) fn insert(&mut self, id: SlotId, key: &ObjectKey, obj: &K) {
         match &self.func {
             IndexFunc::Namespace => add_value(&mut self.values, key.namespace_or_empty(), id),
-            IndexFunc::Custom(f) => {
-                for v in f(obj) {
+            IndexFunc::Custom { name, func } => {
+                for v in call(name, func, obj) {
                     add_value(&mut self.values, &v, id);
                 }
             }
@@ -65,10 +70,10 @@ impl<K> Index<K> {
     /// Moves an object from the values `old` is filed under to those of `new`,
     /// touching only the values that differ.
     pub(crate) fn update(&mut self, id: SlotId, old: &K, new: &K) {
-        let IndexFunc::Custom(f) = &self.func else {
+        let IndexFunc::Custom { name, func } = &self.func else {
             return;
         };
-        let (old_values, new_values) = (f(old), f(new));
+        let (old_values, new_values) = (call(name, func, old), call(name, func, new));
         if old_values == new_values {
             return;
         }
@@ -84,8 +89,8 @@ impl<K> Index<K> {
     pub(crate) fn remove(&mut self, id: SlotId, key: &ObjectKey, obj: &K) {
         match &self.func {
             IndexFunc::Namespace => remove_value(&mut self.values, key.namespace_or_empty(), id),
-            IndexFunc::Custom(f) => {
-                for v in f(obj) {
+            IndexFunc::Custom { name, func } => {
+                for v in call(name, func, obj) {
                     remove_value(&mut self.values, &v, id);
                 }
             }
@@ -101,6 +106,19 @@ impl<K> Index<K> {
     pub(crate) fn values(&self) -> impl Iterator<Item = &String> {
         self.values.keys()
     }
+}
+
+/// Runs a user index function. A panic files the object under no value:
+/// that is still a pure function of the object, so the entries stay
+/// consistent, and the store's lock is never poisoned by user code.
+fn call<K>(name: &str, func: &IndexFn<K>, obj: &K) -> Vec<String> {
+    catch_unwind(AssertUnwindSafe(|| func(obj))).unwrap_or_else(|_| {
+        tracing::error!(
+            index = name,
+            "index function panicked; object filed under no value"
+        );
+        Vec::new()
+    })
 }
 
 fn add_value(values: &mut HashMap<String, HashSet<SlotId>>, v: &str, id: SlotId) {

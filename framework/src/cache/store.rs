@@ -101,9 +101,9 @@ impl<K> fmt::Debug for Store<K> {
 }
 
 impl<K> Store<K> {
-    // A panic while the lock is held can only come from a user index
-    // function; the maps stay structurally valid, so keep serving rather
-    // than turn one bug into a panic in every reader.
+    // Nothing under the lock is expected to panic (user index functions run
+    // behind catch_unwind); should the lock be poisoned anyway, keep serving
+    // rather than panic in every reader.
     fn read(&self) -> RwLockReadGuard<'_, State<K>> {
         self.state.read().unwrap_or_else(PoisonError::into_inner)
     }
@@ -203,8 +203,9 @@ impl<K: Resource> Store<K> {
     /// under. Items already stored are indexed before this returns. A name
     /// already in use is [`Error::IndexExists`].
     ///
-    /// `func` must be a pure function of the object and must not panic; it
-    /// runs under the store's write lock.
+    /// `func` must be a pure function of the object and should be quick: it
+    /// runs under the store's write lock. A panic in it files the object
+    /// under no value (and is logged) rather than break the store.
     pub fn add_index<F>(&self, name: impl Into<String>, func: F) -> Result<(), Error>
     where
         F: Fn(&K) -> Vec<String> + Send + Sync + 'static,
@@ -214,7 +215,7 @@ impl<K: Resource> Store<K> {
         if state.indexes.contains_key(&name) {
             return Err(Error::IndexExists(name));
         }
-        let mut index = Index::custom(Arc::new(func) as IndexFn<K>);
+        let mut index = Index::custom(name.clone(), Arc::new(func) as IndexFn<K>);
         for (id, slot) in state.occupied() {
             index.insert(id, &slot.key, &slot.obj);
         }
@@ -486,6 +487,30 @@ mod tests {
             s.add_index(NAMESPACE_INDEX, |_| vec![]).unwrap_err(),
             Error::IndexExists(NAMESPACE_INDEX.into())
         );
+    }
+
+    #[test]
+    fn panicking_index_function_files_the_object_under_no_value() {
+        let mut w = StoreWriter::new();
+        let s = w.store();
+        s.add_index("app", |cm: &ConfigMap| {
+            let v = app_index(cm);
+            assert!(v != ["bad"], "index function bug");
+            v
+        })
+        .unwrap();
+        w.apply(Delta::Added(cm("a", "x", "1", "bad")));
+        w.apply(Delta::Added(cm("a", "y", "2", "web")));
+        assert_eq!(s.list_index_func_values("app").unwrap(), ["web"]);
+        w.apply(Delta::Updated(cm("a", "x", "3", "web")));
+        assert_eq!(
+            sorted_names(s.by_index("app", "web").unwrap()),
+            ["a/x", "a/y"]
+        );
+        w.apply(Delta::Updated(cm("a", "y", "4", "bad")));
+        w.apply(Delta::Deleted(cm("a", "y", "5", "bad")));
+        assert_eq!(sorted_names(s.by_index("app", "web").unwrap()), ["a/x"]);
+        assert_eq!(s.len(), 1);
     }
 
     #[test]
