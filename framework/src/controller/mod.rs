@@ -8,7 +8,7 @@
 //!   run cleanup on deletion, then release the object.
 //! - [`owner`]: controller and plain owner references.
 //! - [`conditions`]: status conditions with correct transition times.
-//! - [`apply`]: create-or-update, server-side apply and status writes.
+//! - [`apply`](mod@apply): create-or-update, server-side apply and status writes.
 //! - [`events`]: an events.k8s.io/v1 recorder with client-go's series
 //!   aggregation.
 //!
