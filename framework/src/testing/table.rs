@@ -259,11 +259,7 @@ pub(crate) fn cells(def: &ResourceDef, version: &str, o: &Value) -> Vec<Value> {
                     cells.push(column_cell(o, &c.json_path, &c.type_));
                 }
             }
-            _ => cells.push(
-                o.pointer("/metadata/creationTimestamp")
-                    .cloned()
-                    .unwrap_or(Value::Null),
-            ),
+            _ => cells.push(date_cell(o.pointer("/metadata/creationTimestamp"))),
         }
         return cells;
     }
@@ -527,12 +523,23 @@ fn column_cell(o: &Value, path: &str, ty: &str) -> Value {
         ),
     };
     match (ty, &v) {
+        ("date", Value::String(_)) => date_cell(Some(&v)),
         ("integer", Value::Number(_))
         | ("number", Value::Number(_))
         | ("boolean", Value::Bool(_)) => v,
-        ("string" | "date", Value::String(_)) => v,
+        ("string", Value::String(_)) => v,
         ("string", other) => Value::String(other.to_string()),
         _ => v,
+    }
+}
+
+/// A date column as the CRD table convertor renders it: the age of a
+/// timestamp (`5m`), the text itself when it is not one.
+fn date_cell(v: Option<&Value>) -> Value {
+    match v.and_then(Value::as_str) {
+        Some(s) if s.parse::<jiff::Timestamp>().is_ok() => json!(human_duration(age_secs(v))),
+        Some(s) => json!(s),
+        None => Value::Null,
     }
 }
 
