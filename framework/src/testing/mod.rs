@@ -36,6 +36,7 @@ mod storage;
 mod table;
 mod tls;
 mod util;
+mod validation;
 mod watch;
 
 use std::net::SocketAddr;

@@ -207,6 +207,7 @@ fn validate(
                 )));
             }
         }
+        causes.extend(super::validation::validate(def, obj));
         if def.group == "apiextensions.k8s.io" {
             causes.extend(admission::admit_crd(obj, old));
         }
