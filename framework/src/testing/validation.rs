@@ -132,17 +132,16 @@ pub(crate) fn validate(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
                 }
             }
         }
-        ("coordination.k8s.io", "leases") => {
+        ("coordination.k8s.io", "leases")
             if obj
                 .pointer("/spec/leaseDurationSeconds")
                 .and_then(Value::as_i64)
-                .is_some_and(|d| d <= 0)
-            {
-                causes.push(Cause::invalid(
-                    "spec.leaseDurationSeconds",
-                    "Invalid value: 0: must be greater than 0",
-                ));
-            }
+                .is_some_and(|d| d <= 0) =>
+        {
+            causes.push(Cause::invalid(
+                "spec.leaseDurationSeconds",
+                "Invalid value: 0: must be greater than 0",
+            ));
         }
         _ => {}
     }
