@@ -1,12 +1,32 @@
 //! The `kubeforge` command.
 
-use clap::Parser;
+mod dev_server;
+
+use clap::{Parser, Subcommand};
 
 /// Scaffold operator projects, generate manifests, run a development API server.
 #[derive(Parser, Debug)]
 #[command(name = "kubeforge", version, about)]
-struct Cli {}
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
 
-fn main() {
-    let _cli = Cli::parse();
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the in-process Kubernetes API server as a process, for kubectl
+    /// and operators under development.
+    DevServer(dev_server::Args),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::DevServer(args)) => dev_server::run(args),
+        None => {
+            use clap::CommandFactory;
+            Cli::command().print_help()?;
+            Ok(())
+        }
+    }
 }

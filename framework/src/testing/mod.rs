@@ -1,5 +1,71 @@
-//! An in-process Kubernetes API server for tests and demos.
+//! An in-process Kubernetes API server for tests and demos (feature
+//! `testing`).
+//!
+//! [`ApiServer::start`] serves HTTPS on `127.0.0.1` with a freshly generated
+//! CA and a random bearer token, speaking kube-apiserver's wire protocol:
+//! discovery (legacy and aggregated), CRUD with resourceVersion semantics,
+//! list/watch with selectors, pagination and bookmarks, status and scale
+//! subresources, finalizers, merge and JSON patches, CRD registration,
+//! Table output, an ownerReference garbage collector and namespace
+//! deletion. [`Faults`] injects failures so a runtime's recovery is tested,
+//! not assumed. It shares no code with the client it tests.
+//!
+//! Layout: [`server`](ApiServer) (listener, TLS, lifecycle), `routing`,
+//! `handlers` (one module per verb group), `objects` (write semantics),
+//! `storage` (objects, history, watchers), `watch` (streams), `selectors`,
+//! `registry` (built-ins and CRDs), `discovery`, `table`, `gc`, `crds`,
+//! `admission` (hooks for schema validation and managed fields), `faults`,
+//! `kubeconfig`, `tls`.
 
+mod admission;
+mod crds;
+mod defaults;
+mod discovery;
+mod faults;
+mod gc;
+mod handlers;
+mod http;
+mod kubeconfig;
+mod objects;
 pub mod openapi;
 pub mod patch;
+mod registry;
+mod routing;
 pub mod schema;
+mod selectors;
+mod server;
+mod status;
+mod storage;
+mod table;
+mod tls;
+mod util;
+mod validation;
+mod watch;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+pub use faults::{Failure, Faults, RequestMatch};
+pub use kubeconfig::CONTEXT as KUBECONFIG_CONTEXT;
+pub use server::{ApiServer, ApiServerBuilder};
+pub use status::Cause;
+
+/// Why the server could not start or write its kubeconfig.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The listen address could not be bound.
+    #[error("cannot listen on {0}: {1}")]
+    Bind(SocketAddr, #[source] std::io::Error),
+    /// Certificate generation or TLS setup failed.
+    #[error("TLS setup failed: {0}")]
+    Tls(String),
+    /// The kubeconfig could not be rendered.
+    #[error("cannot render kubeconfig: {0}")]
+    Kubeconfig(String),
+    /// A file could not be written.
+    #[error("cannot write {0}: {1}")]
+    Io(PathBuf, #[source] std::io::Error),
+    /// The server rejected an object (the `Status` message).
+    #[error("rejected: {0}")]
+    Rejected(String),
+}

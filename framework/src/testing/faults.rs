@@ -1,0 +1,212 @@
+//! Fault injection for runtime tests: close every open watch, fail the next
+//! N requests matching a verb and resource with a chosen status, add latency,
+//! compact the watch history, and count open watches per resource so tests
+//! can assert that informers share connections.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::server::Shared;
+use super::status::ApiError;
+
+/// Which requests a rule applies to; `None` matches anything.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestMatch {
+    /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`,
+    /// `deletecollection`.
+    pub verb: Option<String>,
+    /// The resource plural, e.g. `configmaps`, or with a subresource,
+    /// `deployments/status`.
+    pub resource: Option<String>,
+}
+
+impl RequestMatch {
+    /// Every resource request.
+    pub fn any() -> Self {
+        Self::default()
+    }
+
+    /// Requests with this verb.
+    pub fn verb(verb: impl Into<String>) -> Self {
+        Self {
+            verb: Some(verb.into()),
+            resource: None,
+        }
+    }
+
+    /// Narrows to one resource (plural, optionally `plural/subresource`).
+    pub fn resource(mut self, resource: impl Into<String>) -> Self {
+        self.resource = Some(resource.into());
+        self
+    }
+
+    fn matches(&self, verb: &str, resource: &str) -> bool {
+        self.verb.as_deref().is_none_or(|v| v == verb)
+            && self.resource.as_deref().is_none_or(|r| r == resource)
+    }
+}
+
+/// The status an injected failure answers with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// 410 `Expired` (a watch gets it as an `ERROR` event, like a compacted
+    /// resourceVersion).
+    Expired,
+    /// 429 `TooManyRequests` with `Retry-After`.
+    TooManyRequests {
+        /// Seconds in `Retry-After` and `details.retryAfterSeconds`.
+        retry_after_seconds: u32,
+    },
+    /// 500 `InternalError`.
+    InternalError,
+    /// 503 `ServiceUnavailable` with `Retry-After`.
+    ServiceUnavailable {
+        /// Seconds in `Retry-After`.
+        retry_after_seconds: u32,
+    },
+}
+
+impl Failure {
+    pub(crate) fn to_error(self) -> ApiError {
+        match self {
+            Self::Expired => ApiError::expired("too old resource version: injected fault"),
+            Self::TooManyRequests {
+                retry_after_seconds,
+            } => {
+                let mut e = ApiError::new(
+                    429,
+                    "TooManyRequests",
+                    "Too many requests, please try again later.",
+                );
+                e.retry_after = Some(retry_after_seconds);
+                e
+            }
+            Self::InternalError => ApiError::internal("Internal error occurred: injected fault"),
+            Self::ServiceUnavailable {
+                retry_after_seconds,
+            } => {
+                let mut e = ApiError::new(
+                    503,
+                    "ServiceUnavailable",
+                    "the server is currently unable to handle the request",
+                );
+                e.retry_after = Some(retry_after_seconds);
+                e
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Rule {
+    matcher: RequestMatch,
+    remaining: usize,
+    failure: Failure,
+}
+
+/// Fault rules, kept in the server.
+#[derive(Debug, Default)]
+pub(crate) struct FaultRules {
+    rules: Mutex<Vec<Rule>>,
+    latency: Mutex<Option<Duration>>,
+}
+
+impl FaultRules {
+    pub fn add(&self, n: usize, matcher: RequestMatch, failure: Failure) {
+        if n == 0 {
+            return;
+        }
+        self.rules
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Rule {
+                matcher,
+                remaining: n,
+                failure,
+            });
+    }
+
+    pub fn set_latency(&self, d: Option<Duration>) {
+        *self.latency.lock().unwrap_or_else(|e| e.into_inner()) = d;
+    }
+
+    pub fn latency(&self) -> Option<Duration> {
+        *self.latency.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Consumes one matching rule, if any.
+    pub fn take(&self, verb: &str, resource: &str) -> Option<Failure> {
+        let mut rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
+        let i = rules
+            .iter()
+            .position(|r| r.matcher.matches(verb, resource))?;
+        let rule = rules.get_mut(i)?;
+        rule.remaining -= 1;
+        let failure = rule.failure;
+        if rule.remaining == 0 {
+            rules.remove(i);
+        }
+        Some(failure)
+    }
+
+    pub fn clear(&self) {
+        self.rules.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.set_latency(None);
+    }
+}
+
+/// A handle for injecting faults into a running server. Cheap to clone.
+#[derive(Clone)]
+pub struct Faults {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Faults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Faults").finish_non_exhaustive()
+    }
+}
+
+impl Faults {
+    /// Ends every open watch now; clients see a clean end of stream.
+    pub fn close_watches(&self) {
+        self.shared.storage.lock().close_watches();
+        self.shared.close_watches.send_modify(|g| *g += 1);
+    }
+
+    /// Answers the next `n` requests matching `matcher` with `failure`.
+    pub fn fail_next(&self, n: usize, matcher: RequestMatch, failure: Failure) {
+        self.shared.faults.add(n, matcher, failure);
+    }
+
+    /// Delays every request by `latency` (`None` to stop).
+    pub fn set_latency(&self, latency: Option<Duration>) {
+        self.shared.faults.set_latency(latency);
+    }
+
+    /// Drops the watch history: every older resourceVersion is now expired
+    /// (410 on list and watch), like an etcd compaction.
+    pub fn compact(&self) {
+        self.shared.storage.lock().compact();
+    }
+
+    /// Removes all pending failures and the latency.
+    pub fn clear(&self) {
+        self.shared.faults.clear();
+    }
+
+    /// Open watches per resource, keyed `group/plural` (`/configmaps` for
+    /// the core group).
+    pub fn open_watches(&self) -> BTreeMap<String, usize> {
+        self.shared.storage.lock().open_watches()
+    }
+
+    /// Open watches on one resource (`group` empty for the core group).
+    pub fn open_watches_for(&self, group: &str, plural: &str) -> usize {
+        self.open_watches()
+            .get(&format!("{group}/{plural}"))
+            .copied()
+            .unwrap_or(0)
+    }
+}

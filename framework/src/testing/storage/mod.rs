@@ -1,0 +1,662 @@
+//! The object store: one global, monotonically increasing resourceVersion;
+//! per resource a sorted map of [`StoredObject`]s, a bounded watch history
+//! of [`Event`]s and the registered watchers. Writes fan events out to
+//! watchers through bounded channels with `try_send`: a watcher whose buffer
+//! is full is dropped (its stream ends, the client re-watches), so a slow
+//! watcher never blocks a writer — what kube-apiserver's cacher does.
+//!
+//! Consistent reads at an older resourceVersion (`resourceVersionMatch=Exact`,
+//! continue tokens) are served by undoing the history events newer than it.
+
+pub(crate) mod object;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::ops::Bound;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::Value;
+use tokio::sync::{mpsc, watch};
+
+pub(crate) use object::{Event, EventType, ObjKey, StoredObject};
+
+use super::registry::ResKey;
+use super::selectors::{FieldSelector, LabelSelector};
+
+/// Why a store operation failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum StoreError {
+    #[error("not found")]
+    NotFound,
+    #[error("already exists")]
+    AlreadyExists,
+    #[error("conflict")]
+    Conflict,
+    #[error("uid precondition failed: {expected} != {actual}")]
+    UidMismatch { expected: String, actual: String },
+    /// The requested resourceVersion has left the history; carries the
+    /// oldest one still available.
+    #[error("too old resource version: {requested} ({oldest})")]
+    Expired { requested: u64, oldest: u64 },
+    #[error("too large resource version: {requested}, current: {current}")]
+    TooLarge { requested: u64, current: u64 },
+}
+
+/// What a list or watch selects.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Filter {
+    pub namespace: Option<String>,
+    pub labels: LabelSelector,
+    pub fields: FieldSelector,
+}
+
+impl Filter {
+    pub fn matches(&self, key: &ObjKey, obj: &StoredObject) -> bool {
+        if let Some(ns) = &self.namespace {
+            if key.0 != *ns {
+                return false;
+            }
+        }
+        self.labels.matches(&obj.value) && self.fields.matches(&obj.value)
+    }
+
+    /// The type a watcher with this filter sees for `ev`, if any.
+    fn event_type(&self, ev: &Event) -> Option<EventType> {
+        if ev.deleted {
+            return self
+                .matches(&ev.key, &ev.object)
+                .then_some(EventType::Deleted);
+        }
+        let now = self.matches(&ev.key, &ev.object);
+        let before = ev.prev.as_ref().is_some_and(|p| self.matches(&ev.key, p));
+        match (before, now) {
+            (true, true) => Some(EventType::Modified),
+            (false, true) => Some(EventType::Added),
+            (true, false) => Some(EventType::Deleted),
+            (false, false) => None,
+        }
+    }
+}
+
+/// A message to a watcher.
+pub(crate) type WatchMsg = (Arc<Event>, EventType);
+
+struct Watcher {
+    filter: Arc<Filter>,
+    tx: mpsc::Sender<WatchMsg>,
+}
+
+#[derive(Default)]
+struct Collection {
+    objects: BTreeMap<ObjKey, Arc<StoredObject>>,
+    history: VecDeque<Arc<Event>>,
+    /// Every event newer than `floor` is in `history`.
+    floor: u64,
+    watchers: Vec<Watcher>,
+}
+
+/// Where a watch starts.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum WatchFrom {
+    /// Now; with `initial`, first an ADDED for every current object.
+    Now { initial: bool },
+    /// Right after this resourceVersion.
+    After(u64),
+}
+
+/// A registered watch: what to send first, then the live channel.
+pub(crate) struct Subscription {
+    /// Current objects to send as ADDED (initial events).
+    pub initial: Vec<Arc<StoredObject>>,
+    /// History events after the requested resourceVersion.
+    pub replay: Vec<WatchMsg>,
+    pub rx: mpsc::Receiver<WatchMsg>,
+    /// The resourceVersion the subscription started at.
+    pub start_rv: u64,
+}
+
+/// One page of a list.
+pub(crate) struct ListPage {
+    /// The resourceVersion the list is consistent at.
+    pub rv: u64,
+    pub items: Vec<Arc<StoredObject>>,
+    /// The last key returned, when more items follow.
+    pub next: Option<ObjKey>,
+}
+
+/// The state behind the lock.
+pub(crate) struct Store {
+    rv: u64,
+    collections: HashMap<ResKey, Collection>,
+    uids: HashMap<String, (ResKey, ObjKey)>,
+    /// Owner uid to the objects that name it in `ownerReferences`.
+    dependents: HashMap<String, BTreeSet<(ResKey, ObjKey)>>,
+    history_limit: usize,
+    watch_buffer: usize,
+    rv_tx: watch::Sender<u64>,
+}
+
+/// The store plus a channel announcing the current resourceVersion.
+pub(crate) struct Storage {
+    inner: Mutex<Store>,
+    rv_rx: watch::Receiver<u64>,
+}
+
+impl Storage {
+    pub fn new(history_limit: usize, watch_buffer: usize) -> Self {
+        let (rv_tx, rv_rx) = watch::channel(1);
+        Self {
+            inner: Mutex::new(Store {
+                rv: 1,
+                collections: HashMap::new(),
+                uids: HashMap::new(),
+                dependents: HashMap::new(),
+                history_limit: history_limit.max(1),
+                watch_buffer: watch_buffer.max(1),
+                rv_tx,
+            }),
+            rv_rx,
+        }
+    }
+
+    /// Locks the store. A panic elsewhere while holding the lock leaves the
+    /// maps consistent (every write is applied in one step), so poisoning
+    /// is ignored.
+    pub fn lock(&self) -> MutexGuard<'_, Store> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits up to `timeout` for the store to reach `rv`.
+    pub async fn wait_for(&self, rv: u64, timeout: std::time::Duration) -> bool {
+        let mut rx = self.rv_rx.clone();
+        tokio::time::timeout(timeout, rx.wait_for(|cur| *cur >= rv))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+}
+
+fn owner_uids(value: &Value) -> Vec<String> {
+    value
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .map(|refs| {
+            refs.iter()
+                .filter_map(|r| r.get("uid").and_then(Value::as_str))
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn set_rv(value: &mut Value, rv: u64) {
+    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+    }
+}
+
+impl Store {
+    /// The current resourceVersion.
+    pub fn rv(&self) -> u64 {
+        self.rv
+    }
+
+    pub fn get(&self, res: &ResKey, key: &ObjKey) -> Option<Arc<StoredObject>> {
+        self.collections.get(res)?.objects.get(key).cloned()
+    }
+
+    /// Where the object with this uid lives.
+    pub fn by_uid(&self, uid: &str) -> Option<(ResKey, ObjKey)> {
+        self.uids.get(uid).cloned()
+    }
+
+    /// Objects whose ownerReferences name `owner_uid`.
+    pub fn dependents(&self, owner_uid: &str) -> Vec<(ResKey, ObjKey)> {
+        self.dependents
+            .get(owner_uid)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Every object in namespace `ns`, across resources.
+    pub fn in_namespace(&self, ns: &str) -> Vec<(ResKey, Arc<StoredObject>)> {
+        let mut out = Vec::new();
+        for (res, coll) in &self.collections {
+            let start = (ns.to_owned(), String::new());
+            for (key, obj) in coll.objects.range(start..) {
+                if key.0 != ns {
+                    break;
+                }
+                out.push((res.clone(), obj.clone()));
+            }
+        }
+        out
+    }
+
+    /// Keys of every object of one resource.
+    pub fn keys(&self, res: &ResKey) -> Vec<ObjKey> {
+        self.collections
+            .get(res)
+            .map(|c| c.objects.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Number of objects of one resource.
+    pub fn count(&self, res: &ResKey) -> usize {
+        self.collections.get(res).map_or(0, |c| c.objects.len())
+    }
+
+    fn index(
+        &mut self,
+        res: &ResKey,
+        key: &ObjKey,
+        old: Option<&StoredObject>,
+        new: Option<&StoredObject>,
+    ) {
+        if let Some(old) = old {
+            for owner in owner_uids(&old.value) {
+                if let Some(set) = self.dependents.get_mut(&owner) {
+                    set.remove(&(res.clone(), key.clone()));
+                    if set.is_empty() {
+                        self.dependents.remove(&owner);
+                    }
+                }
+            }
+            if new.is_none() {
+                self.uids.remove(old.uid());
+            }
+        }
+        if let Some(new) = new {
+            for owner in owner_uids(&new.value) {
+                self.dependents
+                    .entry(owner)
+                    .or_default()
+                    .insert((res.clone(), key.clone()));
+            }
+            if !new.uid().is_empty() {
+                self.uids
+                    .insert(new.uid().to_owned(), (res.clone(), key.clone()));
+            }
+        }
+    }
+
+    fn record(&mut self, res: &ResKey, ev: Event) {
+        let ev = Arc::new(ev);
+        let limit = self.history_limit;
+        let coll = self.collections.entry(res.clone()).or_default();
+        coll.history.push_back(ev.clone());
+        while coll.history.len() > limit {
+            if let Some(old) = coll.history.pop_front() {
+                coll.floor = old.rv;
+            }
+        }
+        coll.watchers.retain(|w| {
+            let Some(ty) = w.filter.event_type(&ev) else {
+                return !w.tx.is_closed();
+            };
+            match w.tx.try_send((ev.clone(), ty)) {
+                Ok(()) => true,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    tracing::debug!(resource = %res.0, "watcher too slow, closing its watch");
+                    false
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+            }
+        });
+        self.rv_tx.send_replace(self.rv);
+    }
+
+    /// Stores a new object; fails if the key is taken.
+    pub fn create(
+        &mut self,
+        res: &ResKey,
+        key: ObjKey,
+        mut value: Value,
+    ) -> Result<Arc<StoredObject>, StoreError> {
+        if self.get(res, &key).is_some() {
+            return Err(StoreError::AlreadyExists);
+        }
+        self.rv += 1;
+        set_rv(&mut value, self.rv);
+        let obj = Arc::new(StoredObject::encode(value, self.rv));
+        self.index(res, &key, None, Some(&obj));
+        self.collections
+            .entry(res.clone())
+            .or_default()
+            .objects
+            .insert(key.clone(), obj.clone());
+        self.record(res, Event::new(key, obj.clone(), None, false));
+        Ok(obj)
+    }
+
+    /// Replaces an object; with `expect_rv`, only if it is still at that
+    /// resourceVersion.
+    pub fn update(
+        &mut self,
+        res: &ResKey,
+        key: &ObjKey,
+        mut value: Value,
+        expect_rv: Option<u64>,
+    ) -> Result<Arc<StoredObject>, StoreError> {
+        let old = self.get(res, key).ok_or(StoreError::NotFound)?;
+        if expect_rv.is_some_and(|rv| rv != old.rv) {
+            return Err(StoreError::Conflict);
+        }
+        self.rv += 1;
+        set_rv(&mut value, self.rv);
+        let obj = Arc::new(StoredObject::encode(value, self.rv));
+        self.index(res, key, Some(&old), Some(&obj));
+        self.collections
+            .entry(res.clone())
+            .or_default()
+            .objects
+            .insert(key.clone(), obj.clone());
+        self.record(res, Event::new(key.clone(), obj.clone(), Some(old), false));
+        Ok(obj)
+    }
+
+    /// Removes an object, returning its last state stamped with the
+    /// deletion's resourceVersion.
+    pub fn delete(
+        &mut self,
+        res: &ResKey,
+        key: &ObjKey,
+        expect_rv: Option<u64>,
+        expect_uid: Option<&str>,
+    ) -> Result<Arc<StoredObject>, StoreError> {
+        let old = self.get(res, key).ok_or(StoreError::NotFound)?;
+        if let Some(uid) = expect_uid {
+            if uid != old.uid() {
+                return Err(StoreError::UidMismatch {
+                    expected: uid.to_owned(),
+                    actual: old.uid().to_owned(),
+                });
+            }
+        }
+        if expect_rv.is_some_and(|rv| rv != old.rv) {
+            return Err(StoreError::Conflict);
+        }
+        self.rv += 1;
+        let mut last = (*old.value).clone();
+        set_rv(&mut last, self.rv);
+        let obj = Arc::new(StoredObject::encode(last, self.rv));
+        self.index(res, key, Some(&old), None);
+        if let Some(c) = self.collections.get_mut(res) {
+            c.objects.remove(key);
+        }
+        self.record(res, Event::new(key.clone(), obj.clone(), Some(old), true));
+        Ok(obj)
+    }
+
+    fn check_rv(&self, coll: Option<&Collection>, rv: u64) -> Result<(), StoreError> {
+        if rv > self.rv {
+            return Err(StoreError::TooLarge {
+                requested: rv,
+                current: self.rv,
+            });
+        }
+        let floor = coll.map_or(0, |c| c.floor);
+        if rv < floor {
+            return Err(StoreError::Expired {
+                requested: rv,
+                oldest: floor + 1,
+            });
+        }
+        Ok(())
+    }
+
+    /// One page of a list, at the latest state or exactly at `at`.
+    pub fn list(
+        &self,
+        res: &ResKey,
+        filter: &Filter,
+        at: Option<u64>,
+        start_after: Option<&ObjKey>,
+        limit: Option<usize>,
+    ) -> Result<ListPage, StoreError> {
+        let empty = Collection::default();
+        let coll = self.collections.get(res).unwrap_or(&empty);
+        let list_rv = at.unwrap_or(self.rv);
+        self.check_rv(Some(coll), list_rv)?;
+        // State at `list_rv`: the earliest event after it holds the state
+        // it replaced.
+        let mut overlay: BTreeMap<&ObjKey, Option<&Arc<StoredObject>>> = BTreeMap::new();
+        for ev in coll.history.iter().rev() {
+            if ev.rv <= list_rv {
+                break;
+            }
+            overlay.insert(&ev.key, ev.prev.as_ref());
+        }
+        let lower = match (start_after, &filter.namespace) {
+            (Some(k), _) => Bound::Excluded(k.clone()),
+            (None, Some(ns)) => Bound::Included((ns.clone(), String::new())),
+            (None, None) => Bound::Unbounded,
+        };
+        let mut current = coll
+            .objects
+            .range((lower.clone(), Bound::Unbounded))
+            .map(|(k, v)| (k, Some(v)))
+            .peekable();
+        let mut past = overlay
+            .range::<ObjKey, _>((lower.as_ref(), Bound::Unbounded))
+            .map(|(k, v)| (*k, *v))
+            .peekable();
+        let mut items = Vec::new();
+        let mut last_key: Option<ObjKey> = None;
+        let mut more = false;
+        loop {
+            let next = match (current.peek(), past.peek()) {
+                (None, None) => break,
+                (Some(_), None) => current.next(),
+                (None, Some(_)) => past.next(),
+                (Some((ck, _)), Some((pk, _))) => match (*ck).cmp(*pk) {
+                    std::cmp::Ordering::Less => current.next(),
+                    std::cmp::Ordering::Greater => past.next(),
+                    std::cmp::Ordering::Equal => {
+                        current.next();
+                        past.next()
+                    }
+                },
+            };
+            let Some((key, obj)) = next else { break };
+            if let Some(ns) = &filter.namespace {
+                if key.0 != *ns {
+                    break;
+                }
+            }
+            let Some(obj) = obj else { continue };
+            if !filter.matches(key, obj) {
+                continue;
+            }
+            if limit.is_some_and(|l| items.len() >= l) {
+                more = true;
+                break;
+            }
+            last_key = Some(key.clone());
+            items.push(obj.clone());
+        }
+        Ok(ListPage {
+            rv: list_rv,
+            items,
+            next: if more { last_key } else { None },
+        })
+    }
+
+    /// Registers a watcher.
+    pub fn watch(
+        &mut self,
+        res: &ResKey,
+        filter: Filter,
+        from: WatchFrom,
+    ) -> Result<Subscription, StoreError> {
+        let filter = Arc::new(filter);
+        let (tx, rx) = mpsc::channel(self.watch_buffer);
+        let current_rv = self.rv;
+        if let WatchFrom::After(rv) = from {
+            self.check_rv(self.collections.get(res), rv)?;
+        }
+        let coll = self.collections.entry(res.clone()).or_default();
+        let mut initial = Vec::new();
+        let mut replay = Vec::new();
+        match from {
+            WatchFrom::Now { initial: true } => {
+                initial = coll
+                    .objects
+                    .iter()
+                    .filter(|(k, o)| filter.matches(k, o))
+                    .map(|(_, o)| o.clone())
+                    .collect();
+            }
+            WatchFrom::Now { initial: false } => {}
+            WatchFrom::After(rv) => {
+                let start = coll.history.partition_point(|e| e.rv <= rv);
+                replay = coll
+                    .history
+                    .range(start..)
+                    .filter_map(|e| filter.event_type(e).map(|t| (e.clone(), t)))
+                    .collect();
+            }
+        }
+        coll.watchers.retain(|w| !w.tx.is_closed());
+        coll.watchers.push(Watcher { filter, tx });
+        Ok(Subscription {
+            initial,
+            replay,
+            rx,
+            start_rv: current_rv,
+        })
+    }
+
+    /// Open watches per resource.
+    pub fn open_watches(&mut self) -> BTreeMap<String, usize> {
+        let mut out = BTreeMap::new();
+        for (res, coll) in &mut self.collections {
+            coll.watchers.retain(|w| !w.tx.is_closed());
+            if !coll.watchers.is_empty() {
+                out.insert(res.0.to_string(), coll.watchers.len());
+            }
+        }
+        out
+    }
+
+    /// Ends every open watch (their streams close after what is buffered).
+    pub fn close_watches(&mut self) {
+        for coll in self.collections.values_mut() {
+            coll.watchers.clear();
+        }
+    }
+
+    /// Forgets the whole watch history: any older resourceVersion is now
+    /// expired.
+    pub fn compact(&mut self) {
+        let rv = self.rv;
+        for coll in self.collections.values_mut() {
+            coll.history.clear();
+            coll.floor = rv;
+        }
+    }
+
+    /// Forgets history for one resource and closes its watches (a CRD was
+    /// deleted and its objects with it).
+    pub fn reset_resource(&mut self, res: &ResKey) {
+        if let Some(coll) = self.collections.get_mut(res) {
+            coll.watchers.clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cm(name: &str, v: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "ns", "uid": name}, "data": {"v": v}})
+    }
+
+    fn key(name: &str) -> ObjKey {
+        ("ns".into(), name.into())
+    }
+
+    #[test]
+    fn exact_list_undoes_later_events() {
+        let s = Storage::new(100, 10);
+        let res = ResKey::new("", "configmaps");
+        let mut st = s.lock();
+        st.create(&res, key("a"), cm("a", "1")).unwrap();
+        st.create(&res, key("b"), cm("b", "1")).unwrap();
+        let at = st.rv();
+        st.update(&res, &key("a"), cm("a", "2"), None).unwrap();
+        st.delete(&res, &key("b"), None, None).unwrap();
+        st.create(&res, key("c"), cm("c", "1")).unwrap();
+        let f = Filter::default();
+        let page = st.list(&res, &f, Some(at), None, None).unwrap();
+        let names: Vec<_> = page.items.iter().map(|o| o.name().to_owned()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(page.items[0].value["data"]["v"], "1");
+        let latest = st.list(&res, &f, None, None, None).unwrap();
+        let names: Vec<_> = latest.items.iter().map(|o| o.name().to_owned()).collect();
+        assert_eq!(names, ["a", "c"]);
+        // Paging at the old resourceVersion.
+        let p1 = st.list(&res, &f, Some(at), None, Some(1)).unwrap();
+        assert_eq!(p1.next, Some(key("a")));
+        let p2 = st
+            .list(&res, &f, Some(at), p1.next.as_ref(), Some(1))
+            .unwrap();
+        assert_eq!(p2.items[0].name(), "b");
+        assert!(p2.next.is_none());
+    }
+
+    #[test]
+    fn history_bound_expires_old_versions() {
+        let s = Storage::new(2, 10);
+        let res = ResKey::new("", "configmaps");
+        let mut st = s.lock();
+        let first = st.create(&res, key("a"), cm("a", "1")).unwrap().rv;
+        for i in 0..3 {
+            st.update(&res, &key("a"), cm("a", &i.to_string()), None)
+                .unwrap();
+        }
+        let err = st
+            .watch(&res, Filter::default(), WatchFrom::After(first))
+            .err();
+        assert!(matches!(err, Some(StoreError::Expired { .. })));
+        let rv = st.rv();
+        let sub = st
+            .watch(&res, Filter::default(), WatchFrom::After(rv - 1))
+            .unwrap();
+        assert_eq!(sub.replay.len(), 1);
+    }
+
+    #[test]
+    fn full_watcher_is_dropped_not_waited_for() {
+        let s = Storage::new(100, 1);
+        let res = ResKey::new("", "configmaps");
+        let mut st = s.lock();
+        let sub = st
+            .watch(&res, Filter::default(), WatchFrom::Now { initial: false })
+            .unwrap();
+        st.create(&res, key("a"), cm("a", "1")).unwrap();
+        st.create(&res, key("b"), cm("b", "1")).unwrap();
+        assert!(st.open_watches().is_empty());
+        drop(sub);
+    }
+
+    #[test]
+    fn selector_transitions_become_added_and_deleted() {
+        let s = Storage::new(100, 10);
+        let res = ResKey::new("", "configmaps");
+        let mut st = s.lock();
+        st.create(&res, key("a"), cm("a", "1")).unwrap();
+        let f = Filter {
+            labels: LabelSelector::parse("x=y").unwrap(),
+            ..Filter::default()
+        };
+        let mut sub = st.watch(&res, f, WatchFrom::Now { initial: true }).unwrap();
+        assert!(sub.initial.is_empty());
+        let mut labelled = cm("a", "2");
+        labelled["metadata"]["labels"] = json!({"x": "y"});
+        st.update(&res, &key("a"), labelled, None).unwrap();
+        st.update(&res, &key("a"), cm("a", "3"), None).unwrap();
+        assert_eq!(sub.rx.try_recv().unwrap().1, EventType::Added);
+        assert_eq!(sub.rx.try_recv().unwrap().1, EventType::Deleted);
+    }
+}

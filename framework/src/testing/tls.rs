@@ -1,0 +1,92 @@
+//! Certificates for one server run: a fresh self-signed CA and a serving
+//! certificate it signs for `127.0.0.1`, `localhost` and `::1` (plus the
+//! bind address when it is something else), and the rustls server config
+//! offering h2 and HTTP/1.1 through ALPN.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, SanType,
+};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+use super::Error;
+
+/// The CA and serving identity of one server.
+pub(crate) struct Certificates {
+    /// The CA certificate, DER.
+    pub ca_der: Vec<u8>,
+    /// The CA certificate, PEM (what kubeconfig's `certificate-authority-data` carries).
+    pub ca_pem: String,
+    /// The TLS configuration serving the CA-signed certificate.
+    pub server_config: Arc<rustls::ServerConfig>,
+}
+
+impl Certificates {
+    /// Generates a CA and a serving certificate valid for the loopback names
+    /// and `extra_ip`.
+    pub fn generate(extra_ip: Option<IpAddr>) -> Result<Self, Error> {
+        let tls = |e: rcgen::Error| Error::Tls(e.to_string());
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(tls)?;
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "kubeforge-ca");
+        ca_params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+        ];
+        let ca_key = KeyPair::generate().map_err(tls)?;
+        let ca_cert = ca_params.self_signed(&ca_key).map_err(tls)?;
+        let issuer = Issuer::new(ca_params, ca_key);
+
+        let mut params =
+            CertificateParams::new(vec!["localhost".to_owned(), "kubernetes".to_owned()])
+                .map_err(tls)?;
+        let mut ips: Vec<IpAddr> =
+            vec![[127, 0, 0, 1].into(), std::net::Ipv6Addr::LOCALHOST.into()];
+        if let Some(ip) = extra_ip {
+            if !ip.is_unspecified() && !ips.contains(&ip) {
+                ips.push(ip);
+            }
+        }
+        params
+            .subject_alt_names
+            .extend(ips.into_iter().map(SanType::IpAddress));
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "kube-apiserver");
+        params.use_authority_key_identifier_extension = true;
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params
+            .extended_key_usages
+            .push(ExtendedKeyUsagePurpose::ServerAuth);
+        let key = KeyPair::generate().map_err(tls)?;
+        let cert = params.signed_by(&key, &issuer).map_err(tls)?;
+
+        let key_der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+        let chain = vec![
+            CertificateDer::from(cert.der().to_vec()),
+            CertificateDer::from(ca_cert.der().to_vec()),
+        ];
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut server_config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| Error::Tls(e.to_string()))?
+            .with_no_client_auth()
+            .with_single_cert(chain, key_der)
+            .map_err(|e| Error::Tls(e.to_string()))?;
+        server_config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(Self {
+            ca_der: ca_cert.der().to_vec(),
+            ca_pem: ca_cert.pem(),
+            server_config: Arc::new(server_config),
+        })
+    }
+}

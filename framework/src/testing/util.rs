@@ -1,0 +1,233 @@
+//! Small helpers: timestamps in the Kubernetes formats, uids, the
+//! `generateName` suffix, name validation, and human-readable ages.
+
+use serde_json::Value;
+
+/// Now, as a `metav1.Time` (RFC 3339, seconds).
+pub(crate) fn now() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// A random version-4 UUID.
+pub(crate) fn uid() -> String {
+    let mut b = [0u8; 16];
+    for x in &mut b {
+        *x = fastrand::u8(..);
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// `generateName`: the prefix cut to 58 characters plus five characters of
+/// apiserver's alphabet (`storage/names/generate.go`).
+pub(crate) fn generate_name(prefix: &str) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut cut: String = prefix.chars().take(58).collect();
+    for _ in 0..5 {
+        let i = fastrand::usize(..ALPHABET.len());
+        cut.push(char::from(ALPHABET.get(i).copied().unwrap_or(b'x')));
+    }
+    cut
+}
+
+const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+
+fn is_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// How a kind's names are validated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NameRule {
+    Subdomain,
+    Label,
+    Dns1035,
+    /// RBAC and a few others only forbid `/`, `%`, `.` and `..`.
+    Path,
+}
+
+/// Validates a name, returning the message kube-apiserver uses.
+pub(crate) fn validate_name(name: &str, rule: NameRule) -> Result<(), String> {
+    match rule {
+        NameRule::Subdomain => {
+            if name.len() > 253 {
+                return Err("must be no more than 253 characters".into());
+            }
+            if !name.split('.').all(is_label) {
+                return Err(DNS1123_SUBDOMAIN_MSG.into());
+            }
+        }
+        NameRule::Label => {
+            if name.len() > 63 {
+                return Err("must be no more than 63 characters".into());
+            }
+            if !is_label(name) {
+                return Err(DNS1123_LABEL_MSG.into());
+            }
+        }
+        NameRule::Dns1035 => {
+            if name.len() > 63 {
+                return Err("must be no more than 63 characters".into());
+            }
+            if !is_label(name) || !name.starts_with(|c: char| c.is_ascii_lowercase()) {
+                return Err(DNS1035_LABEL_MSG.into());
+            }
+        }
+        NameRule::Path => {
+            if name == "." || name == ".." {
+                return Err(format!("may not be '{name}'"));
+            }
+            if name.contains('/') {
+                return Err("may not contain '/'".into());
+            }
+            if name.contains('%') {
+                return Err("may not contain '%'".into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Go's `duration.HumanDuration`, as kubectl's AGE column shows it.
+pub(crate) fn human_duration(secs: i64) -> String {
+    let s = secs.max(0);
+    if s < 120 {
+        return format!("{s}s");
+    }
+    let m = s / 60;
+    if m < 10 {
+        let rem = s % 60;
+        return if rem == 0 {
+            format!("{m}m")
+        } else {
+            format!("{m}m{rem}s")
+        };
+    }
+    if m < 180 {
+        return format!("{m}m");
+    }
+    let h = s / 3600;
+    if h < 8 {
+        let rem = (s % 3600) / 60;
+        return if rem == 0 {
+            format!("{h}h")
+        } else {
+            format!("{h}h{rem}m")
+        };
+    }
+    if h < 48 {
+        return format!("{h}h");
+    }
+    if h < 192 {
+        let d = h / 24;
+        let rem = h % 24;
+        return if rem == 0 {
+            format!("{d}d")
+        } else {
+            format!("{d}d{rem}h")
+        };
+    }
+    if h < 24 * 365 * 2 {
+        return format!("{}d", h / 24);
+    }
+    if h < 24 * 365 * 8 {
+        let y = h / (24 * 365);
+        let d = (h / 24) % 365;
+        return if d == 0 {
+            format!("{y}y")
+        } else {
+            format!("{y}y{d}d")
+        };
+    }
+    format!("{}y", h / (24 * 365))
+}
+
+/// Seconds since an RFC 3339 timestamp (0 when absent or unparsable).
+pub(crate) fn age_secs(ts: Option<&Value>) -> i64 {
+    ts.and_then(Value::as_str)
+        .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+        .map(|t| jiff::Timestamp::now().as_second() - t.as_second())
+        .unwrap_or(0)
+}
+
+/// `metadata.<field>` as a string.
+pub(crate) fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    obj.get("metadata")?.get(field)?.as_str()
+}
+
+/// `metadata.finalizers`.
+pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Mutable `metadata` (created when missing).
+pub(crate) fn meta_mut(obj: &mut Value) -> Option<&mut serde_json::Map<String, Value>> {
+    let map = obj.as_object_mut()?;
+    map.entry("metadata")
+        .or_insert_with(|| Value::Object(Default::default()))
+        .as_object_mut()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_names_use_the_apiserver_alphabet() {
+        let n = generate_name(&"x".repeat(70));
+        assert_eq!(n.len(), 63);
+        assert!(n[58..]
+            .bytes()
+            .all(|c| b"bcdfghjklmnpqrstvwxz2456789".contains(&c)));
+    }
+
+    #[test]
+    fn uids_look_like_uuids() {
+        let u = uid();
+        assert_eq!(u.len(), 36);
+        assert_eq!(&u[14..15], "4");
+    }
+
+    #[test]
+    fn ages_match_kubectl() {
+        assert_eq!(human_duration(5), "5s");
+        assert_eq!(human_duration(150), "2m30s");
+        assert_eq!(human_duration(3600 * 3), "3h");
+        assert_eq!(human_duration(86400 * 3), "3d");
+    }
+
+    #[test]
+    fn name_rules() {
+        assert!(validate_name("a.b-c", NameRule::Subdomain).is_ok());
+        assert!(validate_name("A", NameRule::Subdomain).is_err());
+        assert!(validate_name("a.b", NameRule::Label).is_err());
+        assert!(validate_name("1a", NameRule::Dns1035).is_err());
+        assert!(validate_name("system:foo", NameRule::Path).is_ok());
+    }
+}
