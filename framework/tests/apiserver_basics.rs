@@ -293,3 +293,14 @@ async fn shutdown_stops_serving() {
     server.shutdown().await;
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
 }
+
+#[tokio::test]
+async fn the_servers_own_client_talks_to_it() -> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::Namespace;
+    let server = kubeforge::testing::ApiServer::start().await?;
+    let namespaces: kubeforge::Api<Namespace> = kubeforge::Api::all(server.client()?);
+    let default = namespaces.get("default").await?;
+    assert_eq!(default.metadata.name.as_deref(), Some("default"));
+    server.shutdown().await;
+    Ok(())
+}

@@ -18,6 +18,7 @@
 //! `kubeconfig`, `tls`.
 
 mod admission;
+mod client;
 mod crds;
 mod defaults;
 mod discovery;
