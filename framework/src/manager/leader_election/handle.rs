@@ -204,3 +204,63 @@ impl LeadershipHandle {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn handle() -> LeadershipHandle {
+        let shared = Shared::new("me".into(), Duration::from_secs(15), "ns/lease".into());
+        LeadershipHandle {
+            status: shared.status.subscribe(),
+            shared,
+            stop: CancellationToken::new(),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn healthz_fails_when_a_leader_stops_renewing() {
+        // client-go's HealthzAdaptor: leading, but no renewal for longer
+        // than lease duration + tolerance.
+        let h = handle();
+        let check = h.healthz_check(Duration::from_secs(20));
+        h.shared.set_phase(Phase::Leading);
+        h.shared.set_observed_at(Some(Instant::now()));
+        tokio::time::advance(Duration::from_secs(35)).await;
+        assert!(check().is_ok());
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let err = check().unwrap_err();
+        assert_eq!(err, "failed election to renew leadership on lease ns/lease");
+        // Not leading: nothing to check.
+        h.shared.set_phase(Phase::Lost);
+        assert!(check().is_ok());
+    }
+
+    #[tokio::test]
+    async fn waiters_see_final_phases_and_a_vanished_elector_counts_as_lost() {
+        let h = handle();
+        assert!(!h.is_leader());
+        h.shared.set_phase(Phase::Leading);
+        assert!(h.elected().await);
+        assert!(h.shared.set_leader(Some("me")));
+        assert!(!h.shared.set_leader(Some("me")));
+        assert_eq!(h.leader().as_deref(), Some("me"));
+        h.shared.set_phase(Phase::Stopped);
+        assert_eq!(h.ended().await, Phase::Stopped);
+
+        let orphan = handle();
+        let LeadershipHandle {
+            shared,
+            status,
+            stop,
+        } = orphan;
+        let rx_only = LeadershipHandle {
+            shared: Shared::new("x".into(), Duration::from_secs(15), "n".into()),
+            status,
+            stop,
+        };
+        drop(shared); // the sender goes away, as if the task panicked
+        assert_eq!(rx_only.ended().await, Phase::Lost);
+        assert!(!rx_only.elected().await);
+    }
+}
