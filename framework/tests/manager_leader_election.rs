@@ -329,6 +329,23 @@ async fn stopping_a_candidate_before_it_leads() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_hung_request_does_not_stall_acquisition() {
+    let store = MemoryLeaseStore::new();
+    store.set_latency(120 * SECOND);
+    let (a, t0) = start(&store, config("a"));
+    sleep(5 * SECOND).await;
+    store.set_latency(Duration::ZERO);
+    assert!(a.elected().await);
+    // The hung attempt is abandoned at the renew deadline (10 s), the next
+    // one follows a jittered retry period later.
+    let waited = Instant::now() - t0;
+    assert!(
+        waited >= 10 * SECOND && waited <= 10 * SECOND + Duration::from_millis(4400),
+        "elected after {waited:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn the_healthz_check_passes_while_renewing() {
     let store = MemoryLeaseStore::new();
     let (a, _) = start(&store, config("a"));
@@ -337,6 +354,12 @@ async fn the_healthz_check_passes_while_renewing() {
     assert!(a.elected().await);
     sleep(60 * SECOND).await;
     assert!(check().is_ok(), "passes while renewing");
+    // It plugs into the probes as a liveness check.
+    let probes = kubeforge::manager::Probes::new();
+    probes
+        .add_healthz_check("leaderElection", a.healthz_check(Duration::from_secs(20)))
+        .unwrap();
+    assert_eq!(probes.healthz().names(), ["leaderElection"]);
 }
 
 fn encode(registry: &Registry) -> String {
@@ -499,7 +522,7 @@ async fn two_candidates_never_lead_at_once_over_a_long_randomized_schedule() {
         // And the election stays live: leadership changed hands many times
         // and someone led most of the time.
         assert!(
-            intervals.len() >= 20,
+            intervals.len() >= 50,
             "seed {seed}: only {} leaderships",
             intervals.len()
         );
@@ -517,6 +540,6 @@ async fn three_candidates_never_lead_at_once_over_a_long_randomized_schedule() {
     for seed in 100..=102 {
         let intervals = chaos(seed, 3, Duration::from_secs(3 * 3600)).await;
         assert_never_two_leaders(seed, &intervals);
-        assert!(intervals.len() >= 20, "seed {seed}: {}", intervals.len());
+        assert!(intervals.len() >= 50, "seed {seed}: {}", intervals.len());
     }
 }

@@ -2,7 +2,8 @@
 //! [`LeaseLock`], on tokio's clock (so tests can pause time).
 //!
 //! - **Acquire**: `try_acquire_or_renew` at once, then every retry period
-//!   with jitter 1.2 (client-go's `wait.JitterUntil`), until it succeeds.
+//!   with jitter 1.2 (client-go's `wait.JitterUntil`), until it succeeds;
+//!   each attempt is bounded by the renew deadline.
 //! - **Renew**: every retry period (after the previous renewal), try again
 //!   every retry period (non-sliding) until one succeeds or the renew
 //!   deadline passes; the deadline cancels the attempt in flight and ends
@@ -213,10 +214,15 @@ impl<L: LeaseLock> Run<L> {
     /// Tries until the lease is ours (true) or `stop` is cancelled (false).
     async fn acquire(&mut self, stop: &CancellationToken) -> bool {
         loop {
+            // Bounded like every lock request in client-go, whose
+            // `NewFromKubeconfig` sets the client timeout to the renew
+            // deadline: a hung request must not stall the election.
+            let bounded =
+                tokio::time::timeout(self.config.renew_deadline(), self.try_acquire_or_renew());
             let attempt = tokio::select! {
                 biased;
                 () = stop.cancelled() => return false,
-                a = self.try_acquire_or_renew() => a,
+                a = bounded => a.unwrap_or(Attempt::Failed),
             };
             self.report();
             match attempt {

@@ -119,6 +119,28 @@ pub struct LeadershipHandle {
 }
 
 impl LeadershipHandle {
+    /// A handle for a process that runs without leader election: it leads
+    /// at once and until `stop` is cancelled, and never loses.
+    /// controller-runtime treats "no leader election" the same way, so a
+    /// manager can use one code path. Must be called within a tokio
+    /// runtime.
+    pub fn always_leading(identity: impl Into<String>, stop: CancellationToken) -> Self {
+        let shared = Shared::new(identity.into(), Duration::ZERO, String::new());
+        shared.set_phase(Phase::Leading);
+        let leader = shared.status.borrow().identity.clone();
+        shared.set_leader(Some(&leader));
+        let handle = Self {
+            status: shared.status.subscribe(),
+            shared: shared.clone(),
+            stop: stop.clone(),
+        };
+        tokio::spawn(async move {
+            stop.cancelled().await;
+            shared.set_phase(Phase::Stopped);
+        });
+        handle
+    }
+
     /// Whether this candidate leads right now.
     pub fn is_leader(&self) -> bool {
         self.status.borrow().phase == Phase::Leading
@@ -234,6 +256,18 @@ mod tests {
         // Not leading: nothing to check.
         h.shared.set_phase(Phase::Lost);
         assert!(check().is_ok());
+    }
+
+    #[tokio::test]
+    async fn without_election_a_process_leads_until_stopped() {
+        let h = LeadershipHandle::always_leading("solo", CancellationToken::new());
+        assert!(h.is_leader());
+        assert!(h.elected().await);
+        assert_eq!(h.leader().as_deref(), Some("solo"));
+        assert!(h.healthz_check(Duration::ZERO)().is_ok());
+        h.stop();
+        assert_eq!(h.ended().await, Phase::Stopped);
+        assert!(!h.is_leader());
     }
 
     #[tokio::test]
