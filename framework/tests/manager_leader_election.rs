@@ -205,6 +205,55 @@ async fn a_conflict_loses_the_round_and_restarts_the_wait() {
     assert_eq!(store.record().unwrap().lease_transitions, 5);
 }
 
+/// A lock whose reads panic after `ok_reads` successful ones.
+struct PanickingLock {
+    inner: MemoryLeaseLock,
+    ok_reads: usize,
+}
+
+impl LeaseLock for PanickingLock {
+    fn get(&mut self) -> BoxFuture<'_, Result<Option<LeaderElectionRecord>, LockError>> {
+        assert!(self.ok_reads > 0, "lock implementation bug");
+        self.ok_reads -= 1;
+        self.inner.get()
+    }
+
+    fn create<'a>(
+        &'a mut self,
+        record: &'a LeaderElectionRecord,
+    ) -> BoxFuture<'a, Result<(), LockError>> {
+        self.inner.create(record)
+    }
+
+    fn update<'a>(
+        &'a mut self,
+        record: &'a LeaderElectionRecord,
+    ) -> BoxFuture<'a, Result<(), LockError>> {
+        self.inner.update(record)
+    }
+
+    fn describe(&self) -> String {
+        "panicking".into()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_elector_that_dies_counts_as_having_lost() {
+    let store = MemoryLeaseStore::new();
+    let lock = PanickingLock {
+        inner: store.lock("a"),
+        ok_reads: 1,
+    };
+    let a = LeaderElector::new(config("a"), lock)
+        .unwrap()
+        .run(CancellationToken::new());
+    assert!(a.elected().await);
+    // Another writer makes the fast path fail; the slow path's read panics.
+    store.set_record(foreign("other", 0));
+    a.lost().await;
+    assert_eq!(a.ended().await, Phase::Lost);
+}
+
 #[tokio::test(start_paused = true)]
 async fn missing_the_renew_deadline_ends_leadership() {
     let store = MemoryLeaseStore::new();

@@ -19,14 +19,12 @@
 //! another holder gives up at once instead of retrying until the deadline
 //! (in client-go that retry can only fail; ending early is strictly safer).
 
-use std::sync::Arc;
-
 use tokio::time::{sleep, sleep_until, timeout_at, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use super::config::{jittered, LeaderElectionConfig, JITTER_FACTOR};
-use super::handle::{LeadershipHandle, Phase, Shared};
+use super::handle::{LeadershipHandle, Phase, Publisher};
 use super::lock::{LeaseLock, LockError};
 use super::metrics::LeaderElectionMetrics;
 use super::observer::{Decision, Observer};
@@ -119,16 +117,12 @@ impl<L: LeaseLock> LeaderElector<L> {
             .election_name()
             .map(str::to_owned)
             .unwrap_or_else(|| self.lock.describe());
-        let shared = Shared::new(
+        let (publisher, handle) = Publisher::new(
             self.config.identity().to_owned(),
             self.config.lease_duration(),
             name.clone(),
+            stop.clone(),
         );
-        let handle = LeadershipHandle {
-            status: shared.status.subscribe(),
-            shared: shared.clone(),
-            stop: stop.clone(),
-        };
         let run = Run {
             observer: Observer::new(
                 self.config.identity().to_owned(),
@@ -137,7 +131,7 @@ impl<L: LeaseLock> LeaderElector<L> {
             config: self.config,
             lock: self.lock,
             metrics: self.metrics,
-            shared,
+            publisher,
             name,
         };
         let span = tracing::info_span!(
@@ -155,7 +149,7 @@ struct Run<L> {
     config: LeaderElectionConfig,
     lock: L,
     metrics: Option<LeaderElectionMetrics>,
-    shared: Arc<Shared>,
+    publisher: Publisher,
     observer: Observer,
     name: String,
 }
@@ -166,19 +160,19 @@ impl<L: LeaseLock> Run<L> {
         tracing::info!("attempting to acquire leader lease");
         if !self.acquire(&stop).await {
             tracing::info!("stopped before acquiring the lease");
-            self.shared.set_phase(Phase::Stopped);
+            self.publisher.set_phase(Phase::Stopped);
             return;
         }
         tracing::info!("successfully acquired lease");
         self.set_leading_metric(true);
-        self.shared.set_phase(Phase::Leading);
+        self.publisher.set_phase(Phase::Leading);
 
         let end = self.renew(&stop).await;
         self.set_leading_metric(false);
         match end {
             Phase::Lost => {
                 tracing::error!("leader election lost");
-                self.shared.set_phase(Phase::Lost);
+                self.publisher.set_phase(Phase::Lost);
             }
             _ => {
                 if self.config.releases_on_cancel() {
@@ -188,7 +182,7 @@ impl<L: LeaseLock> Run<L> {
                         tracing::warn!("failed to release the lease; it will expire");
                     }
                 }
-                self.shared.set_phase(Phase::Stopped);
+                self.publisher.set_phase(Phase::Stopped);
             }
         }
     }
@@ -202,9 +196,9 @@ impl<L: LeaseLock> Run<L> {
     /// Publishes the observed holder and observation time (client-go's
     /// `maybeReportTransition`).
     fn report(&self) {
-        self.shared.set_observed_at(self.observer.observed_at());
+        self.publisher.set_observed_at(self.observer.observed_at());
         let leader = self.observer.leader();
-        if self.shared.set_leader(leader) {
+        if self.publisher.set_leader(leader) {
             if let Some(leader) = leader {
                 tracing::info!(leader, "new leader observed");
             }
@@ -417,7 +411,13 @@ mod tests {
             observer: Observer::new(id.into(), 15),
             lock: store.lock(id),
             metrics: Some(LeaderElectionMetrics::new()),
-            shared: Shared::new(id.into(), config.lease_duration(), "test".into()),
+            publisher: Publisher::new(
+                id.into(),
+                config.lease_duration(),
+                "test".into(),
+                CancellationToken::new(),
+            )
+            .0,
             config,
             name: "test".into(),
         }

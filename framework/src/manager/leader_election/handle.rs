@@ -44,30 +44,57 @@ pub struct LeaderStatus {
     pub identity: String,
 }
 
-/// State shared between the elector task and its handles.
+/// What the health check needs from the elector task.
 #[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) status: watch::Sender<LeaderStatus>,
-    /// When the record was last seen to change or last written by us; for
-    /// [`LeadershipHandle::healthz_check`].
-    pub(crate) observed_at: Mutex<Option<Instant>>,
-    pub(crate) lease_duration: Duration,
-    pub(crate) name: String,
+pub(crate) struct Health {
+    /// When the record was last seen to change or last written by us.
+    observed_at: Mutex<Option<Instant>>,
+    lease_duration: Duration,
+    name: String,
 }
 
-impl Shared {
-    pub(crate) fn new(identity: String, lease_duration: Duration, name: String) -> Arc<Self> {
-        let (status, _) = watch::channel(LeaderStatus {
+impl Health {
+    fn observed_at(&self) -> Option<Instant> {
+        *self
+            .observed_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The elector task's end of the status channel. Only the task holds it,
+/// so if the task dies (a panicking lock) the channel closes and every
+/// handle sees leadership as lost.
+#[derive(Debug)]
+pub(crate) struct Publisher {
+    status: watch::Sender<LeaderStatus>,
+    health: Arc<Health>,
+}
+
+impl Publisher {
+    /// A publisher and the first handle on it.
+    pub(crate) fn new(
+        identity: String,
+        lease_duration: Duration,
+        name: String,
+        stop: CancellationToken,
+    ) -> (Self, LeadershipHandle) {
+        let (status, receiver) = watch::channel(LeaderStatus {
             phase: Phase::Candidate,
             leader: None,
             identity,
         });
-        Arc::new(Self {
-            status,
+        let health = Arc::new(Health {
             observed_at: Mutex::new(None),
             lease_duration,
             name,
-        })
+        });
+        let handle = LeadershipHandle {
+            health: health.clone(),
+            status: receiver,
+            stop,
+        };
+        (Self { status, health }, handle)
     }
 
     pub(crate) fn set_phase(&self, phase: Phase) {
@@ -91,16 +118,10 @@ impl Shared {
 
     pub(crate) fn set_observed_at(&self, at: Option<Instant>) {
         *self
+            .health
             .observed_at
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = at;
-    }
-
-    fn observed_at(&self) -> Option<Instant> {
-        *self
-            .observed_at
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -113,9 +134,9 @@ impl Shared {
 /// release on cancel has completed.
 #[derive(Clone, Debug)]
 pub struct LeadershipHandle {
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) status: watch::Receiver<LeaderStatus>,
-    pub(crate) stop: CancellationToken,
+    health: Arc<Health>,
+    status: watch::Receiver<LeaderStatus>,
+    stop: CancellationToken,
 }
 
 impl LeadershipHandle {
@@ -125,18 +146,18 @@ impl LeadershipHandle {
     /// manager can use one code path. Must be called within a tokio
     /// runtime.
     pub fn always_leading(identity: impl Into<String>, stop: CancellationToken) -> Self {
-        let shared = Shared::new(identity.into(), Duration::ZERO, String::new());
-        shared.set_phase(Phase::Leading);
-        let leader = shared.status.borrow().identity.clone();
-        shared.set_leader(Some(&leader));
-        let handle = Self {
-            status: shared.status.subscribe(),
-            shared: shared.clone(),
-            stop: stop.clone(),
-        };
+        let identity = identity.into();
+        let (publisher, handle) = Publisher::new(
+            identity.clone(),
+            Duration::ZERO,
+            String::new(),
+            stop.clone(),
+        );
+        publisher.set_leader(Some(&identity));
+        publisher.set_phase(Phase::Leading);
         tokio::spawn(async move {
             stop.cancelled().await;
-            shared.set_phase(Phase::Stopped);
+            publisher.set_phase(Phase::Stopped);
         });
         handle
     }
@@ -210,16 +231,16 @@ impl LeadershipHandle {
         &self,
         tolerance: Duration,
     ) -> impl Fn() -> Result<(), String> + Send + Sync + 'static {
-        let shared = self.shared.clone();
+        let health = self.health.clone();
         let status = self.status.clone();
         move || {
             if status.borrow().phase != Phase::Leading {
                 return Ok(());
             }
-            match shared.observed_at() {
-                Some(at) if at.elapsed() > shared.lease_duration + tolerance => Err(format!(
+            match health.observed_at() {
+                Some(at) if at.elapsed() > health.lease_duration + tolerance => Err(format!(
                     "failed election to renew leadership on lease {}",
-                    shared.name
+                    health.name
                 )),
                 _ => Ok(()),
             }
@@ -231,30 +252,30 @@ impl LeadershipHandle {
 mod tests {
     use super::*;
 
-    fn handle() -> LeadershipHandle {
-        let shared = Shared::new("me".into(), Duration::from_secs(15), "ns/lease".into());
-        LeadershipHandle {
-            status: shared.status.subscribe(),
-            shared,
-            stop: CancellationToken::new(),
-        }
+    fn channel() -> (Publisher, LeadershipHandle) {
+        Publisher::new(
+            "me".into(),
+            Duration::from_secs(15),
+            "ns/lease".into(),
+            CancellationToken::new(),
+        )
     }
 
     #[tokio::test(start_paused = true)]
     async fn healthz_fails_when_a_leader_stops_renewing() {
         // client-go's HealthzAdaptor: leading, but no renewal for longer
         // than lease duration + tolerance.
-        let h = handle();
+        let (publisher, h) = channel();
         let check = h.healthz_check(Duration::from_secs(20));
-        h.shared.set_phase(Phase::Leading);
-        h.shared.set_observed_at(Some(Instant::now()));
+        publisher.set_phase(Phase::Leading);
+        publisher.set_observed_at(Some(Instant::now()));
         tokio::time::advance(Duration::from_secs(35)).await;
         assert!(check().is_ok());
         tokio::time::advance(Duration::from_secs(1)).await;
         let err = check().unwrap_err();
         assert_eq!(err, "failed election to renew leadership on lease ns/lease");
         // Not leading: nothing to check.
-        h.shared.set_phase(Phase::Lost);
+        publisher.set_phase(Phase::Lost);
         assert!(check().is_ok());
     }
 
@@ -271,30 +292,27 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn waiters_see_final_phases_and_a_vanished_elector_counts_as_lost() {
-        let h = handle();
+    async fn waiters_see_final_phases() {
+        let (publisher, h) = channel();
         assert!(!h.is_leader());
-        h.shared.set_phase(Phase::Leading);
+        publisher.set_phase(Phase::Leading);
         assert!(h.elected().await);
-        assert!(h.shared.set_leader(Some("me")));
-        assert!(!h.shared.set_leader(Some("me")));
+        assert!(publisher.set_leader(Some("me")));
+        assert!(!publisher.set_leader(Some("me")));
         assert_eq!(h.leader().as_deref(), Some("me"));
-        h.shared.set_phase(Phase::Stopped);
+        publisher.set_phase(Phase::Stopped);
         assert_eq!(h.ended().await, Phase::Stopped);
+    }
 
-        let orphan = handle();
-        let LeadershipHandle {
-            shared,
-            status,
-            stop,
-        } = orphan;
-        let rx_only = LeadershipHandle {
-            shared: Shared::new("x".into(), Duration::from_secs(15), "n".into()),
-            status,
-            stop,
-        };
-        drop(shared); // the sender goes away, as if the task panicked
-        assert_eq!(rx_only.ended().await, Phase::Lost);
-        assert!(!rx_only.elected().await);
+    #[tokio::test]
+    async fn a_vanished_elector_counts_as_lost() {
+        let (publisher, h) = channel();
+        publisher.set_phase(Phase::Leading);
+        let clone = h.clone();
+        drop(publisher); // as if the elector task panicked
+        assert_eq!(h.ended().await, Phase::Lost);
+        tokio::time::timeout(Duration::from_secs(5), clone.lost())
+            .await
+            .expect("lost() resolves when the elector vanished");
     }
 }
