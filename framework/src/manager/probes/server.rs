@@ -123,6 +123,8 @@ impl HttpServer {
         let address = self.address;
         tracing::info!(%address, "serving probes/metrics over HTTP");
         let mut connections = JoinSet::new();
+        // Connections stop on shutdown, and also when the listener fails.
+        let close = shutdown.child_token();
         let result = loop {
             while connections.try_join_next().is_some() {}
             if connections.len() >= MAX_CONNECTIONS {
@@ -148,11 +150,11 @@ impl HttpServer {
                 Err(source) => break Err(Error::Serve { address, source }),
             };
             let endpoints = self.endpoints.clone();
-            let shutdown = shutdown.clone();
-            connections.spawn(serve_connection(stream, endpoints, shutdown));
+            connections.spawn(serve_connection(stream, endpoints, close.clone()));
         };
         drop(self.listener);
-        // Connections see the same token and finish their current request.
+        // Connections finish their current request, idle ones close.
+        close.cancel();
         let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
             while connections.join_next().await.is_some() {}
         })
