@@ -245,11 +245,10 @@ impl Decoder {
                         (number, v) => self.unknown(message, number, &v),
                     }
                 }
-                // metav1.Time drops nanoseconds on decode; both write null
-                // for Go's zero time, which an empty message decodes to.
-                if special == Special::Time {
-                    nanos = 0;
-                }
+                // Both decode as Go's time.Unix(seconds, nanos) (apimachinery
+                // meta/v1 time_proto.go, micro_time_proto.go) and write null
+                // for Go's zero time, which an empty message decodes to;
+                // Time's RFC 3339 form then drops the fraction.
                 let (seconds, nanos) = golang::normalize(seconds, nanos);
                 if empty || (seconds == golang::GO_ZERO_TIME_UNIX && nanos == 0) {
                     return Ok(Value::Null);

@@ -11,7 +11,10 @@ const MAGIC_TEXT: &str = "[107 56 115 0]";
 /// A protobuf request body that cannot be decoded.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ProtobufError {
-    /// The body is empty, or holds only the magic prefix.
+    /// The body has no bytes at all.
+    #[error("empty data")]
+    NoData,
+    /// The body holds only the magic prefix.
     #[error("empty body")]
     Empty,
     /// The body does not start with `k8s\0`.

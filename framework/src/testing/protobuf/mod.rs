@@ -78,18 +78,43 @@ pub fn decode(body: &[u8]) -> Result<Value, ProtobufError> {
 
 /// [`decode`], also returning the unknown fields that were skipped.
 pub fn decode_with_warnings(body: &[u8]) -> Result<Decoded, ProtobufError> {
-    let rest = body.strip_prefix(&MAGIC[..]).ok_or(if body.is_empty() {
-        ProtobufError::Empty
-    } else {
-        ProtobufError::MissingMagic
-    })?;
+    decode_inner(body, None)
+}
+
+/// [`decode_with_warnings`] for a body sent to an endpoint that serves
+/// `api_version`/`kind`: an envelope without a kind or apiVersion takes the
+/// endpoint's, as kube-apiserver's `copyKindDefaults` does.
+pub fn decode_with_defaults(
+    body: &[u8],
+    api_version: &str,
+    kind: &str,
+) -> Result<Decoded, ProtobufError> {
+    decode_inner(body, Some((api_version, kind)))
+}
+
+fn decode_inner(body: &[u8], defaults: Option<(&str, &str)>) -> Result<Decoded, ProtobufError> {
+    // The checks and messages of apimachinery's protobuf Serializer.Decode.
+    if body.is_empty() {
+        return Err(ProtobufError::NoData);
+    }
+    let rest = body
+        .strip_prefix(&MAGIC[..])
+        .ok_or(ProtobufError::MissingMagic)?;
     if rest.is_empty() {
         return Err(ProtobufError::Empty);
     }
     let mut decoder = Decoder {
         warnings: Vec::new(),
     };
-    let envelope = Envelope::read(rest, &mut decoder)?;
+    let mut envelope = Envelope::read(rest, &mut decoder)?;
+    if let Some((api_version, kind)) = defaults {
+        if envelope.kind.is_empty() {
+            envelope.kind = kind.to_owned();
+        }
+        if envelope.api_version.is_empty() {
+            envelope.api_version = api_version.to_owned();
+        }
+    }
     if envelope.kind.is_empty() {
         return Err(ProtobufError::MissingKind {
             api_version: envelope.api_version,

@@ -300,7 +300,8 @@ fn content_types_are_recognized_with_parameters_and_any_case() {
 
 #[test]
 fn envelope_errors_use_kube_apiserver_wording() {
-    assert_eq!(decode(b""), Err(ProtobufError::Empty));
+    assert_eq!(decode(b""), Err(ProtobufError::NoData));
+    assert_eq!(ProtobufError::NoData.to_string(), "empty data");
     assert_eq!(decode(b"k8s\0"), Err(ProtobufError::Empty));
     let err = decode(b"{\"kind\":\"Pod\"}").unwrap_err();
     assert_eq!(
@@ -324,6 +325,19 @@ fn envelope_errors_use_kube_apiserver_wording() {
         }
     );
     assert!(err.to_string().contains("application/json"));
+}
+
+#[test]
+fn a_missing_kind_or_api_version_takes_the_endpoints() {
+    let cm = Enc::new().msg(1, Enc::new().string(1, "cfg"));
+    let decoded = decode_with_defaults(&body("", "", cm.clone()), "v1", "ConfigMap").unwrap();
+    assert_eq!(
+        decoded.object,
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "creationTimestamp": null}})
+    );
+    // The envelope's own values win.
+    let decoded = decode_with_defaults(&body("v1", "Namespace", cm), "v1", "ConfigMap").unwrap();
+    assert_eq!(decoded.object["kind"], "Namespace");
 }
 
 #[test]
