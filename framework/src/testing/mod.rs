@@ -30,6 +30,7 @@ mod kubeconfig;
 mod objects;
 pub mod openapi;
 pub mod patch;
+pub mod protobuf;
 mod registry;
 mod routing;
 pub mod schema;
