@@ -175,7 +175,7 @@ async fn api_resources_lists_names_short_names_and_categories() {
         out.lines()
             .find(|l| {
                 let cols: Vec<&str> = l.split_whitespace().collect();
-                cols.first() == Some(&name) && cols.iter().any(|c| *c == group)
+                cols.first() == Some(&name) && cols.contains(&group)
             })
             .unwrap_or_else(|| panic!("{name} in\n{out}"))
             .to_owned()
