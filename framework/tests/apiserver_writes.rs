@@ -704,3 +704,62 @@ async fn concurrent_writers_never_lose_an_acknowledged_write() {
     let cur = k.get(&format!("{CMS}/counter")).await.json();
     assert_eq!(cur["data"]["n"], "40");
 }
+
+#[tokio::test]
+async fn unknown_fields_warn_by_default_and_fail_under_strict() {
+    let k = Kube::start().await;
+    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"u","creationTimestamp":null,"bogus":1},"data":{"a":"b"},"extra":{"x":1}}"#;
+    let r = k
+        .raw("POST", CMS, Some("application/json"), body, None)
+        .await;
+    assert_eq!(r.code(), 201);
+    let warnings: Vec<&str> = r
+        .headers
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "299 - \"unknown field 'extra'\"",
+            "299 - \"unknown field 'metadata.bogus'\""
+        ]
+    );
+    let r = k
+        .raw(
+            "POST",
+            &format!("{CMS}?fieldValidation=Strict"),
+            Some("application/json"),
+            body.replace("\"u\"", "\"v\""),
+            None,
+        )
+        .await;
+    assert_eq!(r.code(), 400);
+    assert_eq!(
+        r.json()["message"],
+        "strict decoding error: unknown field \"extra\", unknown field \"metadata.bogus\""
+    );
+    let r = k
+        .raw(
+            "POST",
+            &format!("{CMS}?fieldValidation=Ignore"),
+            Some("application/json"),
+            body.replace("\"u\"", "\"w\""),
+            None,
+        )
+        .await;
+    assert_eq!(r.code(), 201);
+    assert!(r.headers.get("warning").is_none());
+    // A full, valid Deployment has no unknown fields.
+    let d = k
+        .raw(
+            "POST",
+            &format!("{DEPLOYS}?fieldValidation=Strict"),
+            Some("application/json"),
+            serde_json::to_vec(&deployment("strict", 1)).unwrap(),
+            None,
+        )
+        .await;
+    assert_eq!(d.code(), 201, "{}", String::from_utf8_lossy(&d.body));
+}

@@ -183,28 +183,35 @@ fn validate(
             format!("Invalid value: \"{name}\": {msg}"),
         ));
     }
+    let mut unknown = Vec::new();
     if let Some(b) = def.builtin() {
-        if let Err((path, msg)) = (b.validate)(obj) {
-            if let Some(field) = msg
-                .strip_prefix("missing field `")
-                .and_then(|r| r.split('`').next())
-            {
-                let full = if path.is_empty() {
-                    field.to_owned()
+        match (b.validate)(obj) {
+            Ok(understood) if opts.validation != FieldValidation::Ignore => {
+                unknown_fields(obj, &understood, "", &mut unknown);
+            }
+            Ok(_) => {}
+            Err((path, msg)) => {
+                if let Some(field) = msg
+                    .strip_prefix("missing field `")
+                    .and_then(|r| r.split('`').next())
+                {
+                    let full = if path.is_empty() {
+                        field.to_owned()
+                    } else {
+                        format!("{path}.{field}")
+                    };
+                    causes.push(Cause::required(full));
                 } else {
-                    format!("{path}.{field}")
-                };
-                causes.push(Cause::required(full));
-            } else {
-                let at = if path.is_empty() {
-                    String::new()
-                } else {
-                    format!("{path}: ")
-                };
-                return Err(ApiError::bad_request(format!(
-                    "{} in version \"{}\" cannot be handled as a {}: {at}{msg}",
-                    def.kind, def.storage_version, def.kind
-                )));
+                    let at = if path.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{path}: ")
+                    };
+                    return Err(ApiError::bad_request(format!(
+                        "{} in version \"{}\" cannot be handled as a {}: {at}{msg}",
+                        def.kind, def.storage_version, def.kind
+                    )));
+                }
             }
         }
         causes.extend(super::validation::validate(def, obj));
@@ -214,33 +221,57 @@ fn validate(
     } else {
         let admitted = admission::admit_custom_resource(def, &opts.version, obj, old);
         causes.extend(admitted.causes);
-        if !admitted.pruned.is_empty() {
-            match opts.validation {
-                FieldValidation::Strict => {
-                    let list: Vec<String> = admitted
-                        .pruned
-                        .iter()
-                        .map(|p| format!("unknown field \"{p}\""))
-                        .collect();
-                    return Err(ApiError::bad_request(format!(
-                        "strict decoding error: {}",
-                        list.join(", ")
-                    )));
-                }
-                FieldValidation::Warn => warnings.extend(
-                    admitted
-                        .pruned
-                        .iter()
-                        .map(|p| format!("unknown field \"{p}\"")),
-                ),
-                FieldValidation::Ignore => {}
+        unknown = admitted.pruned;
+    }
+    if !unknown.is_empty() {
+        let list: Vec<String> = unknown
+            .iter()
+            .map(|p| format!("unknown field \"{p}\""))
+            .collect();
+        match opts.validation {
+            FieldValidation::Strict => {
+                return Err(ApiError::bad_request(format!(
+                    "strict decoding error: {}",
+                    list.join(", ")
+                )));
             }
+            FieldValidation::Warn => warnings.extend(list),
+            FieldValidation::Ignore => {}
         }
     }
     if causes.is_empty() {
         Ok(warnings)
     } else {
         Err(ApiError::invalid(&def.kind, &def.group, &name, causes))
+    }
+}
+
+/// Paths of fields in `sent` that the typed decode dropped (apimachinery's
+/// strict-decoding "unknown field" list). Nulls are not fields.
+fn unknown_fields(sent: &Value, understood: &Value, path: &str, out: &mut Vec<String>) {
+    match (sent, understood) {
+        (Value::Object(s), Value::Object(u)) => {
+            for (k, v) in s {
+                if v.is_null() {
+                    continue;
+                }
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                match u.get(k) {
+                    Some(uv) => unknown_fields(v, uv, &p, out),
+                    None => out.push(p),
+                }
+            }
+        }
+        (Value::Array(s), Value::Array(u)) => {
+            for (i, (sv, uv)) in s.iter().zip(u).enumerate() {
+                unknown_fields(sv, uv, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
     }
 }
 

@@ -360,7 +360,8 @@ pub(super) async fn watch(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
     }
     let filter = filter(ctx)?;
     let timeout = match q.int("timeoutSeconds")? {
-        Some(s) if s > 0 => Duration::from_secs(s as u64),
+        // Capped so the deadline never overflows.
+        Some(s) if s > 0 => Duration::from_secs((s as u64).min(u64::from(u32::MAX))),
         _ => watch::default_timeout(),
     };
     let from = match (send_initial, rv) {

@@ -6,6 +6,7 @@
 use k8s_openapi::api::{admissionregistration, apps, batch, coordination, core, events, rbac};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::Value;
 
 use super::{Behavior, ResourceDef, ScalePaths};
@@ -14,8 +15,9 @@ use crate::testing::table::Printer;
 /// Behaviour of one built-in kind.
 #[derive(Debug)]
 pub(crate) struct Builtin {
-    /// Decodes a body into the k8s-openapi type: `Err((field path, message))`.
-    pub validate: fn(&Value) -> Result<(), (String, String)>,
+    /// Decodes a body into the k8s-openapi type and encodes it back (what
+    /// the server would have understood): `Err((field path, message))`.
+    pub validate: fn(&Value) -> Result<Value, (String, String)>,
     /// Top-level fields whose change bumps generation; `None`: no generation.
     pub generation: Option<&'static [&'static str]>,
     /// Field-selector labels beyond `metadata.name`/`metadata.namespace`,
@@ -28,9 +30,9 @@ pub(crate) struct Builtin {
 }
 
 /// Decodes into `T`, reporting the JSON path of the first failure.
-fn decode<T: DeserializeOwned>(v: &Value) -> Result<(), (String, String)> {
+fn decode<T: DeserializeOwned + Serialize>(v: &Value) -> Result<Value, (String, String)> {
     serde_path_to_error::deserialize::<_, T>(v)
-        .map(|_| ())
+        .map(|t| serde_json::to_value(&t).unwrap_or(Value::Null))
         .map_err(|e| {
             let path = e.path().to_string();
             let path = if path == "." { String::new() } else { path };
