@@ -443,3 +443,24 @@ async fn a_slow_watcher_is_dropped_without_blocking_writers() {
     assert_eq!(k.server.faults().open_watches_for("", "configmaps"), 0);
     drop(stalled);
 }
+
+#[tokio::test]
+async fn a_bookmark_comes_shortly_before_the_timeout() {
+    let k = Kube::start().await;
+    let list = k.get(CMS).await.json();
+    let t = std::time::Instant::now();
+    let mut w = k
+        .watch(&format!(
+            "{CMS}?watch=1&allowWatchBookmarks=true&timeoutSeconds=5&resourceVersion={}",
+            rv(&list)
+        ))
+        .await;
+    let b = w.next().await;
+    assert_eq!(b["type"], "BOOKMARK");
+    assert!(
+        t.elapsed() >= Duration::from_millis(2500),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(w.ends_within(Duration::from_secs(4)).await);
+}

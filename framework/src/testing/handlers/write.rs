@@ -161,6 +161,8 @@ pub(super) async fn update(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, 
 pub(super) enum Patch {
     Merge(Value),
     Json(json_patch::Patch),
+    Strategic(Value),
+    Apply(Value),
 }
 
 /// The one place that dispatches on the patch content type. Strategic merge
@@ -176,13 +178,22 @@ pub(super) fn parse_patch(ctx: &Ctx, bytes: &Bytes) -> Result<Patch, ApiError> {
     if !accepted.contains(&media.as_str()) {
         return Err(unsupported());
     }
+    let bad = |e: serde_json::Error| ApiError::bad_request(format!("error decoding patch: {e}"));
     match media.as_str() {
-        "application/merge-patch+json" => serde_json::from_slice(bytes)
-            .map(Patch::Merge)
-            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}"))),
-        "application/json-patch+json" => serde_json::from_slice(bytes)
-            .map(Patch::Json)
-            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}"))),
+        "application/merge-patch+json" => {
+            serde_json::from_slice(bytes).map(Patch::Merge).map_err(bad)
+        }
+        "application/json-patch+json" => {
+            serde_json::from_slice(bytes).map(Patch::Json).map_err(bad)
+        }
+        "application/strategic-merge-patch+json" if admission::STRATEGIC_MERGE => {
+            serde_json::from_slice(bytes)
+                .map(Patch::Strategic)
+                .map_err(bad)
+        }
+        "application/apply-patch+yaml" if admission::SERVER_SIDE_APPLY => {
+            h::decode_object(bytes, "application/apply-patch+yaml").map(Patch::Apply)
+        }
         // Not implemented by this server yet: answered like a server that
         // does not accept the type.
         _ => Err(ApiError::unsupported_media_type(&[
@@ -193,12 +204,30 @@ pub(super) fn parse_patch(ctx: &Ctx, bytes: &Bytes) -> Result<Patch, ApiError> {
 }
 
 /// Applies a patch to `cur`; an RV the patch sets becomes a precondition.
-pub(super) fn apply_patch(cur: &Value, patch: &Patch) -> Result<(Value, Precondition), ApiError> {
+pub(super) fn apply_patch(
+    ctx: &Ctx,
+    opts: &WriteOpts,
+    force: bool,
+    cur: &Value,
+    patch: &Patch,
+) -> Result<(Value, Precondition), ApiError> {
     let mut next = cur.clone();
     match patch {
         Patch::Merge(p) => json_patch::merge(&mut next, p),
         Patch::Json(p) => json_patch::patch(&mut next, p)
             .map_err(|e| ApiError::new(422, "Invalid", e.to_string()))?,
+        Patch::Strategic(p) => next = admission::strategic_merge(&ctx.def, cur, p)?,
+        Patch::Apply(config) => {
+            next = admission::server_side_apply(
+                &ctx.def,
+                Some(cur),
+                config,
+                &opts.manager,
+                force,
+                opts.sub.name(),
+                &util::now(),
+            )?
+        }
     }
     let before = util::meta_str(cur, "resourceVersion");
     let pre = match util::meta_str(&next, "resourceVersion") {
@@ -216,22 +245,56 @@ pub(super) fn apply_patch(cur: &Value, patch: &Patch) -> Result<(Value, Precondi
 pub(super) async fn patch(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, ApiError> {
     let sub = sub_of(ctx);
     let opts = write_opts(ctx, sub)?;
-    if ctx.query.flag("force")?.is_some() {
-        return Err(ApiError::invalid(
-            "PatchOptions",
-            "meta.k8s.io",
-            "",
-            vec![Cause::forbidden(
-                "force",
-                "may not be specified for non-apply patch",
-            )],
-        ));
-    }
     let bytes = h::read_body(body).await?;
     let patch = parse_patch(ctx, &bytes)?;
+    let force = ctx.query.flag("force")?;
+    let is_apply = matches!(patch, Patch::Apply(_));
+    let invalid = |c: Cause| ApiError::invalid("PatchOptions", "meta.k8s.io", "", vec![c]);
+    if force.is_some() && !is_apply {
+        return Err(invalid(Cause::forbidden(
+            "force",
+            "may not be specified for non-apply patch",
+        )));
+    }
+    if is_apply && ctx.query.non_empty("fieldManager").is_none() {
+        return Err(invalid(Cause {
+            reason: "FieldValueRequired".into(),
+            message: "Required value: is required for apply patch".into(),
+            field: "fieldManager".into(),
+        }));
+    }
+    let force = force.unwrap_or(false);
     let key = ctx.key();
+    if let Patch::Apply(config) = &patch {
+        // Apply creates what does not exist yet.
+        let exists = ctx
+            .shared
+            .storage
+            .lock()
+            .get(&ctx.def.key(), &key)
+            .is_some();
+        if !exists && opts.sub == Sub::Main {
+            let obj = admission::server_side_apply(
+                &ctx.def,
+                None,
+                config,
+                &opts.manager,
+                force,
+                None,
+                &util::now(),
+            )?;
+            let w = objects::create(
+                &ctx.shared,
+                &ctx.def,
+                ctx.path.namespace.as_deref(),
+                obj,
+                &opts,
+            )?;
+            return written(ctx, 201, &w);
+        }
+    }
     let w = objects::update(&ctx.shared, &ctx.def, &key, &opts, |cur| {
-        apply_patch(cur, &patch)
+        apply_patch(ctx, &opts, force, cur, &patch)
     })?;
     written(ctx, 200, &w)
 }
