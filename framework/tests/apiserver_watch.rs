@@ -98,6 +98,14 @@ async fn compaction_expires_every_older_resource_version() {
         .watch(&format!("{CMS}?watch=1&resourceVersion={}", rv(&a)))
         .await;
     assert_eq!(w.next().await["object"]["code"], 410);
+    // Also for resources that were never written.
+    let mut w = k
+        .watch(&format!(
+            "/api/v1/namespaces/default/secrets?watch=1&resourceVersion={}",
+            rv(&a)
+        ))
+        .await;
+    assert_eq!(w.next().await["object"]["code"], 410);
     let list = k.get(CMS).await.json();
     let mut w = k
         .watch(&format!("{CMS}?watch=1&resourceVersion={}", rv(&list)))

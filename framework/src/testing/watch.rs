@@ -154,7 +154,7 @@ impl State {
         let (ev, ty) = msg;
         self.last_rv = self.last_rv.max(ev.rv);
         if self.needs_own_encoding() {
-            let obj = ev.object.clone();
+            let obj = ev.object_for(*ty);
             self.own_frame(ty.as_str(), &obj)
         } else {
             ev.frame(*ty)
