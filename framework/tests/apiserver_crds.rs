@@ -117,3 +117,52 @@ async fn selectable_fields_and_printer_columns_with_filters() {
     assert_eq!(t["rows"][0]["cells"], json!(["a", "True"]));
     assert_eq!(t["rows"][1]["cells"], json!(["b", null]));
 }
+
+#[tokio::test]
+async fn a_terminating_crd_waits_for_its_objects_and_refuses_new_ones() {
+    let k = Kube::start().await;
+    install(&k).await;
+    let things = "/apis/ex.com/v1/namespaces/default/things";
+    k.post(things, &json!({"apiVersion": "ex.com/v1", "kind": "Thing", "metadata": {"name": "held", "finalizers": ["ex.com/x"]}})).await;
+    k.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.ex.com")
+        .await;
+    let crd = k
+        .get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.ex.com")
+        .await
+        .json();
+    let conds = crd["status"]["conditions"].as_array().unwrap();
+    assert!(
+        conds
+            .iter()
+            .any(|c| c["type"] == "Terminating" && c["status"] == "True"),
+        "{crd}"
+    );
+    let r = k
+        .post(
+            things,
+            &json!({"apiVersion": "ex.com/v1", "kind": "Thing", "metadata": {"name": "new"}}),
+        )
+        .await;
+    assert_eq!(r.code(), 405);
+    assert_eq!(
+        r.json()["message"],
+        "create not allowed while custom resource definition is terminating"
+    );
+    k.patch(
+        &format!("{things}/held"),
+        "application/json-patch+json",
+        &json!([{"op": "remove", "path": "/metadata/finalizers"}]),
+    )
+    .await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while k
+        .get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.ex.com")
+        .await
+        .code()
+        != 404
+    {
+        assert!(std::time::Instant::now() < deadline, "CRD never went away");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(k.get(things).await.code(), 404);
+}

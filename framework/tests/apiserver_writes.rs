@@ -722,8 +722,8 @@ async fn unknown_fields_warn_by_default_and_fail_under_strict() {
     assert_eq!(
         warnings,
         [
-            "299 - \"unknown field 'extra'\"",
-            "299 - \"unknown field 'metadata.bogus'\""
+            r#"299 - "unknown field \"extra\"""#,
+            r#"299 - "unknown field \"metadata.bogus\"""#
         ]
     );
     let r = k

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::admission::{self, FieldValidation};
 use super::defaults;
-use super::registry::{GenerationPolicy, ResourceDef};
+use super::registry::{GenerationPolicy, ResKey, ResourceDef};
 use super::server::Shared;
 use super::status::{ApiError, Cause, Details};
 use super::storage::{ObjKey, StoreError, StoredObject};
@@ -317,6 +317,21 @@ pub(crate) fn create(
     opts: &WriteOpts,
 ) -> Result<Written, ApiError> {
     check_type_meta(def, &mut obj, &opts.version)?;
+    if let Some(custom) = def.custom() {
+        let crd = ResKey::new("apiextensions.k8s.io", "customresourcedefinitions");
+        let terminating = shared
+            .storage
+            .lock()
+            .get(&crd, &(String::new(), custom.crd_name.clone()))
+            .is_some_and(|c| c.value.pointer("/metadata/deletionTimestamp").is_some());
+        if terminating {
+            return Err(ApiError::new(
+                405,
+                "MethodNotAllowed",
+                "create not allowed while custom resource definition is terminating",
+            ));
+        }
+    }
     let now = util::now();
     let meta = util::meta_mut(&mut obj)
         .ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;

@@ -71,7 +71,8 @@ pub(super) fn written(ctx: &Ctx, code: u16, w: &Written) -> Result<Response<Body
     };
     let mut resp = h::respond(code, format, render(&ctx.def, &ctx.path.version, &w.obj));
     for warning in &w.warnings {
-        let text = format!("299 - \"{}\"", warning.replace('"', "'"));
+        let escaped = warning.replace('\\', "\\\\").replace('"', "\\\"");
+        let text = format!("299 - \"{escaped}\"");
         if let Ok(v) = HeaderValue::from_str(&text) {
             resp.headers_mut().append(http::header::WARNING, v);
         }
