@@ -666,3 +666,50 @@ async fn dev_server_binary_serves_kubectl_and_installs_crds() {
         .unwrap();
     assert!(status.success(), "{status}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imperative_create_of_namespaces_configmaps_secrets_and_service_accounts() {
+    // kubectl sends these bodies as protobuf.
+    let env = Env::start().await;
+    env.ok(&["create", "namespace", "team"]).await;
+    env.ok(&[
+        "create",
+        "configmap",
+        "settings",
+        "-n",
+        "team",
+        "--from-literal=a=1",
+        "--from-literal=b=2",
+    ])
+    .await;
+    env.ok(&[
+        "create",
+        "secret",
+        "generic",
+        "creds",
+        "-n",
+        "team",
+        "--from-literal=user=me",
+    ])
+    .await;
+    env.ok(&["create", "serviceaccount", "bot", "-n", "team"])
+        .await;
+    let cm = env.json(&["get", "cm", "settings", "-n", "team"]).await;
+    assert_eq!(cm["data"], serde_json::json!({"a": "1", "b": "2"}));
+    let secret = env.json(&["get", "secret", "creds", "-n", "team"]).await;
+    assert_eq!(secret["data"]["user"], "bWU=");
+    assert_eq!(secret["type"], "Opaque");
+    let ns = env.json(&["get", "ns", "team"]).await;
+    assert_eq!(ns["status"]["phase"], "Active");
+    assert!(ns["metadata"].get("generateName").is_none());
+    let sas = env.ok(&["get", "sa", "-n", "team", "-o", "name"]).await;
+    assert_eq!(
+        sas.lines().collect::<Vec<_>>(),
+        ["serviceaccount/bot", "serviceaccount/default"]
+    );
+    // Kinds whose protobuf form this server does not decode are refused.
+    let d = env
+        .run(&["create", "deployment", "web", "--image=nginx"])
+        .await;
+    assert!(!d.ok && d.stderr.contains("unknown format"), "{d:?}");
+}

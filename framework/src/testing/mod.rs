@@ -27,6 +27,7 @@ mod handlers;
 mod http;
 mod kubeconfig;
 mod objects;
+mod protobuf;
 mod registry;
 mod routing;
 mod selectors;
