@@ -410,6 +410,7 @@ pub(crate) fn create(
     defaults::on_create(def, &mut obj, &shared.next_cluster_ip);
     let warnings = validate(def, &mut obj, None, opts)?;
     admission::track_managed_fields(None, &mut obj, &opts.manager, opts.sub.name(), &now);
+    let mut obj = def.to_storage(obj);
     let ns = util::meta_str(&obj, "namespace").unwrap_or("").to_owned();
     namespace_gate(shared, def, &ns)?;
     if opts.dry_run {
@@ -633,16 +634,20 @@ pub(crate) fn update(
             .lock()
             .get(&res, key)
             .ok_or_else(|| ApiError::not_found(&def.plural, &def.group, &key.1))?;
-        let (intended, pre) = mutate(&old.value)?;
+        // Kinds stored as another resource are updated in their own shape.
+        let view = def.view(&old.value);
+        let current = view.as_ref().unwrap_or(&old.value);
+        let (intended, pre) = mutate(current)?;
         if let Precondition::Rv(rv) = pre {
             if rv != old.rv {
                 return Err(ApiError::conflict(&def.plural, &def.group, &key.1));
             }
         }
-        let (next, warnings) = prepare_update(shared, def, &old.value, intended, opts)?;
-        if next == *old.value {
+        let (next, warnings) = prepare_update(shared, def, current, intended, opts)?;
+        if next == *current {
             return Ok(Written { obj: old, warnings });
         }
+        let next = def.to_storage(next);
         let finished = next.pointer("/metadata/deletionTimestamp").is_some()
             && util::finalizers(&next).is_empty()
             && !namespace_spec_finalizers(def, &next);

@@ -114,6 +114,7 @@ impl State {
     fn needs_own_encoding(&self) -> bool {
         !matches!(self.spec.output, Output::Object(_))
             || self.spec.version != self.spec.def.storage_version
+            || self.spec.def.conversion().is_some()
     }
 
     /// The frame for `obj` with type `ty`, encoded here only when this
@@ -143,7 +144,11 @@ impl State {
                 frame(ty, &serde_json::to_vec(&m).unwrap_or_default())
             }
             Output::Object(_) => {
-                let mut v = (*obj.value).clone();
+                let mut v = self
+                    .spec
+                    .def
+                    .view(&obj.value)
+                    .unwrap_or_else(|| (*obj.value).clone());
                 v["apiVersion"] = json!(self.spec.def.api_version(&self.spec.version));
                 frame(ty, StoredObject::encode(v, obj.rv).bytes())
             }

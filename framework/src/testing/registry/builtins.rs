@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::convert::{Conversion, EVENTS};
 use super::{Behavior, ResourceDef, ScalePaths};
 use crate::testing::table::Printer;
 
@@ -27,6 +28,8 @@ pub(crate) struct Builtin {
     pub printer: Printer,
     /// DELETE answers with the object rather than a `Status` (pods).
     pub delete_returns_object: bool,
+    /// Stored as another resource (events.k8s.io Events).
+    pub conversion: Option<&'static Conversion>,
 }
 
 /// Decodes into `T`, reporting the JSON path of the first failure.
@@ -68,6 +71,7 @@ macro_rules! builtin {
             field_labels: $fields,
             printer: $printer,
             delete_returns_object: $obj,
+            conversion: None,
         };
     };
 }
@@ -146,20 +150,24 @@ builtin!(
     ],
     Printer::Event
 );
-builtin!(
-    EVENTS_EVENT,
-    events::v1::Event,
-    None,
-    &[
-        ("regarding.kind", "regarding.kind"),
-        ("regarding.namespace", "regarding.namespace"),
-        ("regarding.name", "regarding.name"),
-        ("regarding.uid", "regarding.uid"),
+/// Served from the core events storage, so field selectors read core paths.
+static EVENTS_EVENT: Builtin = Builtin {
+    validate: decode::<events::v1::Event>,
+    generation: None,
+    field_labels: &[
+        ("regarding.kind", "involvedObject.kind"),
+        ("regarding.namespace", "involvedObject.namespace"),
+        ("regarding.name", "involvedObject.name"),
+        ("regarding.uid", "involvedObject.uid"),
+        ("regarding.apiVersion", "involvedObject.apiVersion"),
         ("reason", "reason"),
+        ("reportingController", "reportingComponent"),
         ("type", "type"),
     ],
-    Printer::Default
-);
+    printer: Printer::Default,
+    delete_returns_object: false,
+    conversion: Some(&EVENTS),
+};
 builtin!(
     DEPLOYMENT,
     apps::v1::Deployment,
