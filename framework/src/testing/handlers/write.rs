@@ -111,13 +111,12 @@ fn sub_of(ctx: &Ctx) -> Sub {
 /// The name and namespace in a body must match the URL.
 fn check_identity(ctx: &Ctx, obj: &Value) -> Result<(), ApiError> {
     let key = ctx.key();
-    if let Some(name) = util::meta_str(obj, "name") {
-        if name != key.1 {
-            return Err(ApiError::bad_request(format!(
-                "the name of the object ({name}) does not match the name on the URL ({})",
-                key.1
-            )));
-        }
+    let name = util::meta_str(obj, "name").unwrap_or("");
+    if name != key.1 {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({name}) does not match the name on the URL ({})",
+            key.1
+        )));
     }
     if ctx.def.namespaced {
         if let Some(ns) = util::meta_str(obj, "namespace").filter(|n| !n.is_empty()) {
@@ -295,7 +294,9 @@ pub(super) async fn patch(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, A
         }
     }
     let w = objects::update(&ctx.shared, &ctx.def, &key, &opts, |cur| {
-        apply_patch(ctx, &opts, force, cur, &patch)
+        let patched = apply_patch(ctx, &opts, force, cur, &patch)?;
+        check_identity(ctx, &patched.0)?;
+        Ok(patched)
     })?;
     written(ctx, 200, &w)
 }
