@@ -146,3 +146,17 @@ async fn builder_failures_apply_from_the_start() {
     assert_eq!(k.get(&format!("{CMS}/x")).await.code(), 500);
     assert_eq!(k.get(&format!("{CMS}/x")).await.code(), 404);
 }
+
+#[tokio::test]
+async fn many_watches_share_one_http2_connection() {
+    let k = Kube::start().await;
+    let mut watches = Vec::new();
+    for _ in 0..150 {
+        watches.push(k.watch(&format!("{CMS}?watch=1&resourceVersion=1")).await);
+    }
+    assert_eq!(k.server.faults().open_watches_for("", "configmaps"), 150);
+    k.configmap("default", "seen", json!({})).await;
+    for w in &mut watches {
+        assert_eq!(w.next().await["object"]["metadata"]["name"], "seen");
+    }
+}

@@ -258,7 +258,10 @@ async fn accept_loop(
                 let shared = shared.clone();
                 async move { Ok::<_, std::convert::Infallible>(handlers::handle(shared, req).await) }
             });
-            let builder = auto::Builder::new(TokioExecutor::new());
+            let mut builder = auto::Builder::new(TokioExecutor::new());
+            // Informers multiplex their watches over one connection:
+            // kube-apiserver allows 1000 streams per HTTP/2 connection.
+            builder.http2().max_concurrent_streams(1000);
             let conn = builder.serve_connection(TokioIo::new(tls), service);
             tokio::select! {
                 _ = cancel.cancelled() => {}
