@@ -554,6 +554,19 @@ async fn crd_apply_wait_and_custom_resources_with_printer_columns() {
         env.json(&["get", "wd", "w1"]).await["metadata"]["generation"],
         2
     );
+    // Re-applying a custom resource is a JSON merge patch (client-side apply).
+    let w = env.file(
+        "w.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  size: 6\n",
+    );
+    let out = env.ok(&["apply", "--validate=false", "-f", &w]).await;
+    assert!(out.contains("configured"), "{out}");
+    let obj = env.json(&["get", "wd", "w1"]).await;
+    assert_eq!(
+        obj["spec"],
+        serde_json::json!({"size": 6}),
+        "color removed by the three-way merge"
+    );
     env.ok(&["delete", "crd", "widgets.example.com", "--timeout=20s"])
         .await;
     let gone = env.run(&["get", "widgets"]).await;

@@ -362,6 +362,10 @@ pub(crate) fn create(
             meta.remove("namespace");
         }
     }
+    // The NamespaceLifecycle admission plugin runs before validation.
+    if let Some(ns) = url_ns.filter(|_| def.namespaced) {
+        namespace_gate(shared, def, ns)?;
+    }
     let generate = meta
         .get("generateName")
         .and_then(Value::as_str)
@@ -412,7 +416,6 @@ pub(crate) fn create(
     admission::track_managed_fields(None, &mut obj, &opts.manager, opts.sub.name(), &now);
     let mut obj = def.to_storage(obj);
     let ns = util::meta_str(&obj, "namespace").unwrap_or("").to_owned();
-    namespace_gate(shared, def, &ns)?;
     if opts.dry_run {
         return Ok(Written {
             obj: Arc::new(StoredObject::encode(obj, 0)),
@@ -468,13 +471,11 @@ fn generation_changed(def: &ResourceDef, old: &Value, new: &Value) -> bool {
 /// Builds the object an update stores, from the old object and what the
 /// client sent (strategy `PrepareForUpdate` plus `BeforeUpdate`).
 fn prepare_update(
-    shared: &Shared,
     def: &ResourceDef,
     old: &Value,
     mut new: Value,
     opts: &WriteOpts,
 ) -> Result<(Value, Vec<String>), ApiError> {
-    let _ = shared;
     check_type_meta(def, &mut new, &opts.version)?;
     let name = util::meta_str(old, "name").unwrap_or("").to_owned();
     let is_namespace =
@@ -643,7 +644,7 @@ pub(crate) fn update(
                 return Err(ApiError::conflict(&def.plural, &def.group, &key.1));
             }
         }
-        let (next, warnings) = prepare_update(shared, def, current, intended, opts)?;
+        let (next, warnings) = prepare_update(def, current, intended, opts)?;
         if next == *current {
             return Ok(Written { obj: old, warnings });
         }
