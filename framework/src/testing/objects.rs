@@ -48,6 +48,9 @@ pub(crate) struct WriteOpts {
     pub validation: FieldValidation,
     /// The version the request was made at (`apiVersion` checks).
     pub version: String,
+    /// A server-side apply: managed fields were already computed by the
+    /// apply, so the write is not recorded again as an `Update`.
+    pub apply: bool,
 }
 
 impl WriteOpts {
@@ -59,6 +62,7 @@ impl WriteOpts {
             sub: Sub::Main,
             validation: FieldValidation::Ignore,
             version: def.storage_version.clone(),
+            apply: false,
         }
     }
 }
@@ -413,7 +417,9 @@ pub(crate) fn create(
     }
     defaults::on_create(def, &mut obj, &shared.next_cluster_ip);
     let warnings = validate(def, &mut obj, None, opts)?;
-    admission::track_managed_fields(None, &mut obj, &opts.manager, opts.sub.name(), &now);
+    if !opts.apply {
+        admission::track_managed_fields(None, &mut obj, &opts.manager, opts.sub.name(), &now);
+    }
     let mut obj = def.to_storage(obj);
     let ns = util::meta_str(&obj, "namespace").unwrap_or("").to_owned();
     if opts.dry_run {
@@ -598,13 +604,15 @@ fn prepare_update(
         }
     }
     let warnings = validate(def, &mut next, Some(old), opts)?;
-    admission::track_managed_fields(
-        Some(old),
-        &mut next,
-        &opts.manager,
-        opts.sub.name(),
-        &util::now(),
-    );
+    if !opts.apply {
+        admission::track_managed_fields(
+            Some(old),
+            &mut next,
+            &opts.manager,
+            opts.sub.name(),
+            &util::now(),
+        );
+    }
     Ok((next, warnings))
 }
 

@@ -60,6 +60,7 @@ pub(super) fn write_opts(ctx: &Ctx, sub: Sub) -> Result<WriteOpts, ApiError> {
         sub,
         validation,
         version: ctx.path.version.clone(),
+        apply: false,
     })
 }
 
@@ -244,11 +245,12 @@ pub(super) fn apply_patch(
 
 pub(super) async fn patch(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, ApiError> {
     let sub = sub_of(ctx);
-    let opts = write_opts(ctx, sub)?;
+    let mut opts = write_opts(ctx, sub)?;
     let bytes = h::read_body(body).await?;
     let patch = parse_patch(ctx, &bytes)?;
     let force = ctx.query.flag("force")?;
     let is_apply = matches!(patch, Patch::Apply(_));
+    opts.apply = is_apply;
     let invalid = |c: Cause| ApiError::invalid("PatchOptions", "meta.k8s.io", "", vec![c]);
     if force.is_some() && !is_apply {
         return Err(invalid(Cause::forbidden(
