@@ -319,6 +319,7 @@ async fn hostile_requests_get_answers_not_panics() {
         assert!(r.code() >= 200 && r.code() < 600, "{p}");
     }
     let deep = format!("{}1{}", "[".repeat(10_000), "]".repeat(10_000));
+    let deep_map = format!("{}1{}", "{a: ".repeat(5_000), "}".repeat(5_000));
     let yaml_bomb = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: [*e, *e, *e, *e, *e, *e, *e, *e, *e]\n";
     let cms = "/api/v1/namespaces/default/configmaps";
     for (ct, body) in [
@@ -328,6 +329,8 @@ async fn hostile_requests_get_answers_not_panics() {
         ("application/json", "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"ok\",\"ownerReferences\":\"x\",\"finalizers\":7}}"),
         ("application/yaml", yaml_bomb),
         ("application/yaml", "\u{0}\u{1}"),
+        ("application/yaml", deep.as_str()),
+        ("application/yaml", deep_map.as_str()),
         ("application/vnd.kubernetes.protobuf", "k8s\u{0}\u{a}\u{ff}\u{ff}\u{ff}\u{ff}\u{ff}\u{ff}\u{ff}\u{ff}\u{ff}\u{ff}"),
         ("application/merge-patch+json", "{}"),
     ] {
