@@ -295,6 +295,84 @@ async fn shutdown_stops_serving() {
 }
 
 #[tokio::test]
+async fn hostile_requests_get_answers_not_panics() {
+    let k = Kube::start().await;
+    let paths = [
+        "/api/v1/namespaces/%ff%fe/configmaps",
+        "/api/v1/namespaces/default/configmaps/%2e%2e",
+        "/api/v1/namespaces/default/configmaps?limit=-1",
+        "/api/v1/namespaces/default/configmaps?limit=abc",
+        "/api/v1/namespaces/default/configmaps?watch=maybe",
+        "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=99999999999999999999",
+        "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=abc",
+        "/api/v1/namespaces/default/configmaps?resourceVersion=18446744073709551615&resourceVersionMatch=Exact",
+        "/api/v1/namespaces/default/configmaps?labelSelector=%C3%A9%3D%C3%A9",
+        "/api/v1/namespaces/default/configmaps?fieldSelector=%C3%A9%3D1,metadata.name%3D%C3%A9",
+        "/api/v1/namespaces/default/configmaps?continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MSwic3RhcnQiOjF9",
+        "/api/v1/namespaces/default/configmaps?includeObject=Everything",
+        "/apis/apps/v1/namespaces/default/deployments/x/scale/extra",
+        "/apis//v1/x",
+        "/api/v1/namespaces//configmaps",
+    ];
+    for p in paths {
+        let r = k.get(p).await;
+        assert!(r.code() >= 200 && r.code() < 600, "{p}");
+    }
+    let deep = format!("{}1{}", "[".repeat(10_000), "]".repeat(10_000));
+    let deep_map = format!("{}1{}", "{a: ".repeat(5_000), "}".repeat(5_000));
+    let yaml_bomb = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: [*e, *e, *e, *e, *e, *e, *e, *e, *e]\n";
+    let cms = "/api/v1/namespaces/default/configmaps";
+    for (ct, body) in [
+        ("application/json", deep.as_str()),
+        ("application/json", "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":1e400}}"),
+        ("application/json", "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":[]}"),
+        ("application/json", "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"ok\",\"ownerReferences\":\"x\",\"finalizers\":7}}"),
+        ("application/yaml", yaml_bomb),
+        ("application/yaml", "\u{0}\u{1}"),
+        ("application/yaml", deep.as_str()),
+        ("application/yaml", deep_map.as_str()),
+        ("application/vnd.kubernetes.protobuf", "k8s\u{0}\u{a}\u{ff}\u{ff}\u{ff}\u{ff}\u{ff}\u{ff}\u{ff}\u{ff}\u{ff}\u{ff}"),
+        ("application/merge-patch+json", "{}"),
+    ] {
+        let r = k.raw("POST", cms, Some(ct), body.to_owned(), None).await;
+        assert!(r.code() >= 400 && r.code() < 500, "{ct} {} {}", r.code(), String::from_utf8_lossy(&r.body));
+    }
+    for (ct, body) in [
+        (
+            "application/json-patch+json",
+            "[{\"op\":\"move\",\"from\":\"/metadata\",\"path\":\"/metadata/x\"}]",
+        ),
+        (
+            "application/json-patch+json",
+            "[{\"op\":\"remove\",\"path\":\"/metadata\"}]",
+        ),
+        ("application/merge-patch+json", "{\"metadata\":null}"),
+        ("application/merge-patch+json", "[]"),
+        ("application/merge-patch+json", "{\"kind\":\"Secret\"}"),
+    ] {
+        k.configmap("default", "target", serde_json::json!({}))
+            .await;
+        let r = k
+            .raw(
+                "PATCH",
+                &format!("{cms}/target"),
+                Some(ct),
+                body.to_owned(),
+                None,
+            )
+            .await;
+        assert!(
+            r.code() >= 400 && r.code() < 500,
+            "{body}: {} {}",
+            r.code(),
+            String::from_utf8_lossy(&r.body)
+        );
+        k.delete(&format!("{cms}/target")).await;
+    }
+    assert_eq!(k.get("/version").await.code(), 200, "still serving");
+}
+
+#[tokio::test]
 async fn the_servers_own_client_talks_to_it() -> anyhow::Result<()> {
     use k8s_openapi::api::core::v1::Namespace;
     let server = kubeforge::testing::ApiServer::start().await?;

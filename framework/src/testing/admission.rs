@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::registry::{crd, ResourceDef};
-use super::status::Cause;
+use super::status::{ApiError, Cause};
 
 /// How unknown fields are treated (`fieldValidation`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -56,6 +56,48 @@ pub(crate) fn track_managed_fields(
     now: &str,
 ) {
     let _ = (old, new, manager, subresource, now);
+}
+
+/// Whether strategic merge patch is implemented; until then
+/// `application/strategic-merge-patch+json` is answered with 415.
+pub(crate) const STRATEGIC_MERGE: bool = false;
+
+/// Whether server-side apply is implemented; until then
+/// `application/apply-patch+yaml` is answered with 415.
+pub(crate) const SERVER_SIDE_APPLY: bool = false;
+
+fn not_implemented() -> ApiError {
+    ApiError::unsupported_media_type(&[
+        "application/json-patch+json",
+        "application/merge-patch+json",
+    ])
+}
+
+/// Applies a strategic merge patch to a built-in object (the `patch`
+/// module's `strategic_merge`, with the kind's merge schema).
+pub(crate) fn strategic_merge(
+    def: &ResourceDef,
+    original: &Value,
+    patch: &Value,
+) -> Result<Value, ApiError> {
+    let _ = (def, original, patch);
+    Err(not_implemented())
+}
+
+/// Server-side apply of `config` by `manager` onto `live` (`None`: the
+/// object does not exist yet); returns the object to store, with
+/// `managedFields` updated, or 409 with `FieldManagerConflict` causes.
+pub(crate) fn server_side_apply(
+    def: &ResourceDef,
+    live: Option<&Value>,
+    config: &Value,
+    manager: &str,
+    force: bool,
+    subresource: Option<&str>,
+    now: &str,
+) -> Result<Value, ApiError> {
+    let _ = (def, live, config, manager, force, subresource, now);
+    Err(not_implemented())
 }
 
 /// The field manager: the `fieldManager` parameter, or the User-Agent up to

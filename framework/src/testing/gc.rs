@@ -192,8 +192,11 @@ fn finalize(shared: &Shared, res: &ResKey, key: &ObjKey) -> bool {
     }
     if fins.iter().any(|f| f == "orphan") {
         let uid = obj.uid().to_owned();
-        for (dres, dkey) in shared.storage.lock().dependents(&uid) {
-            if let Some(ddef) = shared.registry().by_key(&dres) {
+        // Guards are never held across a write: writes take the locks again.
+        let deps = shared.storage.lock().dependents(&uid);
+        for (dres, dkey) in deps {
+            let ddef = shared.registry().by_key(&dres);
+            if let Some(ddef) = ddef {
                 let u = uid.clone();
                 strip_refs(shared, &ddef, &dkey, move |r| ref_uid(r) == u);
             }
@@ -238,7 +241,8 @@ fn finalize_namespace(shared: &Shared, def: &ResourceDef, key: &ObjKey) -> bool 
         if obj.value.pointer("/metadata/deletionTimestamp").is_some() {
             continue;
         }
-        if let Some(odef) = shared.registry().by_key(res) {
+        let odef = shared.registry().by_key(res);
+        if let Some(odef) = odef {
             delete_quietly(
                 shared,
                 &odef,
@@ -263,7 +267,8 @@ fn finalize_namespace(shared: &Shared, def: &ResourceDef, key: &ObjKey) -> bool 
 }
 
 fn finalize_crd(shared: &Shared, def: &ResourceDef, key: &ObjKey, name: &str) -> bool {
-    if let Some(crdef) = shared.registry().crd_def(name) {
+    let crdef = shared.registry().crd_def(name);
+    if let Some(crdef) = crdef {
         let res = crdef.key();
         let keys = shared.storage.lock().keys(&res);
         for k in &keys {

@@ -247,6 +247,21 @@ pub(crate) fn decode_object(bytes: &[u8], media: &str) -> Result<Value, ApiError
             serde_saphyr::from_str(text)
                 .map_err(|e| ApiError::bad_request(format!("error decoding YAML body: {e}")))?
         }
+        "application/vnd.kubernetes.protobuf" => match super::protobuf::decode(bytes) {
+            Ok(v) => v,
+            Err(e @ super::protobuf::ProtobufError::UnsupportedKind { .. }) => {
+                tracing::debug!(error = %e, "protobuf body refused");
+                return Err(ApiError::unsupported_media_type(&[
+                    "application/json",
+                    "application/yaml",
+                ]));
+            }
+            Err(e) => {
+                return Err(ApiError::bad_request(format!(
+                    "error decoding protobuf body: {e}"
+                )))
+            }
+        },
         _ => {
             return Err(ApiError::unsupported_media_type(&[
                 "application/json",

@@ -11,11 +11,30 @@
 //! not assumed. It shares no code with the client it tests.
 //!
 //! Layout: [`server`](ApiServer) (listener, TLS, lifecycle), `routing`,
-//! `handlers` (one module per verb group), `objects` (write semantics),
-//! `storage` (objects, history, watchers), `watch` (streams), `selectors`,
-//! `registry` (built-ins and CRDs), `discovery`, `table`, `gc`, `crds`,
-//! `admission` (hooks for schema validation and managed fields), `faults`,
-//! `kubeconfig`, `tls`.
+//! `http` (negotiation, bodies), `handlers` (one module per verb group),
+//! `objects` (write semantics), `storage` (objects, history, watchers),
+//! `watch` (streams), `selectors`, `registry` (built-ins, CRDs, shared
+//! storage conversions), `defaults` and `validation` (built-in kinds),
+//! `protobuf` (request bodies kubectl sends that way), `discovery`, `table`,
+//! `gc` and `crds` (the controllers), `admission` (hooks for schema
+//! validation, patches and managed fields), `faults`, `kubeconfig`, `tls`.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), kubeforge::testing::Error> {
+//! use kubeforge::testing::{ApiServer, Failure, RequestMatch};
+//!
+//! let server = ApiServer::builder().watch_history(1_000).start().await?;
+//! let config = server.config(); // URL, CA and token for a client
+//! // Make the next list of configmaps fail with 429 and Retry-After: 1.
+//! server.faults().fail_next(
+//!     1,
+//!     RequestMatch::verb("list").resource("configmaps"),
+//!     Failure::TooManyRequests { retry_after_seconds: 1 },
+//! );
+//! # let _ = config;
+//! # Ok(())
+//! # }
+//! ```
 
 mod admission;
 mod client;
@@ -58,6 +77,9 @@ pub enum Error {
     /// The listen address could not be bound.
     #[error("cannot listen on {0}: {1}")]
     Bind(SocketAddr, #[source] std::io::Error),
+    /// The server's URL could not be formed from the bound address.
+    #[error("invalid server address: {0}")]
+    Address(String),
     /// Certificate generation or TLS setup failed.
     #[error("TLS setup failed: {0}")]
     Tls(String),

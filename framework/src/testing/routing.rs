@@ -22,6 +22,12 @@ pub(crate) enum Route {
         version: String,
     },
     Resource(ResourcePath),
+    /// `/openapi/v3` (the index of group-version documents).
+    OpenApiV3Index,
+    /// `/openapi/v3/{api/v1 | apis/{group}/{version}}`.
+    OpenApiV3Doc(String),
+    /// `/openapi/v2`, which kubectl only reads as protobuf.
+    OpenApiV2,
     NotFound,
 }
 
@@ -50,7 +56,12 @@ pub(crate) fn route(path: &str) -> Route {
         "/healthz" | "/livez" | "/readyz" => return Route::Health,
         "/api" => return Route::CoreDiscovery,
         "/apis" => return Route::GroupsDiscovery,
+        "/openapi/v3" => return Route::OpenApiV3Index,
+        "/openapi/v2" => return Route::OpenApiV2,
         _ => {}
+    }
+    if let Some(doc) = trimmed.strip_prefix("/openapi/v3/") {
+        return Route::OpenApiV3Doc(doc.to_owned());
     }
     if let Some(rest) = trimmed
         .strip_prefix("/healthz/")

@@ -423,17 +423,19 @@ impl FieldSelector {
 
 /// Position of an unescaped operator in a field term.
 fn find_op(term: &str, op: &str) -> Option<usize> {
-    let bytes = term.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\' {
-            i += 2;
+    let mut escaped = false;
+    for (i, c) in term.char_indices() {
+        if escaped {
+            escaped = false;
             continue;
         }
-        if term[i..].starts_with(op) {
+        if c == '\\' {
+            escaped = true;
+            continue;
+        }
+        if term.get(i..).is_some_and(|rest| rest.starts_with(op)) {
             return Some(i);
         }
-        i += 1;
     }
     None
 }
@@ -499,6 +501,9 @@ mod tests {
         assert!(!s.matches(&o));
         let err = FieldSelector::parse("spec.foo=x", resolve).unwrap_err();
         assert_eq!(err, "field label not supported: spec.foo");
+        assert!(FieldSelector::parse("é=x,metadata.name=é", resolve).is_err());
+        let s = FieldSelector::parse("metadata.name=é", resolve).unwrap();
+        assert_eq!(s.reqs[0].value, "é");
         let s = FieldSelector::parse(r"metadata.name=a\,b", resolve).unwrap();
         assert_eq!(s.reqs[0].value, "a,b");
     }

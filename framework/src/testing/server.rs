@@ -154,7 +154,7 @@ impl ApiServerBuilder {
         };
         let url: http::Uri = format!("https://{host}")
             .parse()
-            .map_err(|e: http::uri::InvalidUri| Error::Tls(e.to_string()))?;
+            .map_err(|e: http::uri::InvalidUri| Error::Address(e.to_string()))?;
         let (close_tx, _) = watch::channel(0u64);
         let shared = Arc::new(Shared {
             storage: Storage::new(self.history, self.watch_buffer),
@@ -212,12 +212,12 @@ fn seed(shared: &Shared) -> Result<(), Error> {
     let def = shared
         .registry()
         .get("", "v1", "namespaces")
-        .ok_or_else(|| Error::Tls("namespaces are not registered".into()))?;
+        .ok_or_else(|| Error::Rejected("namespaces are not registered".into()))?;
     let opts = WriteOpts::internal(&def, "kube-apiserver");
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
         objects::create(shared, &def, None, obj, &opts)
-            .map_err(|e| Error::Tls(format!("seeding namespace {ns}: {}", e.message)))?;
+            .map_err(|e| Error::Rejected(format!("seeding namespace {ns}: {}", e.message)))?;
     }
     Ok(())
 }
@@ -258,7 +258,10 @@ async fn accept_loop(
                 let shared = shared.clone();
                 async move { Ok::<_, std::convert::Infallible>(handlers::handle(shared, req).await) }
             });
-            let builder = auto::Builder::new(TokioExecutor::new());
+            let mut builder = auto::Builder::new(TokioExecutor::new());
+            // Informers multiplex their watches over one connection:
+            // kube-apiserver allows 1000 streams per HTTP/2 connection.
+            builder.http2().max_concurrent_streams(1000);
             let conn = builder.serve_connection(TokioIo::new(tls), service);
             tokio::select! {
                 _ = cancel.cancelled() => {}

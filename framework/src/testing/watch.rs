@@ -37,6 +37,7 @@ pub(crate) struct WatchSpec {
 }
 
 const BATCH_BYTES: usize = 256 * 1024;
+const PRE_DEADLINE: Duration = Duration::from_secs(2);
 
 struct State {
     shared: Arc<Shared>,
@@ -49,6 +50,9 @@ struct State {
     sent_initial_end: bool,
     deadline: Instant,
     next_bookmark: Instant,
+    /// About 2 s before the deadline a last bookmark goes out, so the
+    /// client resumes from a fresh resourceVersion (the cacher does this).
+    pre_deadline: Option<Instant>,
     close_rx: tokio::sync::watch::Receiver<u64>,
     table_columns_sent: bool,
     done: bool,
@@ -77,9 +81,13 @@ pub(crate) fn stream(shared: Arc<Shared>, spec: WatchSpec, sub: Subscription) ->
     let now = Instant::now();
     let bookmark_interval = shared.options.bookmark_interval;
     let close_rx = shared.close_watches.subscribe();
+    let pre_deadline = (spec.timeout > PRE_DEADLINE * 2).then(|| now + spec.timeout - PRE_DEADLINE);
     let state = State {
         deadline: now + spec.timeout,
-        next_bookmark: now + bookmark_interval,
+        next_bookmark: pre_deadline.map_or(now + bookmark_interval, |pd| {
+            pd.min(now + bookmark_interval)
+        }),
+        pre_deadline,
         shared,
         spec,
         initial: sub.initial.into_iter(),
@@ -106,6 +114,7 @@ impl State {
     fn needs_own_encoding(&self) -> bool {
         !matches!(self.spec.output, Output::Object(_))
             || self.spec.version != self.spec.def.storage_version
+            || self.spec.def.conversion().is_some()
     }
 
     /// The frame for `obj` with type `ty`, encoded here only when this
@@ -135,7 +144,11 @@ impl State {
                 frame(ty, &serde_json::to_vec(&m).unwrap_or_default())
             }
             Output::Object(_) => {
-                let mut v = (*obj.value).clone();
+                let mut v = self
+                    .spec
+                    .def
+                    .view(&obj.value)
+                    .unwrap_or_else(|| (*obj.value).clone());
                 v["apiVersion"] = json!(self.spec.def.api_version(&self.spec.version));
                 frame(ty, StoredObject::encode(v, obj.rv).bytes())
             }
@@ -146,11 +159,20 @@ impl State {
         let (ev, ty) = msg;
         self.last_rv = self.last_rv.max(ev.rv);
         if self.needs_own_encoding() {
-            let obj = ev.object.clone();
+            let obj = ev.object_for(*ty);
             self.own_frame(ty.as_str(), &obj)
         } else {
             ev.frame(*ty)
         }
+    }
+
+    fn schedule_bookmark(&mut self) {
+        let now = Instant::now();
+        let mut next = now + self.shared.options.bookmark_interval;
+        if let Some(pd) = self.pre_deadline.filter(|pd| *pd > now && *pd < next) {
+            next = pd;
+        }
+        self.next_bookmark = next;
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
@@ -244,7 +266,7 @@ impl State {
                         self.done = true;
                         return None;
                     }
-                    self.next_bookmark = Instant::now() + self.shared.options.bookmark_interval;
+                    self.schedule_bookmark();
                     // Only a resourceVersion every buffered event is below of
                     // may be announced: check under the store lock.
                     let rv = {

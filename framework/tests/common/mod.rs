@@ -59,13 +59,22 @@ fn tls_config(ca: &[u8]) -> rustls::ClientConfig {
         .with_no_client_auth()
 }
 
+/// TCP without Nagle's algorithm: small request frames must not wait for
+/// delayed ACKs.
+fn tcp() -> HttpConnector {
+    let mut c = HttpConnector::new();
+    c.enforce_http(false);
+    c.set_nodelay(true);
+    c
+}
+
 /// A client that only offers HTTP/1.1 in ALPN.
 pub fn client_http1(server: &ApiServer) -> Client<Https, Full<Bytes>> {
     let https = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls_config(server.ca_der()))
         .https_only()
         .enable_http1()
-        .build();
+        .wrap_connector(tcp());
     Client::builder(TokioExecutor::new()).build(https)
 }
 
@@ -76,7 +85,7 @@ pub fn client(server: &ApiServer, h2_only: bool) -> Client<Https, Full<Bytes>> {
         .https_only()
         .enable_http1()
         .enable_http2()
-        .build();
+        .wrap_connector(tcp());
     let mut b = Client::builder(TokioExecutor::new());
     if h2_only {
         b.http2_only(true);

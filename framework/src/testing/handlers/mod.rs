@@ -136,6 +136,13 @@ async fn handle_inner(
             )))
         }
         Route::Resource(p) => resource(shared, parts, query, p, body).await,
+        // The OpenAPI documents are generated from the schemas by the
+        // `openapi` module; until it is wired in these paths do not exist,
+        // and kubectl falls back as it does for any server without them.
+        Route::OpenApiV3Index | Route::OpenApiV3Doc(_) | Route::OpenApiV2 => {
+            only_get(&parts)?;
+            Err(ApiError::page_not_found())
+        }
         Route::NotFound => Err(ApiError::page_not_found()),
     }
 }

@@ -36,13 +36,21 @@ pub(super) fn parse_rv(s: &str) -> Result<u64, ApiError> {
 /// The object as served at `version`: the stored bytes when that is the
 /// storage version.
 pub(super) fn render(def: &ResourceDef, version: &str, obj: &StoredObject) -> Bytes {
-    if version == def.storage_version {
-        obj.bytes().clone()
-    } else {
-        let mut v = (*obj.value).clone();
-        v["apiVersion"] = json!(def.api_version(version));
-        StoredObject::encode(v, obj.rv).bytes().clone()
+    match converted(def, version, obj) {
+        Some(c) => c.bytes().clone(),
+        None => obj.bytes().clone(),
     }
+}
+
+/// The object re-encoded for a version or group it is not stored at;
+/// `None` when the stored bytes serve as they are.
+fn converted(def: &ResourceDef, version: &str, obj: &StoredObject) -> Option<StoredObject> {
+    if version == def.storage_version && def.conversion().is_none() {
+        return None;
+    }
+    let mut v = def.view(&obj.value).unwrap_or_else(|| (*obj.value).clone());
+    v["apiVersion"] = json!(def.api_version(version));
+    Some(StoredObject::encode(v, obj.rv))
 }
 
 fn invalid_list_options(causes: Vec<Cause>) -> ApiError {
@@ -310,10 +318,11 @@ pub(super) fn list_body(
         if i > 0 {
             out.put_u8(b',');
         }
-        if def.is_custom() {
-            out.extend_from_slice(&render(def, version, o));
-        } else {
-            o.write_item(&mut out);
+        match (def.is_custom(), converted(def, version, o)) {
+            (true, Some(c)) => out.extend_from_slice(c.bytes()),
+            (true, None) => out.extend_from_slice(o.bytes()),
+            (false, Some(c)) => c.write_item(&mut out),
+            (false, None) => o.write_item(&mut out),
         }
     }
     out.extend_from_slice(b"]}");
@@ -360,7 +369,8 @@ pub(super) async fn watch(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
     }
     let filter = filter(ctx)?;
     let timeout = match q.int("timeoutSeconds")? {
-        Some(s) if s > 0 => Duration::from_secs(s as u64),
+        // Capped so the deadline never overflows.
+        Some(s) if s > 0 => Duration::from_secs((s as u64).min(u64::from(u32::MAX))),
         _ => watch::default_timeout(),
     };
     let from = match (send_initial, rv) {

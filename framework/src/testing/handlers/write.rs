@@ -60,6 +60,7 @@ pub(super) fn write_opts(ctx: &Ctx, sub: Sub) -> Result<WriteOpts, ApiError> {
         sub,
         validation,
         version: ctx.path.version.clone(),
+        apply: false,
     })
 }
 
@@ -71,7 +72,8 @@ pub(super) fn written(ctx: &Ctx, code: u16, w: &Written) -> Result<Response<Body
     };
     let mut resp = h::respond(code, format, render(&ctx.def, &ctx.path.version, &w.obj));
     for warning in &w.warnings {
-        let text = format!("299 - \"{}\"", warning.replace('"', "'"));
+        let escaped = warning.replace('\\', "\\\\").replace('"', "\\\"");
+        let text = format!("299 - \"{escaped}\"");
         if let Ok(v) = HeaderValue::from_str(&text) {
             resp.headers_mut().append(http::header::WARNING, v);
         }
@@ -110,13 +112,12 @@ fn sub_of(ctx: &Ctx) -> Sub {
 /// The name and namespace in a body must match the URL.
 fn check_identity(ctx: &Ctx, obj: &Value) -> Result<(), ApiError> {
     let key = ctx.key();
-    if let Some(name) = util::meta_str(obj, "name") {
-        if name != key.1 {
-            return Err(ApiError::bad_request(format!(
-                "the name of the object ({name}) does not match the name on the URL ({})",
-                key.1
-            )));
-        }
+    let name = util::meta_str(obj, "name").unwrap_or("");
+    if name != key.1 {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({name}) does not match the name on the URL ({})",
+            key.1
+        )));
     }
     if ctx.def.namespaced {
         if let Some(ns) = util::meta_str(obj, "namespace").filter(|n| !n.is_empty()) {
@@ -161,6 +162,8 @@ pub(super) async fn update(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, 
 pub(super) enum Patch {
     Merge(Value),
     Json(json_patch::Patch),
+    Strategic(Value),
+    Apply(Value),
 }
 
 /// The one place that dispatches on the patch content type. Strategic merge
@@ -176,13 +179,22 @@ pub(super) fn parse_patch(ctx: &Ctx, bytes: &Bytes) -> Result<Patch, ApiError> {
     if !accepted.contains(&media.as_str()) {
         return Err(unsupported());
     }
+    let bad = |e: serde_json::Error| ApiError::bad_request(format!("error decoding patch: {e}"));
     match media.as_str() {
-        "application/merge-patch+json" => serde_json::from_slice(bytes)
-            .map(Patch::Merge)
-            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}"))),
-        "application/json-patch+json" => serde_json::from_slice(bytes)
-            .map(Patch::Json)
-            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}"))),
+        "application/merge-patch+json" => {
+            serde_json::from_slice(bytes).map(Patch::Merge).map_err(bad)
+        }
+        "application/json-patch+json" => {
+            serde_json::from_slice(bytes).map(Patch::Json).map_err(bad)
+        }
+        "application/strategic-merge-patch+json" if admission::STRATEGIC_MERGE => {
+            serde_json::from_slice(bytes)
+                .map(Patch::Strategic)
+                .map_err(bad)
+        }
+        "application/apply-patch+yaml" if admission::SERVER_SIDE_APPLY => {
+            h::decode_object(bytes, "application/apply-patch+yaml").map(Patch::Apply)
+        }
         // Not implemented by this server yet: answered like a server that
         // does not accept the type.
         _ => Err(ApiError::unsupported_media_type(&[
@@ -193,12 +205,30 @@ pub(super) fn parse_patch(ctx: &Ctx, bytes: &Bytes) -> Result<Patch, ApiError> {
 }
 
 /// Applies a patch to `cur`; an RV the patch sets becomes a precondition.
-pub(super) fn apply_patch(cur: &Value, patch: &Patch) -> Result<(Value, Precondition), ApiError> {
+pub(super) fn apply_patch(
+    ctx: &Ctx,
+    opts: &WriteOpts,
+    force: bool,
+    cur: &Value,
+    patch: &Patch,
+) -> Result<(Value, Precondition), ApiError> {
     let mut next = cur.clone();
     match patch {
         Patch::Merge(p) => json_patch::merge(&mut next, p),
         Patch::Json(p) => json_patch::patch(&mut next, p)
             .map_err(|e| ApiError::new(422, "Invalid", e.to_string()))?,
+        Patch::Strategic(p) => next = admission::strategic_merge(&ctx.def, cur, p)?,
+        Patch::Apply(config) => {
+            next = admission::server_side_apply(
+                &ctx.def,
+                Some(cur),
+                config,
+                &opts.manager,
+                force,
+                opts.sub.name(),
+                &util::now(),
+            )?
+        }
     }
     let before = util::meta_str(cur, "resourceVersion");
     let pre = match util::meta_str(&next, "resourceVersion") {
@@ -215,23 +245,60 @@ pub(super) fn apply_patch(cur: &Value, patch: &Patch) -> Result<(Value, Precondi
 
 pub(super) async fn patch(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, ApiError> {
     let sub = sub_of(ctx);
-    let opts = write_opts(ctx, sub)?;
-    if ctx.query.flag("force")?.is_some() {
-        return Err(ApiError::invalid(
-            "PatchOptions",
-            "meta.k8s.io",
-            "",
-            vec![Cause::forbidden(
-                "force",
-                "may not be specified for non-apply patch",
-            )],
-        ));
-    }
+    let mut opts = write_opts(ctx, sub)?;
     let bytes = h::read_body(body).await?;
     let patch = parse_patch(ctx, &bytes)?;
+    let force = ctx.query.flag("force")?;
+    let is_apply = matches!(patch, Patch::Apply(_));
+    opts.apply = is_apply;
+    let invalid = |c: Cause| ApiError::invalid("PatchOptions", "meta.k8s.io", "", vec![c]);
+    if force.is_some() && !is_apply {
+        return Err(invalid(Cause::forbidden(
+            "force",
+            "may not be specified for non-apply patch",
+        )));
+    }
+    if is_apply && ctx.query.non_empty("fieldManager").is_none() {
+        return Err(invalid(Cause {
+            reason: "FieldValueRequired".into(),
+            message: "Required value: is required for apply patch".into(),
+            field: "fieldManager".into(),
+        }));
+    }
+    let force = force.unwrap_or(false);
     let key = ctx.key();
+    if let Patch::Apply(config) = &patch {
+        // Apply creates what does not exist yet.
+        let exists = ctx
+            .shared
+            .storage
+            .lock()
+            .get(&ctx.def.key(), &key)
+            .is_some();
+        if !exists && opts.sub == Sub::Main {
+            let obj = admission::server_side_apply(
+                &ctx.def,
+                None,
+                config,
+                &opts.manager,
+                force,
+                None,
+                &util::now(),
+            )?;
+            let w = objects::create(
+                &ctx.shared,
+                &ctx.def,
+                ctx.path.namespace.as_deref(),
+                obj,
+                &opts,
+            )?;
+            return written(ctx, 201, &w);
+        }
+    }
     let w = objects::update(&ctx.shared, &ctx.def, &key, &opts, |cur| {
-        apply_patch(cur, &patch)
+        let patched = apply_patch(ctx, &opts, force, cur, &patch)?;
+        check_identity(ctx, &patched.0)?;
+        Ok(patched)
     })?;
     written(ctx, 200, &w)
 }

@@ -6,16 +6,19 @@
 use k8s_openapi::api::{admissionregistration, apps, batch, coordination, core, events, rbac};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::Value;
 
+use super::convert::{Conversion, EVENTS};
 use super::{Behavior, ResourceDef, ScalePaths};
 use crate::testing::table::Printer;
 
 /// Behaviour of one built-in kind.
 #[derive(Debug)]
 pub(crate) struct Builtin {
-    /// Decodes a body into the k8s-openapi type: `Err((field path, message))`.
-    pub validate: fn(&Value) -> Result<(), (String, String)>,
+    /// Decodes a body into the k8s-openapi type and encodes it back (what
+    /// the server would have understood): `Err((field path, message))`.
+    pub validate: fn(&Value) -> Result<Value, (String, String)>,
     /// Top-level fields whose change bumps generation; `None`: no generation.
     pub generation: Option<&'static [&'static str]>,
     /// Field-selector labels beyond `metadata.name`/`metadata.namespace`,
@@ -25,12 +28,14 @@ pub(crate) struct Builtin {
     pub printer: Printer,
     /// DELETE answers with the object rather than a `Status` (pods).
     pub delete_returns_object: bool,
+    /// Stored as another resource (events.k8s.io Events).
+    pub conversion: Option<&'static Conversion>,
 }
 
 /// Decodes into `T`, reporting the JSON path of the first failure.
-fn decode<T: DeserializeOwned>(v: &Value) -> Result<(), (String, String)> {
+fn decode<T: DeserializeOwned + Serialize>(v: &Value) -> Result<Value, (String, String)> {
     serde_path_to_error::deserialize::<_, T>(v)
-        .map(|_| ())
+        .map(|t| serde_json::to_value(&t).unwrap_or(Value::Null))
         .map_err(|e| {
             let path = e.path().to_string();
             let path = if path == "." { String::new() } else { path };
@@ -66,6 +71,7 @@ macro_rules! builtin {
             field_labels: $fields,
             printer: $printer,
             delete_returns_object: $obj,
+            conversion: None,
         };
     };
 }
@@ -144,20 +150,24 @@ builtin!(
     ],
     Printer::Event
 );
-builtin!(
-    EVENTS_EVENT,
-    events::v1::Event,
-    None,
-    &[
-        ("regarding.kind", "regarding.kind"),
-        ("regarding.namespace", "regarding.namespace"),
-        ("regarding.name", "regarding.name"),
-        ("regarding.uid", "regarding.uid"),
+/// Served from the core events storage, so field selectors read core paths.
+static EVENTS_EVENT: Builtin = Builtin {
+    validate: decode::<events::v1::Event>,
+    generation: None,
+    field_labels: &[
+        ("regarding.kind", "involvedObject.kind"),
+        ("regarding.namespace", "involvedObject.namespace"),
+        ("regarding.name", "involvedObject.name"),
+        ("regarding.uid", "involvedObject.uid"),
+        ("regarding.apiVersion", "involvedObject.apiVersion"),
         ("reason", "reason"),
+        ("reportingController", "reportingComponent"),
         ("type", "type"),
     ],
-    Printer::Default
-);
+    printer: Printer::Default,
+    delete_returns_object: false,
+    conversion: Some(&EVENTS),
+};
 builtin!(
     DEPLOYMENT,
     apps::v1::Deployment,

@@ -360,6 +360,11 @@ pub(crate) fn set_status(crd: &mut Value, conflict: Option<&str>, now: &str) {
                    "message": "not all names are accepted", "lastTransitionTime": transition("Established", "False")}),
         ),
     };
+    let mut conditions = vec![names_cond, established];
+    if crd.pointer("/metadata/deletionTimestamp").is_some() {
+        conditions.push(json!({"type": "Terminating", "status": "True", "reason": "InstanceDeletionInProgress",
+            "message": "CustomResource deletion is in progress", "lastTransitionTime": transition("Terminating", "True")}));
+    }
     let mut accepted = json!({"plural": n.plural, "singular": n.singular, "kind": n.kind, "listKind": n.list_kind});
     if !n.short_names.is_empty() {
         accepted["shortNames"] = json!(n.short_names);
@@ -371,7 +376,7 @@ pub(crate) fn set_status(crd: &mut Value, conflict: Option<&str>, now: &str) {
         obj.insert(
             "status".into(),
             json!({
-                "conditions": [names_cond, established],
+                "conditions": conditions,
                 "acceptedNames": if conflict.is_none() { accepted } else { json!({"plural": "", "kind": ""}) },
                 "storedVersions": stored,
             }),

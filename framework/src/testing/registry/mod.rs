@@ -5,6 +5,7 @@
 //! their CRDs ([`crd`]).
 
 pub(crate) mod builtins;
+pub(crate) mod convert;
 pub(crate) mod crd;
 
 use std::collections::BTreeMap;
@@ -66,7 +67,28 @@ pub(crate) enum Behavior {
 
 impl ResourceDef {
     pub fn key(&self) -> ResKey {
-        ResKey::new(&self.group, &self.plural)
+        match self.conversion() {
+            Some(c) => ResKey::new(c.storage_group, c.storage_plural),
+            None => ResKey::new(&self.group, &self.plural),
+        }
+    }
+
+    /// Set when this kind is stored as another resource.
+    pub fn conversion(&self) -> Option<&'static convert::Conversion> {
+        self.builtin().and_then(|b| b.conversion)
+    }
+
+    /// A stored object as this resource serves it.
+    pub fn view(&self, stored: &Value) -> Option<Value> {
+        self.conversion().map(|c| (c.from_storage)(stored))
+    }
+
+    /// A served object as it is stored.
+    pub fn to_storage(&self, obj: Value) -> Value {
+        match self.conversion() {
+            Some(c) => (c.to_storage)(obj),
+            None => obj,
+        }
     }
 
     /// `apps/v1`, or `v1` for the core group.

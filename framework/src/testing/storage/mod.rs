@@ -133,6 +133,9 @@ pub(crate) struct Store {
     history_limit: usize,
     watch_buffer: usize,
     rv_tx: watch::Sender<u64>,
+    /// Every resourceVersion below this was compacted away, for every
+    /// resource (including ones not written yet).
+    compacted: u64,
 }
 
 /// The store plus a channel announcing the current resourceVersion.
@@ -153,6 +156,7 @@ impl Storage {
                 history_limit: history_limit.max(1),
                 watch_buffer: watch_buffer.max(1),
                 rv_tx,
+                compacted: 0,
             }),
             rv_rx,
         }
@@ -393,7 +397,7 @@ impl Store {
                 current: self.rv,
             });
         }
-        let floor = coll.map_or(0, |c| c.floor);
+        let floor = coll.map_or(0, |c| c.floor).max(self.compacted);
         if rv < floor {
             return Err(StoreError::Expired {
                 requested: rv,
@@ -548,6 +552,7 @@ impl Store {
     /// expired.
     pub fn compact(&mut self) {
         let rv = self.rv;
+        self.compacted = rv;
         for coll in self.collections.values_mut() {
             coll.history.clear();
             coll.floor = rv;
@@ -657,6 +662,13 @@ mod tests {
         st.update(&res, &key("a"), labelled, None).unwrap();
         st.update(&res, &key("a"), cm("a", "3"), None).unwrap();
         assert_eq!(sub.rx.try_recv().unwrap().1, EventType::Added);
-        assert_eq!(sub.rx.try_recv().unwrap().1, EventType::Deleted);
+        let (ev, ty) = sub.rx.try_recv().unwrap();
+        assert_eq!(ty, EventType::Deleted);
+        // The last state that matched, at the event's resourceVersion.
+        let left = ev.object_for(ty);
+        assert_eq!(left.value["metadata"]["labels"]["x"], "y");
+        assert_eq!(left.value["metadata"]["resourceVersion"], ev.rv.to_string());
+        let framed: Value = serde_json::from_slice(&ev.frame(ty)).unwrap();
+        assert_eq!(framed["object"]["data"]["v"], "2");
     }
 }

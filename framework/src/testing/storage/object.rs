@@ -140,6 +140,10 @@ pub(crate) struct Event {
     pub prev: Option<Arc<StoredObject>>,
     pub deleted: bool,
     frames: [OnceLock<Bytes>; 3],
+    /// For watchers the object stops matching: the previous state stamped
+    /// with this event's resourceVersion (what the cacher sends).
+    left: OnceLock<Arc<StoredObject>>,
+    left_frame: OnceLock<Bytes>,
 }
 
 impl Event {
@@ -156,11 +160,38 @@ impl Event {
             prev,
             deleted,
             frames: Default::default(),
+            left: OnceLock::new(),
+            left_frame: OnceLock::new(),
+        }
+    }
+
+    /// The object a watcher sees with type `ty`: for an object that left
+    /// the watcher's selection, its previous state at this event's
+    /// resourceVersion.
+    pub fn object_for(&self, ty: EventType) -> Arc<StoredObject> {
+        match (&self.prev, ty, self.deleted) {
+            (Some(prev), EventType::Deleted, false) => self
+                .left
+                .get_or_init(|| {
+                    let mut v = (*prev.value).clone();
+                    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+                        meta.insert("resourceVersion".into(), Value::String(self.rv.to_string()));
+                    }
+                    Arc::new(StoredObject::encode(v, self.rv))
+                })
+                .clone(),
+            _ => self.object.clone(),
         }
     }
 
     /// `{"type":T,"object":…}\n`, encoded on first use per type and shared.
     pub fn frame(&self, ty: EventType) -> Bytes {
+        if ty == EventType::Deleted && !self.deleted && self.prev.is_some() {
+            return self
+                .left_frame
+                .get_or_init(|| frame(ty.as_str(), self.object_for(ty).bytes()))
+                .clone();
+        }
         let slot = &self.frames[ty as usize];
         slot.get_or_init(|| frame(ty.as_str(), self.object.bytes()))
             .clone()
