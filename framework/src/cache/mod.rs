@@ -12,24 +12,32 @@
 
 mod error;
 mod event;
+mod factory;
 mod index;
 mod informer;
 mod key;
 mod listener;
 mod lister;
+pub mod reflector;
 mod sink;
+mod status;
 mod store;
 pub mod transform;
 
 pub use error::Error;
 pub use event::{DeletedObject, Event, EventHandler, HandlerFns};
+pub use factory::{InformerOptions, SharedInformerFactory, SharedInformerFactoryBuilder};
 pub use index::{IndexFn, NAMESPACE_INDEX};
 pub use informer::{
-    HandlerRegistration, InformerOptions, InformerWriter, SharedInformer,
+    HandlerRegistration, InformerConfig, InformerWriter, SharedInformer,
     DEFAULT_BACKLOG_WARN_THRESHOLD, MIN_RESYNC_PERIOD,
 };
 pub use key::ObjectKey;
 pub use lister::{Lister, NamespaceLister};
+pub use reflector::{Backoff, Reflector, ReflectorConfig};
 pub use sink::{Applied, Delta, DeltaSink, Replaced};
+pub use status::{InformerId, ObjectForm, ReflectorStatus, SyncError};
 pub use store::{Store, StoreWriter};
+/// Stops reflectors and factories; re-exported so callers need no tokio-util.
+pub use tokio_util::sync::CancellationToken;
 pub use transform::{strip_managed_fields, Transform};
