@@ -299,7 +299,10 @@ where
             let events = match pending.take() {
                 Some(events) => events,
                 None => match self.open_watch(false, &self.last_rv.clone()).await {
-                    Ok(events) => events,
+                    Ok(events) => {
+                        self.recovered();
+                        events
+                    }
                     Err(e) => {
                         if e.is_gone() {
                             tracing::debug!(error = %e, "watch refused: resourceVersion expired; relisting");
@@ -502,9 +505,6 @@ where
                 Some(Ok(event)) => event,
             };
             seen += 1;
-            if seen == 1 && self.status.last_error.is_some() {
-                self.recovered();
-            }
             match event {
                 WatchEvent::Added(obj) => {
                     let obj = self.transform(obj);
