@@ -644,3 +644,14 @@ async fn server_state_and_cache_agree_after_a_burst_of_writes() {
     .await;
     factory.shutdown();
 }
+
+#[test]
+fn handles_are_cheap_to_clone_and_shareable_across_tasks() {
+    fn assert_shareable<T: Clone + Send + Sync + 'static>() {}
+    assert_shareable::<SharedInformerFactory>();
+    assert_shareable::<SharedInformer<ConfigMap>>();
+    assert_shareable::<SharedInformer<DynamicObject>>();
+    assert_shareable::<SharedInformer<PartialObjectMeta<ConfigMap>>>();
+    assert_shareable::<InformerOptions<ConfigMap>>();
+    assert_shareable::<SyncError>();
+}

@@ -3,7 +3,7 @@
 //! (client-go's `tools/cache/reflector.go`).
 //!
 //! - **List** page by page (`limit=500` and `continue`), decoding items as
-//!   they stream in ([`list`]): resourceVersion `"0"` the first time (served
+//!   they stream in: resourceVersion `"0"` the first time (served
 //!   from the watch cache), the last seen resourceVersion on a relist
 //!   (unpaged, so the watch cache serves it "not older than"), and `""` (a
 //!   consistent read from etcd) after the server said that version is gone
