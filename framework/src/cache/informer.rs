@@ -381,7 +381,9 @@ impl<K> SharedInformer<K> {
     }
 
     /// Waits until the store has taken in the initial list (`true`), or the
-    /// informer is shut down first (`false`).
+    /// informer is shut down first (`false`). Unbounded: for a deadline and
+    /// a named reason (403, last error), use
+    /// [`wait_for_cache_sync`](Self::wait_for_cache_sync).
     pub async fn wait_for_sync(&self) -> bool {
         wait_for(self.inner.sync_state.subscribe()).await
     }
