@@ -10,7 +10,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube_core::ObjectMeta;
 use kubeforge::cache::{
-    DeletedObject, Delta, DeltaSink, Error, Event, EventHandler, HandlerFns, InformerOptions,
+    DeletedObject, Delta, DeltaSink, Error, Event, EventHandler, HandlerFns, InformerConfig,
     ObjectKey, SharedInformer,
 };
 use tokio::sync::{mpsc, Semaphore};
@@ -373,8 +373,8 @@ async fn resync_period_is_at_least_one_second() {
 #[tokio::test]
 async fn blocked_handler_delays_neither_store_nor_other_handlers() {
     const N: u64 = 2000;
-    let (informer, mut w) = SharedInformer::<ConfigMap>::with_options(
-        InformerOptions::new("configmaps").backlog_warn_threshold(100),
+    let (informer, mut w) = SharedInformer::<ConfigMap>::with_config(
+        InformerConfig::new("configmaps").backlog_warn_threshold(100),
     );
     let (stuck, gate, mut stuck_rx) = gated();
     let stuck_reg = informer.add_handler(stuck, None).unwrap();

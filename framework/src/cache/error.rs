@@ -17,6 +17,18 @@ pub enum Error {
     /// A handler was added to an informer that has been shut down.
     #[error("informer {0:?} has been shut down; handler not added")]
     InformerStopped(String),
+    /// An informer did not see a resourceVersion in time.
+    #[error("informer {informer:?} did not see resourceVersion {wanted} within {waited:?} (newest seen: {})", seen.as_deref().unwrap_or("none"))]
+    ResourceVersionTimeout {
+        /// The informer's name.
+        informer: String,
+        /// The resourceVersion waited for.
+        wanted: String,
+        /// The newest resourceVersion the informer had seen.
+        seen: Option<String>,
+        /// How long was waited.
+        waited: std::time::Duration,
+    },
     /// A handler was added outside a tokio runtime, so it has nowhere to run.
     #[error("event handlers run on tokio tasks: add them from within a tokio runtime")]
     NoRuntime,

@@ -25,7 +25,11 @@ use tokio::time::Instant;
 use super::event::dispatch;
 use super::listener::{close_pending, wait_for, Listener, SyncState};
 use super::sink::{Applied, Delta, DeltaSink, Replaced};
-use super::{DeletedObject, Error, Event, EventHandler, Lister, Store, StoreWriter};
+use super::status::SeenVersion;
+use super::{
+    DeletedObject, Error, Event, EventHandler, InformerId, Lister, ReflectorStatus, Store,
+    StoreWriter, SyncError,
+};
 
 /// The shortest resync period a handler can ask for (client-go's
 /// `minimumResyncPeriod`); shorter ones are raised to it.
@@ -36,18 +40,26 @@ pub const DEFAULT_BACKLOG_WARN_THRESHOLD: usize = 1000;
 
 /// How a [`SharedInformer`] is set up.
 #[derive(Clone, Debug)]
-pub struct InformerOptions {
-    name: String,
+pub struct InformerConfig {
+    id: InformerId,
     backlog_warn_threshold: usize,
+    default_resync: Option<Duration>,
 }
 
-impl InformerOptions {
-    /// Options for an informer called `name` (used in logs, e.g. the
+impl InformerConfig {
+    /// Settings for an informer called `name` (used in logs, e.g. the
     /// resource's plural).
     pub fn new(name: impl Into<String>) -> Self {
+        Self::for_id(InformerId::named(name))
+    }
+
+    /// Settings for the informer `id` (what a factory builds): the id names
+    /// it in logs and in [`SyncError`]s.
+    pub fn for_id(id: InformerId) -> Self {
         Self {
-            name: name.into(),
+            id,
             backlog_warn_threshold: DEFAULT_BACKLOG_WARN_THRESHOLD,
+            default_resync: None,
         }
     }
 
@@ -56,6 +68,13 @@ impl InformerOptions {
     /// [`DEFAULT_BACKLOG_WARN_THRESHOLD`].
     pub fn backlog_warn_threshold(mut self, events: usize) -> Self {
         self.backlog_warn_threshold = events;
+        self
+    }
+
+    /// The resync period of handlers added with
+    /// [`SharedInformer::add_event_handler`] (none by default).
+    pub fn default_resync(mut self, period: Option<Duration>) -> Self {
+        self.default_resync = period;
         self
     }
 }
@@ -67,7 +86,13 @@ struct Core<K> {
 }
 
 struct Inner<K> {
+    id: InformerId,
     name: Arc<str>,
+    default_resync: Option<Duration>,
+    /// The newest resourceVersion applied (list, event or bookmark).
+    seen_version: watch::Sender<Option<SeenVersion>>,
+    /// What the reflector last reported.
+    source: watch::Sender<ReflectorStatus>,
     store: Store<K>,
     /// Serializes store changes with their distribution, handler joins and
     /// resync snapshots. Never held across an await.
@@ -92,6 +117,23 @@ impl<K> Inner<K> {
                 listener.upstream_synced();
             }
         }
+    }
+
+    /// Records `rv` as seen, unless an older number than what was seen.
+    fn note_version(&self, rv: Option<&str>) {
+        let Some(rv) = rv.filter(|rv| !rv.is_empty()) else {
+            return;
+        };
+        let next = SeenVersion::parse(rv);
+        self.seen_version
+            .send_if_modified(|seen| match (seen.as_ref(), &next) {
+                (Some(SeenVersion::Numeric(a)), SeenVersion::Numeric(b)) if b <= a => false,
+                (Some(current), _) if *current == next => false,
+                _ => {
+                    *seen = Some(next);
+                    true
+                }
+            });
     }
 
     fn distribute(&self, core: &Core<K>, events: &[Event<K>]) {
@@ -189,14 +231,23 @@ where
     /// An informer named `name` with an empty store, and the writer its
     /// reflector feeds it through.
     pub fn new(name: impl Into<String>) -> (Self, InformerWriter<K>) {
-        Self::with_options(InformerOptions::new(name))
+        Self::with_config(InformerConfig::new(name))
     }
 
-    /// An informer set up by `options`, and its writer.
-    pub fn with_options(options: InformerOptions) -> (Self, InformerWriter<K>) {
+    /// An informer set up by `config`, and its writer.
+    pub fn with_config(config: InformerConfig) -> (Self, InformerWriter<K>) {
         let writer = StoreWriter::new();
+        let name = if config.id.kind.is_empty() {
+            config.id.plural.clone()
+        } else {
+            config.id.to_string()
+        };
         let inner = Arc::new(Inner {
-            name: options.name.into(),
+            name: name.into(),
+            id: config.id,
+            default_resync: config.default_resync,
+            seen_version: watch::Sender::new(None),
+            source: watch::Sender::new(ReflectorStatus::default()),
             store: writer.store(),
             core: Mutex::new(Core {
                 writer,
@@ -206,7 +257,7 @@ where
             synced: Arc::new(AtomicBool::new(false)),
             sync_state: watch::Sender::new(SyncState::Pending),
             next_id: AtomicU64::new(1),
-            backlog_warn_threshold: options.backlog_warn_threshold,
+            backlog_warn_threshold: config.backlog_warn_threshold,
         });
         (
             Self {
@@ -214,6 +265,16 @@ where
             },
             InformerWriter { inner },
         )
+    }
+
+    /// Adds a handler with the informer's default resync period (see
+    /// [`InformerConfig::default_resync`]); otherwise as
+    /// [`add_handler`](Self::add_handler).
+    pub fn add_event_handler<H>(&self, handler: H) -> Result<HandlerRegistration<K>, Error>
+    where
+        H: EventHandler<K>,
+    {
+        self.add_handler(handler, self.inner.default_resync)
     }
 
     /// Adds a handler. It first receives an add (with `is_in_initial_list`)
@@ -288,9 +349,20 @@ where
 }
 
 impl<K> SharedInformer<K> {
-    /// The informer's name.
+    /// The informer's name, as in logs.
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// The informer's identity: resource, namespace, selectors.
+    pub fn id(&self) -> &InformerId {
+        &self.inner.id
+    }
+
+    /// The resync period of handlers added with
+    /// [`add_event_handler`](Self::add_event_handler).
+    pub fn default_resync(&self) -> Option<Duration> {
+        self.inner.default_resync
     }
 
     /// A read handle on the informer's store.
@@ -309,14 +381,118 @@ impl<K> SharedInformer<K> {
     }
 
     /// Waits until the store has taken in the initial list (`true`), or the
-    /// informer is shut down first (`false`).
+    /// informer is shut down first (`false`). Unbounded: for a deadline and
+    /// a named reason (403, last error), use
+    /// [`wait_for_cache_sync`](Self::wait_for_cache_sync).
     pub async fn wait_for_sync(&self) -> bool {
         wait_for(self.inner.sync_state.subscribe()).await
+    }
+
+    /// Waits until the store has taken in the initial list, at most
+    /// `timeout`. Fails at once, naming the informer, if the server refuses
+    /// access (403 or 401) before that; on timeout the error carries the
+    /// last list or watch failure seen.
+    pub async fn wait_for_cache_sync(&self, timeout: Duration) -> Result<(), SyncError> {
+        let deadline = Instant::now() + timeout;
+        let mut synced = self.inner.sync_state.subscribe();
+        let mut source = self.inner.source.subscribe();
+        loop {
+            match *synced.borrow_and_update() {
+                SyncState::Synced => return Ok(()),
+                SyncState::Closed => {
+                    return Err(SyncError::Stopped {
+                        informer: self.inner.id.clone(),
+                    })
+                }
+                SyncState::Pending => {}
+            }
+            let status = source.borrow_and_update().clone();
+            if let Some(denied) = SyncError::denied(&self.inner.id, &status) {
+                return Err(denied);
+            }
+            tokio::select! {
+                changed = synced.changed() => if changed.is_err() { break },
+                changed = source.changed() => if changed.is_err() { break },
+                () = tokio::time::sleep_until(deadline) => {
+                    if self.has_synced() {
+                        return Ok(());
+                    }
+                    let status = self.reflector_status();
+                    if !status.running && status.last_error.is_none() {
+                        return Err(SyncError::NotStarted { informer: self.inner.id.clone() });
+                    }
+                    return Err(SyncError::Timeout {
+                        informer: self.inner.id.clone(),
+                        waited: timeout,
+                        last_error: status.last_error.map(|e| e.to_string()),
+                    });
+                }
+            }
+        }
+        Err(SyncError::Stopped {
+            informer: self.inner.id.clone(),
+        })
+    }
+
+    /// What the reflector feeding this informer last reported.
+    pub fn reflector_status(&self) -> ReflectorStatus {
+        self.inner.source.borrow().clone()
+    }
+
+    /// The last list or watch failure since the last success, if any.
+    pub fn last_error(&self) -> Option<Arc<crate::client::Error>> {
+        self.inner.source.borrow().last_error.clone()
     }
 
     /// The resourceVersion of the last list, event or bookmark applied.
     pub fn last_sync_resource_version(&self) -> Option<String> {
         self.inner.store.last_sync_resource_version()
+    }
+
+    /// Waits until the informer has seen `resource_version` or a later one,
+    /// at most `timeout`: after a write returns an object at
+    /// `resource_version`, a cached read once this returns is at least that
+    /// fresh (read-your-own-writes).
+    ///
+    /// resourceVersions are compared as `u64` when both parse, which
+    /// kube-apiserver's satisfy: they are etcd revisions, growing with every
+    /// write in the cluster. Otherwise only an exact match counts. An empty
+    /// `resource_version` returns at once.
+    ///
+    /// The informer sees a resourceVersion through an event for an object it
+    /// watches, or a bookmark. A write outside its namespace or selectors is
+    /// seen only at the next bookmark (about once a minute on
+    /// kube-apiserver).
+    pub async fn wait_for_resource_version(
+        &self,
+        resource_version: &str,
+        timeout: Duration,
+    ) -> Result<(), Error> {
+        if resource_version.is_empty() {
+            return Ok(());
+        }
+        let wanted = SeenVersion::parse(resource_version);
+        let mut rx = self.inner.seen_version.subscribe();
+        let reached = tokio::time::timeout(
+            timeout,
+            rx.wait_for(|seen| seen.as_ref().is_some_and(|s| s.covers(&wanted))),
+        )
+        .await;
+        match reached {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(_)) => Err(Error::InformerStopped(self.inner.name.to_string())),
+            Err(_) => Err(Error::ResourceVersionTimeout {
+                informer: self.inner.name.to_string(),
+                wanted: resource_version.to_owned(),
+                seen: self
+                    .inner
+                    .seen_version
+                    .borrow()
+                    .as_ref()
+                    .map(SeenVersion::as_string),
+                waited: timeout,
+            }),
+        }
     }
 
     /// How many handlers are registered.
@@ -379,6 +555,7 @@ where
     fn apply(&mut self, delta: Delta<K>) {
         let inner = &*self.inner;
         let mut core = inner.core();
+        inner.note_version(delta.object().meta().resource_version.as_deref());
         let deleted = match &delta {
             Delta::Deleted(obj) => Some(Arc::clone(obj)),
             _ => None,
@@ -392,6 +569,19 @@ where
                 is_in_initial_list: false,
             }),
             Applied::Updated { old, new } => Some(Event::Update { old, new }),
+            Applied::Recreated { old, new } => {
+                // The delete of the old object was never seen: deliver it
+                // before the new one, so every deletion reaches handlers.
+                let gone = Event::Delete(DeletedObject {
+                    object: old,
+                    final_state_unknown: true,
+                });
+                inner.distribute(&core, std::slice::from_ref(&gone));
+                Some(Event::Add {
+                    object: new,
+                    is_in_initial_list: false,
+                })
+            }
             Applied::Deleted(_) => deleted.map(|object| {
                 Event::Delete(DeletedObject {
                     object,
@@ -417,6 +607,7 @@ where
         let inner = &*self.inner;
         let mut core = inner.core();
         let is_in_initial_list = !inner.synced.load(Ordering::SeqCst);
+        inner.note_version(Some(&resource_version));
         let Replaced { vanished, applied } = core.writer.replace(items, resource_version);
         let mut events = Vec::with_capacity(vanished.len() + applied.len());
         events.extend(vanished.into_iter().map(|(_, object)| {
@@ -425,24 +616,41 @@ where
                 final_state_unknown: true,
             })
         }));
-        events.extend(applied.into_iter().filter_map(|a| match a {
-            Applied::Added(object) => Some(Event::Add {
-                object,
-                is_in_initial_list,
-            }),
-            Applied::Updated { old, new } => Some(Event::Update { old, new }),
-            Applied::Unchanged(_) | Applied::Deleted(_) | Applied::Absent => None,
-        }));
+        for a in applied {
+            match a {
+                Applied::Added(object) => events.push(Event::Add {
+                    object,
+                    is_in_initial_list,
+                }),
+                Applied::Updated { old, new } => events.push(Event::Update { old, new }),
+                // Deleted and created again during the gap: the deletion
+                // was never seen, so it is delivered here.
+                Applied::Recreated { old, new } => {
+                    events.push(Event::Delete(DeletedObject {
+                        object: old,
+                        final_state_unknown: true,
+                    }));
+                    events.push(Event::Add {
+                        object: new,
+                        is_in_initial_list,
+                    });
+                }
+                Applied::Unchanged(_) | Applied::Deleted(_) | Applied::Absent => {}
+            }
+        }
         inner.distribute(&core, &events);
         inner.mark_synced(&core);
         drop(core);
     }
 
     fn bookmark(&mut self, resource_version: String) {
-        self.inner
-            .core()
-            .writer
-            .set_resource_version(resource_version);
+        let mut core = self.inner.core();
+        self.inner.note_version(Some(&resource_version));
+        core.writer.set_resource_version(resource_version);
+    }
+
+    fn report_status(&mut self, status: ReflectorStatus) {
+        self.inner.source.send_replace(status);
     }
 
     fn last_sync_resource_version(&self) -> Option<String> {

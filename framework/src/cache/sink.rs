@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::{ObjectKey, StoreWriter};
+use super::{ObjectKey, ReflectorStatus, StoreWriter};
 
 /// One change seen on a watch, already transformed and wrapped in an `Arc`.
 ///
@@ -53,6 +53,16 @@ pub enum Applied<K> {
         /// The object the store holds now.
         new: Arc<K>,
     },
+    /// The key was present, held by another object (a different uid): the
+    /// one held was deleted and a new one created under the same name while
+    /// nobody was watching. `new` replaced `old`; handlers see a delete of
+    /// `old` then an add of `new`, so every deletion is delivered.
+    Recreated {
+        /// The object the store held before (now gone from the server).
+        old: Arc<K>,
+        /// The object the store holds now.
+        new: Arc<K>,
+    },
     /// The key was present with the same (non-empty) resourceVersion, so the
     /// store kept the object it had: the server says it is the same object,
     /// and keeping the old `Arc` keeps it shared with everyone already
@@ -71,8 +81,8 @@ pub struct Replaced<K> {
     /// Keys the store held that the new list lacks, with the last state the
     /// store held, sorted by key. They were removed from the store.
     pub vanished: Vec<(ObjectKey, Arc<K>)>,
-    /// One entry per listed item, in list order: `Added`, `Updated` or
-    /// `Unchanged`.
+    /// One entry per listed item, in list order: `Added`, `Updated`,
+    /// `Recreated` or `Unchanged`.
     pub applied: Vec<Applied<K>>,
 }
 
@@ -94,6 +104,12 @@ pub trait DeltaSink<K>: Send + 'static {
 
     /// The resourceVersion of the last list, event or bookmark applied.
     fn last_sync_resource_version(&self) -> Option<String>;
+
+    /// The reflector reports how its lists and watches go (a failure, or
+    /// recovery). Ignored unless the sink keeps it, as an informer does.
+    fn report_status(&mut self, status: ReflectorStatus) {
+        let _ = status;
+    }
 }
 
 impl<K> DeltaSink<K> for StoreWriter<K>

@@ -240,6 +240,16 @@ fn same_version<K: Resource>(old: &Arc<K>, new: &Arc<K>) -> bool {
     }
 }
 
+/// Whether `new` is another object than `old` under the same key: both
+/// carry a uid and they differ (it was deleted and created again while the
+/// reflector was not watching).
+fn different_uid<K: Resource>(old: &K, new: &K) -> bool {
+    match (old.meta().uid.as_deref(), new.meta().uid.as_deref()) {
+        (Some(a), Some(b)) => !a.is_empty() && !b.is_empty() && a != b,
+        _ => false,
+    }
+}
+
 impl<K: Resource> State<K> {
     fn upsert(&mut self, key: ObjectKey, obj: Arc<K>) -> Applied<K> {
         if let Some(&id) = self.by_key.get(&key) {
@@ -251,8 +261,13 @@ impl<K: Resource> State<K> {
                 for index in indexes.values_mut() {
                     index.update(id, &slot.obj, &obj);
                 }
+                let recreated = different_uid(slot.obj.as_ref(), obj.as_ref());
                 let old = std::mem::replace(&mut slot.obj, Arc::clone(&obj));
-                return Applied::Updated { old, new: obj };
+                return if recreated {
+                    Applied::Recreated { old, new: obj }
+                } else {
+                    Applied::Updated { old, new: obj }
+                };
             }
         }
         let key = Arc::new(key);
@@ -559,6 +574,30 @@ mod tests {
         assert!(matches!(&out.applied[1], Applied::Added(_)));
         assert_eq!(sorted_names(s.list()), ["a/x", "a/z"]);
         assert_eq!(s.last_sync_resource_version().as_deref(), Some("10"));
+    }
+
+    #[test]
+    fn a_new_uid_under_a_held_key_is_a_recreation() {
+        let with_uid = |rv: &str, uid: &str| {
+            let mut obj = (*cm("a", "x", rv, "web")).clone();
+            obj.metadata.uid = Some(uid.into());
+            Arc::new(obj)
+        };
+        let mut w = StoreWriter::new();
+        let first = with_uid("1", "u1");
+        w.apply(Delta::Added(Arc::clone(&first)));
+        assert!(matches!(
+            w.apply(Delta::Updated(with_uid("2", "u1"))),
+            Applied::Updated { .. }
+        ));
+        let out = w.replace(vec![with_uid("5", "u2")], "6".into());
+        assert!(out.vanished.is_empty());
+        assert!(matches!(
+            &out.applied[0],
+            Applied::Recreated { old, new }
+                if old.metadata.uid.as_deref() == Some("u1") && new.metadata.uid.as_deref() == Some("u2")
+        ));
+        assert_eq!(w.store().len(), 1);
     }
 
     #[test]
