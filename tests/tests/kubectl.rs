@@ -992,6 +992,25 @@ async fn client_side_apply_merges_containers_by_name() {
             && yaml.contains("k:{\"name\":\"nginx\"}"),
         "{yaml}"
     );
+    // Moving to server-side apply: kubectl hands the client-side apply
+    // manager's fields to its own Apply entry first (csaupgrade), so the
+    // same manifest applies without conflicts.
+    let f = env.file(
+        "web.yaml",
+        &v2.replace("replicas: 2", "replicas: 4")
+            .replace("fluentbit:3", "fluentbit:4"),
+    );
+    let out = env.ok(&["apply", "--server-side", "-f", &f]).await;
+    assert!(out.contains("serverside-applied"), "{out}");
+    let d = env
+        .json(&["get", "deploy", "web", "--show-managed-fields"])
+        .await;
+    assert!(has_manager(&d, "kubectl", "Apply"), "{:?}", managers(&d));
+    assert!(
+        !has_manager(&d, "kubectl-client-side-apply", "Update"),
+        "{:?}",
+        managers(&d)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
