@@ -73,7 +73,7 @@ async fn unknown_paths_are_plain_text_404_and_unknown_resources_a_status() {
         "/nope",
         "/apis/nope.example.com/v1",
         "/apis/apps/v7/deployments",
-        "/openapi/v3",
+        "/openapi/v3/apis/nope.example.com/v1",
         "/openapi/v2",
     ] {
         let r = k.get(p).await;

@@ -16,10 +16,15 @@ async fn install(k: &Kube) {
             "versions": [
                 {"name": "v1beta1", "served": true, "storage": false,
                  "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
+                // A selectable field must name a scalar the schema declares
+                // (apiextensions validation.go, validateSelectableFields).
                 {"name": "v1", "served": true, "storage": true,
                  "selectableFields": [{"jsonPath": ".spec.color"}],
                  "additionalPrinterColumns": [{"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"}],
-                 "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+                 "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                     "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                              "properties": {"color": {"type": "string"}}},
+                     "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]}});
     let r = k
         .post(
             "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",

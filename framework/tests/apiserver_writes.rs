@@ -25,8 +25,12 @@ async fn widget_crd(k: &Kube) {
             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
             "versions": [{"name": "v1", "served": true, "storage": true,
                 "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".status.selector"}},
+                // A selectable field must name a scalar the schema declares.
                 "selectableFields": [{"jsonPath": ".spec.color"}],
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                             "properties": {"color": {"type": "string"}}},
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]}});
     let r = k
         .post(
             "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",

@@ -1,17 +1,17 @@
-//! The real `kubectl` against kubeforge's API server: each test starts its
-//! own server (in-process, or the `kubeforge dev-server` binary), writes a
-//! kubeconfig and uses its own `KUBECACHEDIR`.
-//!
-//! Manifests go through `create`/`apply --validate=false`: kubectl's
-//! default validation needs the server's OpenAPI v3 documents, which this
-//! server does not serve yet.
+//! The real `kubectl` against kubeforge's API server, with kubectl's
+//! default client-side behaviour (`--validate=strict`, which reads the
+//! server's `/openapi/v3`). Tests that only touch their own namespace share
+//! one in-process server (each with its own namespace, kubeconfig and
+//! `KUBECACHEDIR`); tests that install CRDs or look at the whole cluster
+//! start their own, and one runs the `kubeforge dev-server` binary.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use kubeforge::testing::ApiServer;
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
@@ -30,7 +30,36 @@ struct Out {
     stderr: String,
 }
 
+/// The kubeconfig of the server shared by this file's namespaced tests. It
+/// runs on a runtime of its own, since every test has its own runtime.
+fn shared_kubeconfig() -> &'static str {
+    static KUBECONFIG: OnceLock<String> = OnceLock::new();
+    KUBECONFIG.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime for the shared server");
+            rt.block_on(async move {
+                let server = ApiServer::start().await.expect("shared server starts");
+                let dir = tempfile::tempdir().expect("temp dir");
+                let path = dir.path().join("kubeconfig");
+                server.write_kubeconfig(&path).expect("kubeconfig");
+                let text = std::fs::read_to_string(&path).expect("kubeconfig text");
+                tx.send(text).expect("test thread waits");
+                // Serve until the test process exits.
+                std::future::pending::<()>().await;
+                drop(server);
+            });
+        });
+        rx.recv().expect("shared server started")
+    })
+}
+
 impl Env {
+    /// A server of its own.
     async fn start() -> Env {
         let server = ApiServer::start().await.expect("server starts");
         let dir = tempfile::tempdir().expect("temp dir");
@@ -43,19 +72,37 @@ impl Env {
         }
     }
 
+    /// The shared server, with namespace `ns` created and made the
+    /// kubeconfig's default.
+    async fn shared(ns: &str) -> Env {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        let text = shared_kubeconfig().replace("namespace: default", &format!("namespace: {ns}"));
+        std::fs::write(&kubeconfig, text).expect("kubeconfig");
+        let env = Env {
+            _server: None,
+            dir,
+            kubeconfig,
+        };
+        env.ok(&["create", "namespace", ns]).await;
+        env
+    }
+
     fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new("kubectl");
         c.args(args)
             .env("KUBECONFIG", &self.kubeconfig)
             .env("KUBECACHEDIR", self.dir.path().join("cache"))
             .env_remove("KUBECTL_EXTERNAL_DIFF")
+            .env_remove("EDITOR")
+            .env_remove("KUBE_EDITOR")
             .stdin(Stdio::null())
             .kill_on_drop(true);
         c
     }
 
-    async fn run(&self, args: &[&str]) -> Out {
-        let out = tokio::time::timeout(Duration::from_secs(60), self.command(args).output())
+    async fn output(&self, mut cmd: Command, args: &[&str]) -> Out {
+        let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
             .await
             .unwrap_or_else(|_| panic!("kubectl {args:?} timed out"))
             .expect("kubectl runs");
@@ -64,6 +111,10 @@ impl Env {
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         }
+    }
+
+    async fn run(&self, args: &[&str]) -> Out {
+        self.output(self.command(args), args).await
     }
 
     /// Runs kubectl and expects success.
@@ -75,6 +126,13 @@ impl Env {
             out.stdout, out.stderr
         );
         out.stdout
+    }
+
+    /// Runs kubectl and expects failure; returns stderr.
+    async fn fails(&self, args: &[&str]) -> String {
+        let out = self.run(args).await;
+        assert!(!out.ok, "kubectl {args:?} succeeded:\n{}", out.stdout);
+        out.stderr
     }
 
     async fn json(&self, args: &[&str]) -> Value {
@@ -92,7 +150,26 @@ impl Env {
     /// `kubectl create -f` for a manifest.
     async fn create(&self, name: &str, text: &str) -> String {
         let f = self.file(name, text);
-        self.ok(&["create", "--validate=false", "-f", &f]).await
+        self.ok(&["create", "-f", &f]).await
+    }
+
+    /// `kubectl apply -f` for a manifest (client-side apply, validated).
+    async fn apply(&self, name: &str, text: &str) -> Out {
+        let f = self.file(name, text);
+        self.run(&["apply", "-f", &f]).await
+    }
+
+    /// An executable shell script in the test's directory.
+    fn script(&self, name: &str, body: &str) -> String {
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).expect("script");
+        let status = std::process::Command::new("chmod")
+            .arg("+x")
+            .arg(&p)
+            .status()
+            .expect("chmod");
+        assert!(status.success());
+        p.to_string_lossy().into_owned()
     }
 
     async fn eventually(&self, what: &str, args: &[&str], pred: impl Fn(&Out) -> bool) {
@@ -109,6 +186,45 @@ impl Env {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
+}
+
+/// `(manager, operation)` of every managedFields entry.
+fn managers(obj: &Value) -> Vec<(String, String)> {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .map(|es| {
+            es.iter()
+                .map(|e| {
+                    (
+                        e["manager"].as_str().unwrap_or("").to_owned(),
+                        e["operation"].as_str().unwrap_or("").to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn has_manager(obj: &Value, manager: &str, operation: &str) -> bool {
+    managers(obj)
+        .iter()
+        .any(|(m, o)| m == manager && o == operation)
+}
+
+fn container_images(d: &Value) -> Vec<(String, String)> {
+    d["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .map(|cs| {
+            cs.iter()
+                .map(|c| {
+                    (
+                        c["name"].as_str().unwrap_or("").to_owned(),
+                        c["image"].as_str().unwrap_or("").to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 const DEPLOYMENT: &str = r#"
@@ -151,17 +267,31 @@ spec:
     schema:
       openAPIV3Schema:
         type: object
+        description: A widget of some size.
         properties:
           spec:
             type: object
+            description: What the widget should look like.
             properties:
-              size: {type: integer}
+              size:
+                type: integer
+                minimum: 1
+                maximum: 10
+                description: Number of parts in the widget.
               color: {type: string}
+              shape: {type: string, default: round, enum: [round, square]}
+            x-kubernetes-validations:
+            - rule: "!has(self.color) || self.color != 'red' || self.size <= 5"
+              message: red widgets have at most 5 parts
+          status:
+            type: object
+            properties:
+              ready: {type: boolean}
 "#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn version_reports_the_server() {
-    let env = Env::start().await;
+    let env = Env::shared("version").await;
     let v: Value = serde_json::from_str(&env.ok(&["version", "-o", "json"]).await).unwrap();
     assert_eq!(v["serverVersion"]["major"], "1");
     assert_eq!(v["serverVersion"]["minor"], "33");
@@ -169,7 +299,7 @@ async fn version_reports_the_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_resources_lists_names_short_names_and_categories() {
-    let env = Env::start().await;
+    let env = Env::shared("api-resources").await;
     let out = env.ok(&["api-resources", "--no-headers"]).await;
     let line = |name: &str, group: &str| {
         out.lines()
@@ -274,7 +404,7 @@ async fn create_get_list_and_describe_builtins() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn label_selectors() {
-    let env = Env::start().await;
+    let env = Env::shared("labels").await;
     for (n, app) in [("a", "web"), ("b", "db"), ("c", "web")] {
         env.create(
             &format!("{n}.yaml"),
@@ -310,7 +440,7 @@ async fn label_selectors() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_watch_sees_changes() {
-    let env = Env::start().await;
+    let env = Env::shared("watching").await;
     let mut child = env
         .command(&[
             "get",
@@ -350,7 +480,7 @@ async fn get_watch_sees_changes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn patch_merge_json_and_status() {
-    let env = Env::start().await;
+    let env = Env::shared("patching").await;
     env.create("deploy.yaml", DEPLOYMENT).await;
     env.ok(&[
         "patch",
@@ -391,7 +521,7 @@ async fn patch_merge_json_and_status() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scale() {
-    let env = Env::start().await;
+    let env = Env::shared("scaling").await;
     env.create("deploy.yaml", DEPLOYMENT).await;
     let out = env.ok(&["scale", "deploy", "web", "--replicas=5"]).await;
     assert!(out.contains("scaled"), "{out}");
@@ -411,7 +541,7 @@ async fn scale() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_with_a_finalizer_waits_until_it_is_removed() {
-    let env = Env::start().await;
+    let env = Env::shared("finalizers").await;
     env.create(
         "f.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n  finalizers: [example.com/hold]\n",
@@ -437,7 +567,7 @@ async fn delete_with_a_finalizer_waits_until_it_is_removed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cascading_deletion_of_owned_objects() {
-    let env = Env::start().await;
+    let env = Env::shared("cascading").await;
     env.create(
         "owner.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: owner\n",
@@ -489,33 +619,34 @@ async fn cascading_deletion_of_owned_objects() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn namespace_deletion_finishes() {
-    let env = Env::start().await;
+    let env = Env::shared("deletion-observer").await;
     env.create(
         "ns.yaml",
-        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: team\n",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: doomed\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: doomed\n",
     )
     .await;
     env.create(
         "deploy.yaml",
         &DEPLOYMENT.replace(
             "name: web\n  labels",
-            "name: web\n  namespace: team\n  labels",
+            "name: web\n  namespace: doomed\n  labels",
         ),
     )
     .await;
-    let out = env.ok(&["delete", "ns", "team", "--timeout=30s"]).await;
+    let out = env.ok(&["delete", "ns", "doomed", "--timeout=30s"]).await;
     assert!(out.contains("deleted"), "{out}");
-    let gone = env.run(&["get", "ns", "team"]).await;
+    let gone = env.run(&["get", "ns", "doomed"]).await;
     assert!(!gone.ok && gone.stderr.contains("not found"), "{gone:?}");
-    let left = env.ok(&["get", "all", "-n", "team", "-o", "name"]).await;
+    let left = env.ok(&["get", "all", "-n", "doomed", "-o", "name"]).await;
     assert!(left.trim().is_empty(), "{left}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn crd_apply_wait_and_custom_resources_with_printer_columns() {
+/// A server with the Widget CRD applied (validated like any manifest) and
+/// Established.
+async fn with_widgets() -> Env {
     let env = Env::start().await;
-    let f = env.file("crd.yaml", CRD);
-    env.ok(&["apply", "--validate=false", "-f", &f]).await;
+    let out = env.apply("crd.yaml", CRD).await;
+    assert!(out.ok && out.stdout.contains("created"), "{out:?}");
     env.ok(&[
         "wait",
         "--for=condition=Established",
@@ -523,8 +654,19 @@ async fn crd_apply_wait_and_custom_resources_with_printer_columns() {
         "--timeout=10s",
     ])
     .await;
-    let w = env.file("w.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  size: 3\n  color: blue\n");
-    env.ok(&["apply", "--validate=false", "-f", &w]).await;
+    env
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crd_apply_wait_and_custom_resources_with_printer_columns() {
+    let env = with_widgets().await;
+    let out = env
+        .apply(
+            "w.yaml",
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  size: 3\n  color: blue\n",
+        )
+        .await;
+    assert!(out.ok, "{out:?}");
     let table = env.ok(&["get", "widgets"]).await;
     let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
     assert_eq!(header, ["NAME", "SIZE", "AGE"]);
@@ -554,18 +696,29 @@ async fn crd_apply_wait_and_custom_resources_with_printer_columns() {
         env.json(&["get", "wd", "w1"]).await["metadata"]["generation"],
         2
     );
-    // Re-applying a custom resource is a JSON merge patch (client-side apply).
-    let w = env.file(
-        "w.yaml",
-        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  size: 6\n",
+    // kubectl patch defaults to a strategic merge patch, which custom
+    // resources refuse with kube-apiserver's 415.
+    let err = env
+        .fails(&["patch", "wd", "w1", "-p", r#"{"spec":{"size":5}}"#])
+        .await;
+    assert!(
+        err.contains("application/strategic-merge-patch+json is not supported")
+            && err.contains("accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"),
+        "{err}"
     );
-    let out = env.ok(&["apply", "--validate=false", "-f", &w]).await;
-    assert!(out.contains("configured"), "{out}");
+    // Re-applying a custom resource is a JSON merge patch (client-side apply).
+    let out = env
+        .apply(
+            "w.yaml",
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  size: 6\n",
+        )
+        .await;
+    assert!(out.ok && out.stdout.contains("configured"), "{out:?}");
     let obj = env.json(&["get", "wd", "w1"]).await;
     assert_eq!(
         obj["spec"],
-        serde_json::json!({"size": 6}),
-        "color removed by the three-way merge"
+        json!({"size": 6, "shape": "round"}),
+        "color removed by the three-way merge, shape defaulted"
     );
     env.ok(&["delete", "crd", "widgets.example.com", "--timeout=20s"])
         .await;
@@ -574,8 +727,481 @@ async fn crd_apply_wait_and_custom_resources_with_printer_columns() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_custom_resources_defaults_validation_and_unknown_fields() {
+    let env = with_widgets().await;
+    // Defaults are applied by the server.
+    let out = env
+        .apply(
+            "ok.yaml",
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: ok\nspec:\n  size: 2\n",
+        )
+        .await;
+    assert!(out.ok, "{out:?}");
+    let obj = env.json(&["get", "wd", "ok"]).await;
+    assert_eq!(obj["spec"], json!({"size": 2, "shape": "round"}));
+    // Invalid values are refused, naming the field.
+    let out = env
+        .apply(
+            "big.yaml",
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: big\nspec:\n  size: 30\n",
+        )
+        .await;
+    assert!(!out.ok);
+    assert!(
+        out.stderr.contains("spec.size: Invalid value: 30")
+            && out.stderr.contains("should be less than or equal to 10"),
+        "{}",
+        out.stderr
+    );
+    let out = env
+        .apply(
+            "shape.yaml",
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: shape\nspec:\n  size: 1\n  shape: oval\n",
+        )
+        .await;
+    assert!(!out.ok);
+    assert!(
+        out.stderr
+            .contains("spec.shape: Unsupported value: \"oval\""),
+        "{}",
+        out.stderr
+    );
+    // CEL rules are evaluated.
+    let out = env
+        .apply(
+            "red.yaml",
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: red\nspec:\n  size: 8\n  color: red\n",
+        )
+        .await;
+    assert!(!out.ok);
+    assert!(
+        out.stderr.contains("red widgets have at most 5 parts"),
+        "{}",
+        out.stderr
+    );
+    // Unknown fields fail kubectl's default (strict) validation.
+    let out = env
+        .apply(
+            "bogus.yaml",
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: bogus\nspec:\n  size: 1\n  bogus: true\n",
+        )
+        .await;
+    assert!(!out.ok);
+    assert!(
+        out.stderr.contains("unknown field \"spec.bogus\""),
+        "{}",
+        out.stderr
+    );
+    let f = env.file(
+        "bogus.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: bogus\nspec:\n  size: 1\n  bogus: true\n",
+    );
+    let err = env.fails(&["create", "-f", &f]).await;
+    assert!(err.contains("unknown field \"spec.bogus\""), "{err}");
+    // --validate=warn: created without it, with a warning.
+    let out = env.run(&["apply", "--validate=warn", "-f", &f]).await;
+    assert!(out.ok, "{out:?}");
+    assert!(
+        out.stderr.contains("unknown field \"spec.bogus\""),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        env.json(&["get", "wd", "bogus"]).await["spec"],
+        json!({"size": 1, "shape": "round"})
+    );
+    let names = env.ok(&["get", "wd", "-o", "name"]).await;
+    assert_eq!(
+        names.lines().collect::<Vec<_>>(),
+        ["widget.example.com/bogus", "widget.example.com/ok"]
+    );
+    // Server-side apply of a custom resource, and of its status.
+    let f = env.file(
+        "ssa.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: ssa\nspec:\n  size: 4\n",
+    );
+    let out = env.ok(&["apply", "--server-side", "-f", &f]).await;
+    assert!(out.contains("serverside-applied"), "{out}");
+    let f = env.file(
+        "status.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: ssa\nstatus:\n  ready: true\n",
+    );
+    env.ok(&[
+        "apply",
+        "--server-side",
+        "--subresource=status",
+        "--field-manager=widget-controller",
+        "-f",
+        &f,
+    ])
+    .await;
+    let obj = env
+        .json(&["get", "wd", "ssa", "--show-managed-fields"])
+        .await;
+    assert_eq!(obj["status"], json!({"ready": true}));
+    assert_eq!(obj["spec"], json!({"size": 4, "shape": "round"}));
+    assert!(has_manager(&obj, "kubectl", "Apply"), "{obj}");
+    assert!(has_manager(&obj, "widget-controller", "Apply"), "{obj}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_builtin_and_custom_resource_fields() {
+    let env = with_widgets().await;
+    let out = env.ok(&["explain", "deployment.spec.replicas"]).await;
+    assert!(
+        out.contains("KIND:       Deployment")
+            && out.contains("FIELD: replicas <integer>")
+            && out.contains("Number of desired pods"),
+        "{out}"
+    );
+    let out = env.ok(&["explain", "pods.spec.containers.image"]).await;
+    assert!(out.contains("FIELD: image <string>"), "{out}");
+    let out = env.ok(&["explain", "widgets"]).await;
+    assert!(
+        out.contains("GROUP:      example.com")
+            && out.contains("KIND:       Widget")
+            && out.contains("A widget of some size."),
+        "{out}"
+    );
+    let out = env.ok(&["explain", "wd.spec"]).await;
+    assert!(
+        out.contains("What the widget should look like.")
+            && out.contains("size\t<integer>")
+            && out.contains("Number of parts in the widget."),
+        "{out}"
+    );
+    let out = env.ok(&["explain", "widget.spec.size"]).await;
+    assert!(out.contains("FIELD: size <integer>"), "{out}");
+    let err = env.fails(&["explain", "widget.spec.nope"]).await;
+    assert!(err.contains("field \"nope\" does not exist"), "{err}");
+}
+
+const WEB_V1: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.27
+      - name: sidecar
+        image: busybox:1
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_side_apply_merges_containers_by_name() {
+    let env = Env::shared("client-side-apply").await;
+    let out = env.apply("web.yaml", WEB_V1).await;
+    assert!(out.ok && out.stdout.contains("created"), "{out:?}");
+    // Someone else sets a field the manifest does not mention.
+    env.ok(&["set", "env", "deployment/web", "-c", "nginx", "MODE=fast"])
+        .await;
+    // The next apply changes one image, drops one container, adds another.
+    let v2 = WEB_V1.replace("nginx:1.27", "nginx:1.28").replace(
+        "- name: sidecar\n        image: busybox:1",
+        "- name: logger\n        image: fluentbit:3",
+    );
+    let out = env.apply("web.yaml", &v2).await;
+    assert!(out.ok && out.stdout.contains("configured"), "{out:?}");
+    let d = env.json(&["get", "deploy", "web"]).await;
+    assert_eq!(
+        container_images(&d),
+        [
+            ("nginx".to_owned(), "nginx:1.28".to_owned()),
+            ("logger".to_owned(), "fluentbit:3".to_owned())
+        ]
+    );
+    // Merged by name: the other writer's env survived on nginx.
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["env"],
+        json!([{"name": "MODE", "value": "fast"}])
+    );
+    assert_eq!(d["metadata"]["generation"], 3);
+    let out = env.apply("web.yaml", &v2).await;
+    assert!(out.ok && out.stdout.contains("unchanged"), "{out:?}");
+    // A scale in the manifest wins over nothing; server defaults stay.
+    let out = env
+        .apply("web.yaml", &v2.replace("replicas: 2", "replicas: 4"))
+        .await;
+    assert!(out.ok, "{out:?}");
+    let d = env.json(&["get", "deploy", "web"]).await;
+    assert_eq!(d["spec"]["replicas"], 4);
+    assert_eq!(d["spec"]["strategy"]["type"], "RollingUpdate");
+    assert!(
+        d["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+            .as_str()
+            .is_some_and(|a| a.contains("fluentbit:3"))
+    );
+    // kubectl patch's default is a strategic merge patch too.
+    env.ok(&[
+        "patch",
+        "deploy",
+        "web",
+        "-p",
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"logger","image":"fluentbit:4"}]}}}}"#,
+    ])
+    .await;
+    let d = env
+        .json(&["get", "deploy", "web", "--show-managed-fields"])
+        .await;
+    assert_eq!(
+        container_images(&d),
+        [
+            ("nginx".to_owned(), "nginx:1.28".to_owned()),
+            ("logger".to_owned(), "fluentbit:4".to_owned())
+        ]
+    );
+    for (manager, op) in [
+        ("kubectl-client-side-apply", "Update"),
+        ("kubectl-set", "Update"),
+        ("kubectl-patch", "Update"),
+    ] {
+        assert!(
+            has_manager(&d, manager, op),
+            "{manager}: {:?}",
+            managers(&d)
+        );
+    }
+    // Managed fields are hidden unless asked for.
+    let yaml = env.ok(&["get", "deploy", "web", "-o", "yaml"]).await;
+    assert!(!yaml.contains("managedFields"), "{yaml}");
+    let yaml = env
+        .ok(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "yaml",
+            "--show-managed-fields",
+        ])
+        .await;
+    assert!(
+        yaml.contains("managedFields:")
+            && yaml.contains("manager: kubectl-client-side-apply")
+            && yaml.contains("operation: Update")
+            && yaml.contains("fieldsType: FieldsV1")
+            && yaml.contains("k:{\"name\":\"nginx\"}"),
+        "{yaml}"
+    );
+    // Moving to server-side apply: kubectl hands the client-side apply
+    // manager's fields to its own Apply entry first (csaupgrade), so the
+    // same manifest applies without conflicts.
+    let f = env.file(
+        "web.yaml",
+        &v2.replace("replicas: 2", "replicas: 4")
+            .replace("fluentbit:3", "fluentbit:4"),
+    );
+    let out = env.ok(&["apply", "--server-side", "-f", &f]).await;
+    assert!(out.contains("serverside-applied"), "{out}");
+    let d = env
+        .json(&["get", "deploy", "web", "--show-managed-fields"])
+        .await;
+    assert!(has_manager(&d, "kubectl", "Apply"), "{:?}", managers(&d));
+    assert!(
+        !has_manager(&d, "kubectl-client-side-apply", "Update"),
+        "{:?}",
+        managers(&d)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_side_apply_with_and_without_conflicts() {
+    let env = Env::shared("server-side-apply").await;
+    let f = env.file("web.yaml", WEB_V1);
+    let out = env.ok(&["apply", "--server-side", "-f", &f]).await;
+    assert!(out.contains("serverside-applied"), "{out}");
+    let d = env
+        .json(&["get", "deploy", "web", "--show-managed-fields"])
+        .await;
+    assert_eq!(managers(&d), [("kubectl".to_owned(), "Apply".to_owned())]);
+    // Re-applying the same manifest is fine.
+    env.ok(&["apply", "--server-side", "-f", &f]).await;
+    // Another manager changing kubectl's field conflicts...
+    let other = env.file(
+        "other.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 5\n",
+    );
+    let err = env
+        .fails(&[
+            "apply",
+            "--server-side",
+            "--field-manager=autoscaler",
+            "-f",
+            &other,
+        ])
+        .await;
+    assert!(
+        err.contains("Apply failed with 1 conflict: conflict with \"kubectl\": .spec.replicas"),
+        "{err}"
+    );
+    assert_eq!(
+        env.json(&["get", "deploy", "web"]).await["spec"]["replicas"],
+        2
+    );
+    // ...unless forced, which moves the field to it.
+    env.ok(&[
+        "apply",
+        "--server-side",
+        "--field-manager=autoscaler",
+        "--force-conflicts",
+        "-f",
+        &other,
+    ])
+    .await;
+    let d = env
+        .json(&["get", "deploy", "web", "--show-managed-fields"])
+        .await;
+    assert_eq!(d["spec"]["replicas"], 5);
+    let entries = d["metadata"]["managedFields"].as_array().unwrap();
+    let autoscaler = entries
+        .iter()
+        .find(|e| e["manager"] == "autoscaler")
+        .unwrap();
+    assert_eq!(
+        autoscaler["fieldsV1"],
+        json!({"f:spec": {"f:replicas": {}}})
+    );
+    let kubectl = entries.iter().find(|e| e["manager"] == "kubectl").unwrap();
+    assert!(kubectl["fieldsV1"]["f:spec"].get("f:replicas").is_none());
+    // kubectl now conflicts in turn, with an imperative writer too.
+    env.ok(&["scale", "deploy", "web", "--replicas=3"]).await;
+    let err = env.fails(&["apply", "--server-side", "-f", &f]).await;
+    assert!(err.contains("conflict"), "{err}");
+    assert!(err.contains(".spec.replicas"), "{err}");
+    // A manifest that leaves replicas out applies cleanly and drops
+    // kubectl's other fields it no longer sets.
+    let without = WEB_V1.replace("  replicas: 2\n", "");
+    let f = env.file(
+        "web.yaml",
+        &without.replace("      - name: sidecar\n        image: busybox:1\n", ""),
+    );
+    env.ok(&["apply", "--server-side", "-f", &f]).await;
+    let d = env.json(&["get", "deploy", "web"]).await;
+    assert_eq!(d["spec"]["replicas"], 3);
+    assert_eq!(
+        container_images(&d),
+        [("nginx".to_owned(), "nginx:1.27".to_owned())]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edit_with_a_scripted_editor() {
+    let env = Env::shared("editing").await;
+    env.create("web.yaml", WEB_V1).await;
+    let editor = env.script(
+        "editor.sh",
+        "sed -i -e 's/image: nginx:1.27/image: nginx:1.29/' \"$1\"",
+    );
+    let mut cmd = env.command(&["edit", "deploy", "web"]);
+    cmd.env("EDITOR", &editor);
+    let out = env.output(cmd, &["edit"]).await;
+    assert!(out.ok && out.stdout.contains("edited"), "{out:?}");
+    let d = env
+        .json(&["get", "deploy", "web", "--show-managed-fields"])
+        .await;
+    assert_eq!(container_images(&d)[0].1, "nginx:1.29");
+    assert!(
+        has_manager(&d, "kubectl-edit", "Update"),
+        "{:?}",
+        managers(&d)
+    );
+    assert!(
+        has_manager(&d, "kubectl-create", "Update"),
+        "{:?}",
+        managers(&d)
+    );
+    // An edit the server refuses is reported, and kubectl gives up once the
+    // editor makes no further change.
+    let editor = env.script(
+        "invalid.sh",
+        "sed -i -e 's/replicas: 2/replicas: -1/' \"$1\"",
+    );
+    let mut cmd = env.command(&["edit", "deploy", "web"]);
+    cmd.env("EDITOR", &editor);
+    let out = env.output(cmd, &["edit"]).await;
+    assert!(!out.ok, "{out:?}");
+    assert!(out.stderr.contains("is invalid"), "{}", out.stderr);
+    assert_eq!(
+        env.json(&["get", "deploy", "web"]).await["spec"]["replicas"],
+        2
+    );
+    // An editor session that changes nothing writes nothing.
+    let editor = env.script("noop.sh", "true");
+    let mut cmd = env.command(&["edit", "deploy", "web"]);
+    cmd.env("EDITOR", &editor);
+    let out = env.output(cmd, &["edit"]).await;
+    assert!(
+        out.ok && out.stderr.contains("Edit cancelled, no changes made"),
+        "{out:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollout_restart_label_and_annotate() {
+    let env = Env::shared("rollout").await;
+    env.create("web.yaml", WEB_V1).await;
+    let out = env.ok(&["rollout", "restart", "deployment/web"]).await;
+    assert!(out.contains("restarted"), "{out}");
+    let d = env
+        .json(&["get", "deploy", "web", "--show-managed-fields"])
+        .await;
+    assert!(
+        d["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"]
+            .is_string()
+    );
+    assert_eq!(d["metadata"]["generation"], 2);
+    assert!(
+        has_manager(&d, "kubectl-rollout", "Update"),
+        "{:?}",
+        managers(&d)
+    );
+    // label/annotate refuse to change a key without --overwrite.
+    env.ok(&["label", "deploy", "web", "tier=front"]).await;
+    let err = env.fails(&["label", "deploy", "web", "tier=back"]).await;
+    assert!(err.contains("already has a value (front)"), "{err}");
+    env.ok(&["label", "deploy", "web", "tier=back", "--overwrite"])
+        .await;
+    env.ok(&["annotate", "deploy", "web", "note=first"]).await;
+    let err = env
+        .fails(&["annotate", "deploy", "web", "note=second"])
+        .await;
+    assert!(err.contains("already has a value (first)"), "{err}");
+    env.ok(&["annotate", "deploy", "web", "note=second", "--overwrite"])
+        .await;
+    let d = env
+        .json(&["get", "deploy", "web", "--show-managed-fields"])
+        .await;
+    assert_eq!(d["metadata"]["labels"]["tier"], "back");
+    assert_eq!(d["metadata"]["annotations"]["note"], "second");
+    assert_eq!(
+        d["metadata"]["generation"], 2,
+        "metadata changes keep the generation"
+    );
+    for manager in ["kubectl-label", "kubectl-annotate"] {
+        assert!(
+            has_manager(&d, manager, "Update"),
+            "{manager}: {:?}",
+            managers(&d)
+        );
+    }
+    let names = env
+        .ok(&["get", "deploy", "-l", "tier=back", "-o", "name"])
+        .await;
+    assert_eq!(names.trim(), "deployment.apps/web");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_token_is_rejected() {
-    let env = Env::start().await;
+    let env = Env::shared("tokens").await;
     let text = std::fs::read_to_string(&env.kubeconfig).unwrap();
     let token_line = text
         .lines()
@@ -683,14 +1309,14 @@ async fn dev_server_binary_serves_kubectl_and_installs_crds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn imperative_creates_send_protobuf_and_are_decoded() {
     // kubectl sends these bodies as protobuf.
-    let env = Env::start().await;
-    env.ok(&["create", "namespace", "team"]).await;
+    let env = Env::shared("imperative").await;
+    env.ok(&["create", "namespace", "imperative-team"]).await;
     env.ok(&[
         "create",
         "configmap",
         "settings",
         "-n",
-        "team",
+        "imperative-team",
         "--from-literal=a=1",
         "--from-literal=b=2",
     ])
@@ -701,21 +1327,27 @@ async fn imperative_creates_send_protobuf_and_are_decoded() {
         "generic",
         "creds",
         "-n",
-        "team",
+        "imperative-team",
         "--from-literal=user=me",
     ])
     .await;
-    env.ok(&["create", "serviceaccount", "bot", "-n", "team"])
+    env.ok(&["create", "serviceaccount", "bot", "-n", "imperative-team"])
         .await;
-    let cm = env.json(&["get", "cm", "settings", "-n", "team"]).await;
-    assert_eq!(cm["data"], serde_json::json!({"a": "1", "b": "2"}));
-    let secret = env.json(&["get", "secret", "creds", "-n", "team"]).await;
+    let cm = env
+        .json(&["get", "cm", "settings", "-n", "imperative-team"])
+        .await;
+    assert_eq!(cm["data"], json!({"a": "1", "b": "2"}));
+    let secret = env
+        .json(&["get", "secret", "creds", "-n", "imperative-team"])
+        .await;
     assert_eq!(secret["data"]["user"], "bWU=");
     assert_eq!(secret["type"], "Opaque");
-    let ns = env.json(&["get", "ns", "team"]).await;
+    let ns = env.json(&["get", "ns", "imperative-team"]).await;
     assert_eq!(ns["status"]["phase"], "Active");
     assert!(ns["metadata"].get("generateName").is_none());
-    let sas = env.ok(&["get", "sa", "-n", "team", "-o", "name"]).await;
+    let sas = env
+        .ok(&["get", "sa", "-n", "imperative-team", "-o", "name"])
+        .await;
     assert_eq!(
         sas.lines().collect::<Vec<_>>(),
         ["serviceaccount/bot", "serviceaccount/default"]
@@ -726,20 +1358,31 @@ async fn imperative_creates_send_protobuf_and_are_decoded() {
         "deployment",
         "web",
         "-n",
-        "team",
+        "imperative-team",
         "--image=nginx",
         "--replicas=2",
     ])
     .await;
-    let web = env.json(&["get", "deploy", "web", "-n", "team"]).await;
+    let web = env
+        .json(&["get", "deploy", "web", "-n", "imperative-team"])
+        .await;
     assert_eq!(web["spec"]["replicas"], 2);
     assert_eq!(
         web["spec"]["template"]["spec"]["containers"][0]["image"],
         "nginx"
     );
     assert_eq!(web["spec"]["selector"]["matchLabels"]["app"], "web");
-    env.ok(&["create", "job", "once", "-n", "team", "--image=busybox"])
+    env.ok(&[
+        "create",
+        "job",
+        "once",
+        "-n",
+        "imperative-team",
+        "--image=busybox",
+    ])
+    .await;
+    let job = env
+        .json(&["get", "job", "once", "-n", "imperative-team"])
         .await;
-    let job = env.json(&["get", "job", "once", "-n", "team"]).await;
     assert_eq!(job["spec"]["template"]["spec"]["restartPolicy"], "Never");
 }

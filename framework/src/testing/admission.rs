@@ -1,13 +1,18 @@
-//! Admission hooks: the single places where the full CRD validation, the
-//! custom-resource schema (validation, pruning, defaulting) and managed
-//! fields plug into the write path. Until those modules are wired in, the
-//! hooks make the minimal checks this server owns (CRD names, group,
-//! versions, exactly one storage version) and leave objects as they are.
+//! Admission hooks: the single places where CRD validation, the
+//! custom-resource schema (pruning, defaulting, validation incl. CEL),
+//! strategic merge patch, server-side apply and managed fields plug into the
+//! write path. The engines live in [`schema`](super::schema) and
+//! [`patch`](super::patch); this module picks the schema a resource uses,
+//! the fields an endpoint resets, and turns their errors into `Status`es.
 
 use serde_json::Value;
 
-use super::registry::{crd, ResourceDef};
-use super::status::{ApiError, Cause};
+use super::patch::{
+    self, ApplyError, FieldSet, MergeSchema, PatchError, PathElement, FIELD_MANAGER_CONFLICT,
+};
+use super::registry::ResourceDef;
+use super::schema::{self, FieldError};
+use super::status::{ApiError, Cause, Details};
 
 /// How unknown fields are treated (`fieldValidation`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -28,60 +33,146 @@ pub(crate) struct Admitted {
     pub pruned: Vec<String>,
 }
 
-/// Validates a CRD on create (`old == None`) and update.
-pub(crate) fn admit_crd(new: &Value, _old: Option<&Value>) -> Vec<Cause> {
-    crd::basic_validation(new)
+/// A schema error as a `Status` cause (`field.Error` to `StatusCause`).
+pub(crate) fn cause_of(e: &FieldError) -> Cause {
+    Cause {
+        reason: e.cause.as_str().to_owned(),
+        message: e.message.clone(),
+        field: e.field.clone(),
+    }
+}
+
+/// Defaults and validates a CRD on create (`old == None`) and update, as
+/// the apiextensions decoder and strategy do.
+pub(crate) fn admit_crd(new: &mut Value, old: Option<&Value>) -> Vec<Cause> {
+    schema::default_crd(new);
+    schema::validate_crd(new, old)
+        .iter()
+        .map(cause_of)
+        .collect()
 }
 
 /// Prunes, defaults and validates a custom resource against its CRD schema
-/// for `version`.
+/// for `version` (the request's), in apiextensions-apiserver's order:
+/// unknown fields are dropped while decoding, defaults applied, then the
+/// strategy validates (with `old` for ratcheting and transition rules).
 pub(crate) fn admit_custom_resource(
     def: &ResourceDef,
     version: &str,
     new: &mut Value,
     old: Option<&Value>,
 ) -> Admitted {
-    // The CRD's schema for this version, for the schema module.
-    let schema = def.custom().and_then(|c| c.schemas.get(version));
-    let _ = (schema, new, old);
-    Admitted::default()
+    let Some(custom) = def.custom() else {
+        return Admitted::default();
+    };
+    let Some(schema) = custom
+        .structural
+        .get(version)
+        .or_else(|| custom.structural.get(&def.storage_version))
+    else {
+        return Admitted::default();
+    };
+    let pruned = schema.prune(new);
+    schema.default(new);
+    let causes = schema.validate(new, old).iter().map(cause_of).collect();
+    Admitted { causes, pruned }
 }
 
-/// Records the write in `metadata.managedFields` for `manager`.
+/// Prunes and defaults a stored custom resource with the storage version's
+/// schema, as kube-apiserver does on every read from storage; `true` when
+/// that changed it.
+pub(crate) fn default_from_storage(def: &ResourceDef, obj: &mut Value) -> bool {
+    let Some(schema) = def
+        .custom()
+        .and_then(|c| c.structural.get(&def.storage_version))
+    else {
+        return false;
+    };
+    let before = obj.clone();
+    schema.prune(obj);
+    schema.default(obj);
+    *obj != before
+}
+
+/// Runs `f` with the merge schema of `def`: a CRD's storage-version schema
+/// (objects are kept at the storage version), or the built-in kind's.
+fn with_merge_schema<R>(def: &ResourceDef, f: impl FnOnce(&dyn MergeSchema) -> R) -> R {
+    match def.custom().and_then(|c| c.merge.get(&def.storage_version)) {
+        Some(s) => f(s.as_ref()),
+        None => f(patch::builtin_merge_schema(&def.group, &def.kind)),
+    }
+}
+
+/// The fields an endpoint resets, which nobody comes to own through it
+/// (the strategies' `GetResetFields`): `status` on the main resource of a
+/// kind with a status subresource, `spec` on `/status`.
+fn reset_fields(def: &ResourceDef, subresource: Option<&str>) -> FieldSet {
+    let top = match subresource {
+        None if def.status => "status",
+        Some("status") => "spec",
+        _ => return FieldSet::new(),
+    };
+    let path = [PathElement::field(top)];
+    FieldSet::from_paths([&path[..]])
+}
+
+/// Records a non-apply write (create, update, merge/JSON/strategic patch,
+/// subresource write) in `metadata.managedFields` for `manager`.
 pub(crate) fn track_managed_fields(
+    def: &ResourceDef,
     old: Option<&Value>,
     new: &mut Value,
     manager: &str,
     subresource: Option<&str>,
     now: &str,
 ) {
-    let _ = (old, new, manager, subresource, now);
+    let reset = reset_fields(def, subresource);
+    with_merge_schema(def, |schema| {
+        patch::track_update_ignoring(old, new, manager, subresource, now, schema, &reset)
+    });
 }
 
-/// Whether strategic merge patch is implemented; until then
-/// `application/strategic-merge-patch+json` is answered with 415.
-pub(crate) const STRATEGIC_MERGE: bool = false;
-
-/// Whether server-side apply is implemented; until then
-/// `application/apply-patch+yaml` is answered with 415.
-pub(crate) const SERVER_SIDE_APPLY: bool = false;
-
-fn not_implemented() -> ApiError {
-    ApiError::unsupported_media_type(&[
-        "application/json-patch+json",
-        "application/merge-patch+json",
-    ])
+/// A strategic merge patch error as kube-apiserver reports it
+/// (`interpretStrategicMergePatchError`): 400 for malformed directives, 422
+/// for lists of lists, and an unclassified 500 for the rest.
+fn patch_error(e: &PatchError) -> ApiError {
+    match e.http_status() {
+        400 => ApiError::bad_request(e.to_string()),
+        422 => ApiError::new(422, "Invalid", e.to_string()),
+        code => ApiError::new(code, "", e.to_string()),
+    }
 }
 
-/// Applies a strategic merge patch to a built-in object (the `patch`
-/// module's `strategic_merge`, with the kind's merge schema).
+/// Applies a strategic merge patch to a built-in object with the kind's
+/// `patchStrategy`/`patchMergeKey` tags.
 pub(crate) fn strategic_merge(
     def: &ResourceDef,
     original: &Value,
     patch: &Value,
 ) -> Result<Value, ApiError> {
-    let _ = (def, original, patch);
-    Err(not_implemented())
+    let schema = patch::builtin_merge_schema(&def.group, &def.kind);
+    patch::strategic_merge(original, patch, schema).map_err(|e| patch_error(&e))
+}
+
+/// An apply error as a `Status`: conflicts are a 409 whose causes name
+/// each field and its owner (`NewApplyConflict`: details carry only the
+/// causes).
+fn apply_error(e: &ApplyError) -> ApiError {
+    let err = ApiError::new(e.http_status(), e.reason(), e.status_message());
+    match e {
+        ApplyError::Conflicts(conflicts) => err.with_details(Details {
+            causes: conflicts
+                .iter()
+                .map(|c| Cause {
+                    reason: FIELD_MANAGER_CONFLICT.to_owned(),
+                    message: c.message(),
+                    field: c.field.clone(),
+                })
+                .collect(),
+            ..Details::default()
+        }),
+        _ => err,
+    }
 }
 
 /// Server-side apply of `config` by `manager` onto `live` (`None`: the
@@ -96,8 +187,39 @@ pub(crate) fn server_side_apply(
     subresource: Option<&str>,
     now: &str,
 ) -> Result<Value, ApiError> {
-    let _ = (def, live, config, manager, force, subresource, now);
-    Err(not_implemented())
+    // Objects are kept at the storage version; a configuration sent to
+    // another served version of the same kind applies to it unchanged (the
+    // versions of a CRD without conversion differ only in apiVersion).
+    let target = live
+        .and_then(|l| l.get("apiVersion"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .unwrap_or_else(|| def.api_version(&def.storage_version));
+    let sent = config.get("apiVersion").and_then(Value::as_str);
+    let served = sent.is_some_and(|s| def.versions.iter().any(|v| def.api_version(v) == s));
+    let normalized;
+    let config = if served && sent != Some(target.as_str()) {
+        let mut c = config.clone();
+        c["apiVersion"] = Value::String(target);
+        normalized = c;
+        &normalized
+    } else {
+        config
+    };
+    let reset = reset_fields(def, subresource);
+    with_merge_schema(def, |schema| {
+        patch::apply_ignoring(
+            live,
+            config,
+            manager,
+            force,
+            subresource,
+            now,
+            schema,
+            &reset,
+        )
+    })
+    .map_err(|e| apply_error(&e))
 }
 
 /// The field manager: the `fieldManager` parameter, or the User-Agent up to

@@ -2,6 +2,8 @@
 //! namespace phase and finalizer, the `default` ServiceAccount's home,
 //! Secret `stringData`, Service type and cluster IP, Pod phase, workload
 //! replicas, the CRD cleanup finalizer. Only what clients commonly rely on.
+//! Field defaults run on every write, as kube-apiserver's decoder applies
+//! them; allocation and admission-plugin defaults on create only.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -99,12 +101,8 @@ pub(crate) fn on_create(def: &ResourceDef, obj: &mut Value, next_ip: &AtomicU32)
         }
     } else if is(def, "", "pods") {
         if let Some(spec) = ensure_object(obj, &["spec"]) {
-            set_if_absent(spec, "restartPolicy", json!("Always"));
-            set_if_absent(spec, "dnsPolicy", json!("ClusterFirst"));
-            set_if_absent(spec, "schedulerName", json!("default-scheduler"));
-            set_if_absent(spec, "terminationGracePeriodSeconds", json!(30));
+            // The ServiceAccount admission plugin, on create only.
             set_if_absent(spec, "serviceAccountName", json!("default"));
-            set_if_absent(spec, "enableServiceLinks", json!(true));
         }
         let qos = pod_qos(obj);
         if let Some(map) = obj.as_object_mut() {
@@ -112,22 +110,6 @@ pub(crate) fn on_create(def: &ResourceDef, obj: &mut Value, next_ip: &AtomicU32)
                 "status".into(),
                 json!({"phase": "Pending", "qosClass": qos}),
             );
-        }
-    } else if is(def, "apps", "deployments")
-        || is(def, "apps", "replicasets")
-        || is(def, "apps", "statefulsets")
-    {
-        if let Some(spec) = ensure_object(obj, &["spec"]) {
-            set_if_absent(spec, "replicas", json!(1));
-            if def.plural == "deployments" {
-                set_if_absent(spec, "revisionHistoryLimit", json!(10));
-                set_if_absent(spec, "progressDeadlineSeconds", json!(600));
-                set_if_absent(
-                    spec,
-                    "strategy",
-                    json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}),
-                );
-            }
         }
     } else if is(def, "apiextensions.k8s.io", "customresourcedefinitions") {
         if let Some(meta) = ensure_object(obj, &["metadata"]) {
@@ -140,6 +122,48 @@ pub(crate) fn on_create(def: &ResourceDef, obj: &mut Value, next_ip: &AtomicU32)
                 }
             }
         }
+    }
+    field_defaults(def, obj);
+}
+
+/// The defaulting functions of the versioned types (`SetDefaults_*`),
+/// which kube-apiserver runs whenever it decodes an object: on create, and
+/// on every update and patch (a field an update drops comes back).
+fn field_defaults(def: &ResourceDef, obj: &mut Value) {
+    if is(def, "", "pods") {
+        if let Some(spec) = ensure_object(obj, &["spec"]) {
+            set_if_absent(spec, "restartPolicy", json!("Always"));
+            set_if_absent(spec, "dnsPolicy", json!("ClusterFirst"));
+            set_if_absent(spec, "schedulerName", json!("default-scheduler"));
+            set_if_absent(spec, "terminationGracePeriodSeconds", json!(30));
+            set_if_absent(spec, "enableServiceLinks", json!(true));
+        }
+    } else if is(def, "apps", "deployments")
+        || is(def, "apps", "replicasets")
+        || is(def, "apps", "statefulsets")
+    {
+        if let Some(spec) = ensure_object(obj, &["spec"]) {
+            set_if_absent(spec, "replicas", json!(1));
+            if def.plural == "deployments" {
+                set_if_absent(spec, "revisionHistoryLimit", json!(10));
+                set_if_absent(spec, "progressDeadlineSeconds", json!(600));
+                set_if_absent(spec, "strategy", json!({"type": "RollingUpdate"}));
+                if let Some(strategy) = spec.get_mut("strategy").and_then(Value::as_object_mut) {
+                    set_if_absent(strategy, "type", json!("RollingUpdate"));
+                    if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
+                        set_if_absent(strategy, "rollingUpdate", json!({}));
+                        if let Some(ru) = strategy
+                            .get_mut("rollingUpdate")
+                            .and_then(Value::as_object_mut)
+                        {
+                            set_if_absent(ru, "maxUnavailable", json!("25%"));
+                            set_if_absent(ru, "maxSurge", json!("25%"));
+                        }
+                    }
+                }
+            }
+        }
+    } else if is(def, "apiextensions.k8s.io", "customresourcedefinitions") {
         if let Some(spec) = ensure_object(obj, &["spec"]) {
             set_if_absent(spec, "conversion", json!({"strategy": "None"}));
         }
@@ -148,6 +172,7 @@ pub(crate) fn on_create(def: &ResourceDef, obj: &mut Value, next_ip: &AtomicU32)
 
 /// Defaults applied on update.
 pub(crate) fn on_update(def: &ResourceDef, obj: &mut Value, old: &Value) {
+    field_defaults(def, obj);
     if is(def, "", "secrets") {
         secret(obj);
     } else if is(def, "", "services") {

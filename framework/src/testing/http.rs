@@ -204,6 +204,24 @@ pub(crate) fn negotiate_discovery(headers: &HeaderMap) -> Result<Option<&'static
     Err(ApiError::not_acceptable())
 }
 
+/// Whether a JSON response is acceptable (no `Accept`, or one naming
+/// `application/json` or a wildcard).
+pub(crate) fn accepts_json(headers: &HeaderMap) -> bool {
+    let Some(accept) = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .filter(|s| !s.trim().is_empty())
+    else {
+        return true;
+    };
+    media_types(accept).iter().any(|mt| {
+        matches!(
+            mt.essence.to_ascii_lowercase().as_str(),
+            "application/json" | "application/*" | "*/*"
+        )
+    })
+}
+
 /// The media type of the request body, without parameters.
 pub(crate) fn content_type(headers: &HeaderMap) -> String {
     headers

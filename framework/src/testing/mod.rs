@@ -5,9 +5,11 @@
 //! CA and a random bearer token, speaking kube-apiserver's wire protocol:
 //! discovery (legacy and aggregated), CRUD with resourceVersion semantics,
 //! list/watch with selectors, pagination and bookmarks, status and scale
-//! subresources, finalizers, merge and JSON patches, CRD registration,
-//! Table output, an ownerReference garbage collector and namespace
-//! deletion. [`Faults`] injects failures so a runtime's recovery is tested,
+//! subresources, finalizers, merge, JSON and strategic merge patches,
+//! server-side apply with managed fields, CRD registration and validation,
+//! custom resources pruned, defaulted and validated (CEL included) against
+//! their schemas, `/openapi/v3` documents, Table output, an ownerReference
+//! garbage collector and namespace deletion. [`Faults`] injects failures so a runtime's recovery is tested,
 //! not assumed. It shares no code with the client it tests.
 //!
 //! Layout: [`server`](ApiServer) (listener, TLS, lifecycle), `routing`,
@@ -16,8 +18,9 @@
 //! `watch` (streams), `selectors`, `registry` (built-ins, CRDs, shared
 //! storage conversions), `defaults` and `validation` (built-in kinds),
 //! `protobuf` (request bodies kubectl sends that way), `discovery`, `table`,
-//! `gc` and `crds` (the controllers), `admission` (hooks for schema
-//! validation, patches and managed fields), `faults`, `kubeconfig`, `tls`.
+//! `gc` and `crds` (the controllers), `admission` (where `schema` and
+//! `patch` plug into writes), `openapi` and `apidocs` (the OpenAPI v3
+//! documents and their cache), `faults`, `kubeconfig`, `tls`.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), kubeforge::testing::Error> {
@@ -37,6 +40,7 @@
 //! ```
 
 mod admission;
+mod apidocs;
 mod client;
 mod crds;
 mod defaults;

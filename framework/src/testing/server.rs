@@ -18,6 +18,7 @@ use tokio::sync::{watch, Notify};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
+use super::apidocs::OpenApiDocs;
 use super::faults::{Failure, FaultRules, Faults, RequestMatch};
 use super::gc::GcState;
 use super::objects::{self, WriteOpts};
@@ -50,6 +51,8 @@ pub(crate) struct Shared {
     pub options: Options,
     /// The next Service cluster IP.
     pub next_cluster_ip: AtomicU32,
+    /// The `/openapi/v3` documents.
+    pub openapi: OpenApiDocs,
 }
 
 impl Shared {
@@ -169,6 +172,7 @@ impl ApiServerBuilder {
                 bookmark_interval: self.bookmark_interval,
             },
             next_cluster_ip: AtomicU32::new(1),
+            openapi: OpenApiDocs::default(),
         });
         seed(&shared)?;
         shared.faults.set_latency(self.latency);

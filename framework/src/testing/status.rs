@@ -144,16 +144,18 @@ impl ApiError {
 
     /// 422 Invalid: `Kind.group "name" is invalid: [causes]`.
     pub fn invalid(kind: &str, group: &str, name: &str, causes: Vec<Cause>) -> Self {
-        let list: Vec<String> = causes
-            .iter()
-            .map(|c| {
-                if c.field.is_empty() {
-                    c.message.clone()
-                } else {
-                    format!("{}: {}", c.field, c.message)
-                }
-            })
-            .collect();
+        // `ErrorList.ToAggregate()` drops messages it has already seen.
+        let mut list: Vec<String> = Vec::with_capacity(causes.len());
+        for c in &causes {
+            let text = if c.field.is_empty() {
+                c.message.clone()
+            } else {
+                format!("{}: {}", c.field, c.message)
+            };
+            if !list.contains(&text) {
+                list.push(text);
+            }
+        }
         let joined = if list.len() == 1 {
             list.join("")
         } else {
@@ -233,7 +235,10 @@ impl ApiError {
         status.insert("metadata".into(), json!({}));
         status.insert("status".into(), json!("Failure"));
         status.insert("message".into(), json!(self.message));
-        status.insert("reason".into(), json!(self.reason));
+        // `reason` is omitted when empty (StatusReasonUnknown).
+        if !self.reason.is_empty() {
+            status.insert("reason".into(), json!(self.reason));
+        }
         if let Some(d) = &self.details {
             let mut details = Map::new();
             if let Some(n) = &d.name {
@@ -254,7 +259,20 @@ impl ApiError {
                 let causes: Vec<Value> = d
                     .causes
                     .iter()
-                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                    .map(|c| {
+                        // StatusCause's fields are all `omitempty`.
+                        let mut m = Map::new();
+                        for (k, v) in [
+                            ("reason", &c.reason),
+                            ("message", &c.message),
+                            ("field", &c.field),
+                        ] {
+                            if !v.is_empty() {
+                                m.insert(k.into(), json!(v));
+                            }
+                        }
+                        Value::Object(m)
+                    })
                     .collect();
                 details.insert("causes".into(), Value::Array(causes));
             }

@@ -1,8 +1,10 @@
 //! Request entry point: authentication, routing, fault injection, and
 //! dispatch to the per-verb handlers ([`read`]: get, list, watch;
-//! [`write`]: create, update, patch; [`delete`]; [`scale`]).
+//! [`write`]: create, update, patch; [`delete`]; [`scale`]) and to the
+//! OpenAPI documents ([`openapi`]).
 
 mod delete;
+mod openapi;
 mod read;
 mod scale;
 mod write;
@@ -136,10 +138,17 @@ async fn handle_inner(
             )))
         }
         Route::Resource(p) => resource(shared, parts, query, p, body).await,
-        // The OpenAPI documents are generated from the schemas by the
-        // `openapi` module; until it is wired in these paths do not exist,
-        // and kubectl falls back as it does for any server without them.
-        Route::OpenApiV3Index | Route::OpenApiV3Doc(_) | Route::OpenApiV2 => {
+        Route::OpenApiV3Index => {
+            only_get(&parts)?;
+            openapi::index(shared, &parts).await
+        }
+        Route::OpenApiV3Doc(key) => {
+            only_get(&parts)?;
+            openapi::document(shared, &parts, &query, &key).await
+        }
+        // kubectl reads v2 only as protobuf and uses it only when v3 is
+        // missing; v3 is served, so v2 is not.
+        Route::OpenApiV2 => {
             only_get(&parts)?;
             Err(ApiError::page_not_found())
         }

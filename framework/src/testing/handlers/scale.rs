@@ -8,7 +8,7 @@ use hyper::body::Incoming;
 use serde_json::{json, Value};
 
 use super::read::parse_rv;
-use super::write::{apply_patch, body_object, parse_patch, write_opts};
+use super::write::{apply_patch, body_object, parse_patch, patch_options, write_opts};
 use super::Ctx;
 use crate::testing::http::{self as h, Body};
 use crate::testing::objects::{self, Precondition, Sub};
@@ -147,23 +147,13 @@ pub(super) async fn update(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, 
 
 pub(super) async fn patch(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, ApiError> {
     let opts = write_opts(ctx, Sub::Scale)?;
-    if ctx.query.flag("force")?.is_some() {
-        return Err(ApiError::invalid(
-            "PatchOptions",
-            "meta.k8s.io",
-            "",
-            vec![Cause::forbidden(
-                "force",
-                "may not be specified for non-apply patch",
-            )],
-        ));
-    }
     let bytes = h::read_body(body).await?;
     let patch = parse_patch(ctx, &bytes)?;
+    let force = patch_options(ctx, &patch)?;
     let key = ctx.key();
     let w = objects::update(&ctx.shared, &ctx.def, &key, &opts, |cur| {
         let scale = scale_of(ctx, cur)?;
-        let (patched, pre) = apply_patch(ctx, &opts, false, &scale, &patch)?;
+        let (patched, pre) = apply_patch(ctx, &opts, force, &scale, &patch)?;
         let (next, scale_pre) = apply_scale(ctx, cur, &patched)?;
         Ok((
             next,

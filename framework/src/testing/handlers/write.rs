@@ -166,8 +166,9 @@ pub(super) enum Patch {
     Apply(Value),
 }
 
-/// The one place that dispatches on the patch content type. Strategic merge
-/// and apply plug in here once their implementations are wired.
+/// The one place that dispatches on the patch content type. Custom
+/// resources accept no strategic merge patch (apiextensions-apiserver's
+/// `customresource_handler.go`), so it is a 415 there.
 pub(super) fn parse_patch(ctx: &Ctx, bytes: &Bytes) -> Result<Patch, ApiError> {
     let media = h::content_type(&ctx.parts.headers);
     let accepted = if ctx.def.is_custom() {
@@ -175,9 +176,8 @@ pub(super) fn parse_patch(ctx: &Ctx, bytes: &Bytes) -> Result<Patch, ApiError> {
     } else {
         PATCH_TYPES
     };
-    let unsupported = || ApiError::unsupported_media_type(accepted);
     if !accepted.contains(&media.as_str()) {
-        return Err(unsupported());
+        return Err(ApiError::unsupported_media_type(accepted));
     }
     let bad = |e: serde_json::Error| ApiError::bad_request(format!("error decoding patch: {e}"));
     match media.as_str() {
@@ -187,20 +187,10 @@ pub(super) fn parse_patch(ctx: &Ctx, bytes: &Bytes) -> Result<Patch, ApiError> {
         "application/json-patch+json" => {
             serde_json::from_slice(bytes).map(Patch::Json).map_err(bad)
         }
-        "application/strategic-merge-patch+json" if admission::STRATEGIC_MERGE => {
-            serde_json::from_slice(bytes)
-                .map(Patch::Strategic)
-                .map_err(bad)
-        }
-        "application/apply-patch+yaml" if admission::SERVER_SIDE_APPLY => {
-            h::decode_object(bytes, "application/apply-patch+yaml").map(Patch::Apply)
-        }
-        // Not implemented by this server yet: answered like a server that
-        // does not accept the type.
-        _ => Err(ApiError::unsupported_media_type(&[
-            "application/json-patch+json",
-            "application/merge-patch+json",
-        ])),
+        "application/strategic-merge-patch+json" => serde_json::from_slice(bytes)
+            .map(Patch::Strategic)
+            .map_err(bad),
+        _ => h::decode_object(bytes, "application/apply-patch+yaml").map(Patch::Apply),
     }
 }
 
@@ -243,14 +233,11 @@ pub(super) fn apply_patch(
     Ok((next, pre))
 }
 
-pub(super) async fn patch(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, ApiError> {
-    let sub = sub_of(ctx);
-    let mut opts = write_opts(ctx, sub)?;
-    let bytes = h::read_body(body).await?;
-    let patch = parse_patch(ctx, &bytes)?;
-    let force = ctx.query.flag("force")?;
+/// `PatchOptions` validation: `force` only on apply, `fieldManager`
+/// required for apply (apimachinery `ValidatePatchOptions`). Returns `force`.
+pub(super) fn patch_options(ctx: &Ctx, patch: &Patch) -> Result<bool, ApiError> {
     let is_apply = matches!(patch, Patch::Apply(_));
-    opts.apply = is_apply;
+    let force = ctx.query.flag("force")?;
     let invalid = |c: Cause| ApiError::invalid("PatchOptions", "meta.k8s.io", "", vec![c]);
     if force.is_some() && !is_apply {
         return Err(invalid(Cause::forbidden(
@@ -265,7 +252,16 @@ pub(super) async fn patch(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, A
             field: "fieldManager".into(),
         }));
     }
-    let force = force.unwrap_or(false);
+    Ok(force.unwrap_or(false))
+}
+
+pub(super) async fn patch(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, ApiError> {
+    let sub = sub_of(ctx);
+    let mut opts = write_opts(ctx, sub)?;
+    let bytes = h::read_body(body).await?;
+    let patch = parse_patch(ctx, &bytes)?;
+    let force = patch_options(ctx, &patch)?;
+    opts.apply = matches!(patch, Patch::Apply(_));
     let key = ctx.key();
     if let Patch::Apply(config) = &patch {
         // Apply creates what does not exist yet.
@@ -285,14 +281,19 @@ pub(super) async fn patch(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, A
                 None,
                 &util::now(),
             )?;
-            let w = objects::create(
+            check_identity(ctx, &obj)?;
+            match objects::create(
                 &ctx.shared,
                 &ctx.def,
                 ctx.path.namespace.as_deref(),
                 obj,
                 &opts,
-            )?;
-            return written(ctx, 201, &w);
+            ) {
+                Ok(w) => return written(ctx, 201, &w),
+                // Created meanwhile: apply to what is there now.
+                Err(e) if e.code == 409 && e.reason == "AlreadyExists" => {}
+                Err(e) => return Err(e),
+            }
         }
     }
     let w = objects::update(&ctx.shared, &ctx.def, &key, &opts, |cur| {

@@ -153,7 +153,14 @@ pub(super) fn validate(
     if causes.is_empty() {
         Ok(warnings)
     } else {
-        Err(ApiError::invalid(&def.kind, &def.group, &name, causes))
+        // Decoding and validation may both report a missing field.
+        let mut unique: Vec<Cause> = Vec::with_capacity(causes.len());
+        for c in causes {
+            if !unique.contains(&c) {
+                unique.push(c);
+            }
+        }
+        Err(ApiError::invalid(&def.kind, &def.group, &name, unique))
     }
 }
 

@@ -120,7 +120,7 @@ pub(crate) fn create(
     defaults::on_create(def, &mut obj, &shared.next_cluster_ip);
     let warnings = validate(def, &mut obj, None, opts)?;
     if !opts.apply {
-        admission::track_managed_fields(None, &mut obj, &opts.manager, opts.sub.name(), &now);
+        admission::track_managed_fields(def, None, &mut obj, &opts.manager, opts.sub.name(), &now);
     }
     let mut obj = def.to_storage(obj);
     let ns = util::meta_str(&obj, "namespace").unwrap_or("").to_owned();

@@ -165,6 +165,7 @@ fn prepare_update(
     let warnings = validate(def, &mut next, Some(old), opts)?;
     if !opts.apply {
         admission::track_managed_fields(
+            def,
             Some(old),
             &mut next,
             &opts.manager,

@@ -46,15 +46,21 @@ pub struct Conflict {
     pub field: String,
     /// For an `Update` owner, the apiVersion it wrote with; `None` for an applier.
     pub using: Option<String>,
+    /// The subresource the owner wrote through (`scale`, `status`), if any.
+    pub subresource: Option<String>,
 }
 
 impl Conflict {
-    /// `"mgr"` or `"mgr" using apps/v1`, as kube-apiserver names an owner.
+    /// `"mgr"`, `"mgr" using apps/v1` or `"mgr" with subresource "scale"
+    /// using apps/v1`, as kube-apiserver names an owner (`printManager`).
     pub fn owner(&self) -> String {
-        let quoted = Value::String(self.manager.clone()).to_string();
+        let mut owner = Value::String(self.manager.clone()).to_string();
+        if let Some(sub) = &self.subresource {
+            owner = format!("{owner} with subresource {}", Value::String(sub.clone()));
+        }
         match &self.using {
-            Some(v) => format!("{quoted} using {v}"),
-            None => quoted,
+            Some(v) => format!("{owner} using {v}"),
+            None => owner,
         }
     }
 
@@ -122,10 +128,15 @@ fn conflicts_message(conflicts: &[Conflict]) -> String {
             only.field
         );
     }
-    let mut groups: BTreeMap<(&str, Option<&str>), Vec<&str>> = BTreeMap::new();
-    let mut owners: BTreeMap<(&str, Option<&str>), String> = BTreeMap::new();
+    type Owner<'a> = (&'a str, Option<&'a str>, Option<&'a str>);
+    let mut groups: BTreeMap<Owner<'_>, Vec<&str>> = BTreeMap::new();
+    let mut owners: BTreeMap<Owner<'_>, String> = BTreeMap::new();
     for c in conflicts {
-        let key = (c.manager.as_str(), c.using.as_deref());
+        let key = (
+            c.manager.as_str(),
+            c.subresource.as_deref(),
+            c.using.as_deref(),
+        );
         groups.entry(key).or_default().push(&c.field);
         owners.entry(key).or_insert_with(|| c.owner());
     }
@@ -402,6 +413,7 @@ fn conflict_list(conflicts: &BTreeMap<ManagerId, FieldSet>) -> Vec<(Conflict, Pa
                         Operation::Update => id.api_version.clone(),
                         Operation::Apply => None,
                     },
+                    subresource: id.subresource.clone(),
                 },
                 path,
             ));

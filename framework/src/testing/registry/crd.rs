@@ -1,17 +1,19 @@
-//! Custom resources defined by CRDs: turning a stored
-//! `CustomResourceDefinition` into a served [`ResourceDef`], the minimal
-//! CRD checks made here (the full structural-schema validation belongs to the
-//! admission hook), the `NamesAccepted`/`Established` conditions, and
-//! Kubernetes version ordering.
+//! Custom resources defined by CRDs: turning a stored (validated)
+//! `CustomResourceDefinition` into a served [`ResourceDef`] with its
+//! per-version schemas parsed once, the `NamesAccepted`/`Established`
+//! conditions, and Kubernetes version ordering. CRD validation itself is the
+//! admission hook's (`schema::validate_crd`).
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
 use super::{Behavior, ResourceDef, ScalePaths};
-use crate::testing::status::Cause;
+use crate::testing::patch::OpenApiMergeSchema;
+use crate::testing::schema::StructuralSchema;
 
 /// Names of a CRD, with kube-apiserver's defaults applied.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -43,9 +45,23 @@ pub(crate) struct CustomInfo {
     pub selectable_fields: Vec<String>,
     /// Printer columns per version.
     pub columns: BTreeMap<String, Vec<PrinterColumn>>,
-    /// `openAPIV3Schema` per version, for the schema admission hook.
+    /// `openAPIV3Schema` per version, as written (OpenAPI documents).
     pub schemas: BTreeMap<String, Value>,
+    /// The structural schema per version, parsed once when the CRD is
+    /// written (pruning, defaulting, validation).
+    pub structural: BTreeMap<String, StructuralSchema>,
+    /// How lists and maps merge per version (server-side apply, managed
+    /// fields).
+    pub merge: BTreeMap<String, Arc<OpenApiMergeSchema>>,
+    /// The CRD `spec` this was built from: a CRD write that leaves it
+    /// unchanged keeps serving the same definition.
+    pub spec: Value,
+    /// Unique per built definition (OpenAPI document cache keys).
+    pub serial: u64,
 }
+
+/// Source of [`CustomInfo::serial`].
+static SERIAL: AtomicU64 = AtomicU64::new(1);
 
 fn str_at<'a>(v: &'a Value, ptr: &str) -> &'a str {
     v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
@@ -84,133 +100,6 @@ pub(crate) fn names(crd: &Value) -> Names {
     }
 }
 
-fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
-fn is_dns_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns_label)
-}
-
-/// The checks this server makes on every CRD write, whatever the schema
-/// hook adds: names, group, scope, versions, exactly one storage version,
-/// `<plural>.<group>` name (apiextensions `validation.go`).
-pub(crate) fn basic_validation(crd: &Value) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    let group = str_at(crd, "/spec/group");
-    let n = names(crd);
-    let name = str_at(crd, "/metadata/name");
-    if group.is_empty() {
-        causes.push(Cause::required("spec.group"));
-    } else if !group.contains('.') || !is_dns_subdomain(group) {
-        causes.push(Cause::invalid(
-            "spec.group",
-            format!("Invalid value: \"{group}\": should be a domain with at least one dot"),
-        ));
-    }
-    if n.plural.is_empty() {
-        causes.push(Cause::required("spec.names.plural"));
-    } else if !is_dns_label(&n.plural) {
-        causes.push(Cause::invalid(
-            "spec.names.plural",
-            format!("Invalid value: \"{}\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character", n.plural),
-        ));
-    }
-    if !n.singular.is_empty() && !is_dns_label(&n.singular) {
-        causes.push(Cause::invalid(
-            "spec.names.singular",
-            format!("Invalid value: \"{}\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character", n.singular),
-        ));
-    }
-    if n.kind.is_empty() {
-        causes.push(Cause::required("spec.names.kind"));
-    }
-    for (i, s) in n.short_names.iter().enumerate() {
-        if !is_dns_label(s) {
-            causes.push(Cause::invalid(
-                format!("spec.names.shortNames[{i}]"),
-                format!("Invalid value: \"{s}\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character"),
-            ));
-        }
-    }
-    if !group.is_empty() && !n.plural.is_empty() && name != format!("{}.{group}", n.plural) {
-        causes.push(Cause::invalid(
-            "metadata.name",
-            format!("Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group"),
-        ));
-    }
-    match str_at(crd, "/spec/scope") {
-        "Namespaced" | "Cluster" => {}
-        "" => causes.push(Cause::required("spec.scope")),
-        other => causes.push(Cause {
-            reason: "FieldValueNotSupported".into(),
-            message: format!(
-                "Unsupported value: \"{other}\": supported values: \"Cluster\", \"Namespaced\""
-            ),
-            field: "spec.scope".into(),
-        }),
-    }
-    let versions = crd
-        .pointer("/spec/versions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    if versions.is_empty() {
-        causes.push(Cause::invalid(
-            "spec.versions",
-            "Invalid value: null: must have exactly one version marked as storage version",
-        ));
-    } else {
-        let storage = versions
-            .iter()
-            .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
-            .count();
-        if storage != 1 {
-            causes.push(Cause::invalid(
-                "spec.versions",
-                "Invalid value: []apiextensions.CustomResourceDefinitionVersion{...}: must have exactly one version marked as storage version",
-            ));
-        }
-        if !versions
-            .iter()
-            .any(|v| v.get("served").and_then(Value::as_bool) == Some(true))
-        {
-            causes.push(Cause::invalid(
-                "spec.versions",
-                "Invalid value: []apiextensions.CustomResourceDefinitionVersion{...}: must have at least one served version",
-            ));
-        }
-        let mut seen = Vec::new();
-        for (i, v) in versions.iter().enumerate() {
-            let vname = str_at(v, "/name");
-            if !is_dns_label(vname) {
-                causes.push(Cause::invalid(
-                    format!("spec.versions[{i}].name"),
-                    format!("Invalid value: \"{vname}\": a DNS-1035 label must consist of lower case alphanumeric characters or '-'"),
-                ));
-            }
-            if seen.contains(&vname) {
-                causes.push(Cause::invalid(
-                    format!("spec.versions[{i}].name"),
-                    format!("Invalid value: \"{vname}\": must be unique"),
-                ));
-            }
-            seen.push(vname);
-            if v.pointer("/schema/openAPIV3Schema").is_none() {
-                causes.push(Cause::required(format!(
-                    "spec.versions[{i}].schema.openAPIV3Schema"
-                )));
-            }
-        }
-    }
-    causes
-}
-
 /// Builds the served definition for a (valid) CRD.
 pub(crate) fn resource_def(crd: &Value) -> ResourceDef {
     let n = names(crd);
@@ -247,6 +136,8 @@ pub(crate) fn resource_def(crd: &Value) -> ResourceDef {
         });
     let mut columns = BTreeMap::new();
     let mut schemas = BTreeMap::new();
+    let mut structural = BTreeMap::new();
+    let mut merge = BTreeMap::new();
     let mut selectable = Vec::new();
     for v in &versions {
         let vname = str_at(v, "/name").to_owned();
@@ -269,6 +160,19 @@ pub(crate) fn resource_def(crd: &Value) -> ResourceDef {
         columns.insert(vname.clone(), cols);
         if let Some(s) = v.pointer("/schema/openAPIV3Schema") {
             schemas.insert(vname.clone(), s.clone());
+            match StructuralSchema::parse(s) {
+                Ok(parsed) => {
+                    structural.insert(vname.clone(), parsed);
+                }
+                // Validation on write already refused such schemas.
+                Err(errs) => tracing::warn!(
+                    crd = str_at(crd, "/metadata/name"),
+                    version = %vname,
+                    errors = errs.len(),
+                    "schema is not structural; objects of this version are not validated"
+                ),
+            }
+            merge.insert(vname.clone(), Arc::new(OpenApiMergeSchema::new(s.clone())));
         }
         if vname == storage_version {
             if let Some(fields) = v.get("selectableFields").and_then(Value::as_array) {
@@ -311,6 +215,10 @@ pub(crate) fn resource_def(crd: &Value) -> ResourceDef {
             selectable_fields: selectable,
             columns,
             schemas,
+            structural,
+            merge,
+            spec: crd.get("spec").cloned().unwrap_or(Value::Null),
+            serial: SERIAL.fetch_add(1, AtomicOrdering::Relaxed),
         })),
     }
 }
@@ -424,15 +332,5 @@ mod tests {
             vs,
             ["v10", "v2", "v1", "v2beta1", "v1beta1", "v1alpha1", "foo"]
         );
-    }
-
-    #[test]
-    fn crd_name_must_be_plural_dot_group() {
-        let crd = json!({"metadata": {"name": "widget.ex.com"}, "spec": {"group": "ex.com", "scope": "Namespaced",
-            "names": {"plural": "widgets", "kind": "Widget"},
-            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {"type": "object"}}}]}});
-        let causes = basic_validation(&crd);
-        assert_eq!(causes.len(), 1);
-        assert_eq!(causes[0].field, "metadata.name");
     }
 }

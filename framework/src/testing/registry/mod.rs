@@ -258,7 +258,7 @@ impl Registry {
     }
 
     /// Registers or replaces the resource of a CRD.
-    pub fn put_crd(&mut self, crd_name: &str, def: ResourceDef) {
+    pub fn put_crd(&mut self, crd_name: &str, def: ResourceDef) -> Arc<ResourceDef> {
         self.remove_crd(crd_name);
         let def = Arc::new(def);
         for v in &def.versions {
@@ -267,7 +267,8 @@ impl Registry {
                 def.clone(),
             );
         }
-        self.crds.insert(crd_name.to_owned(), def);
+        self.crds.insert(crd_name.to_owned(), def.clone());
+        def
     }
 
     /// Stops serving a CRD's resource.

@@ -559,6 +559,30 @@ impl Store {
         }
     }
 
+    /// Re-reads every object of one resource through `reread` (a changed
+    /// CRD schema prunes and defaults what is stored, as kube-apiserver's
+    /// decoder does on every read from etcd). Changed objects keep their
+    /// resourceVersion and produce no event, as nothing was written; the
+    /// resource's watches end so clients relist, as they do when
+    /// kube-apiserver replaces a CRD's storage. Returns how many changed.
+    pub fn reread(&mut self, res: &ResKey, mut reread: impl FnMut(&mut Value) -> bool) -> usize {
+        let Some(coll) = self.collections.get_mut(res) else {
+            return 0;
+        };
+        let mut changed = 0;
+        for obj in coll.objects.values_mut() {
+            let mut value = (*obj.value).clone();
+            if reread(&mut value) {
+                *obj = Arc::new(StoredObject::encode(value, obj.rv));
+                changed += 1;
+            }
+        }
+        if changed > 0 {
+            coll.watchers.clear();
+        }
+        changed
+    }
+
     /// Forgets history for one resource and closes its watches (a CRD was
     /// deleted and its objects with it).
     pub fn reset_resource(&mut self, res: &ResKey) {

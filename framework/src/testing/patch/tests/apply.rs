@@ -143,7 +143,8 @@ fn a_different_value_conflicts_and_force_takes_ownership() {
         vec![Conflict {
             manager: "a".into(),
             field: ".spec.replicas".into(),
-            using: None
+            using: None,
+            subresource: None,
         }]
     );
     assert_eq!(cs[0].message(), r#"conflict with "a""#);
