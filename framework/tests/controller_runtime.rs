@@ -136,10 +136,13 @@ async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// One reconcile: the object's name, when, and its data.
+type Seen = (String, Instant, BTreeMap<String, String>);
+
 /// Every reconcile seen, per key, with when and what it saw.
 #[derive(Default)]
 struct Log {
-    seen: Mutex<Vec<(String, Instant, BTreeMap<String, String>)>>,
+    seen: Mutex<Vec<Seen>>,
 }
 
 impl Log {

@@ -148,8 +148,8 @@ impl ManagerBuilder {
     }
 
     /// Where `/healthz` and `/readyz` are served (default
-    /// `127.0.0.1:8081`; `"0"` turns them off). The same address as the
-    /// metrics serves all three from one server.
+    /// `127.0.0.1:8081`; `"0"` turns them off). The same address (with a
+    /// port other than 0) as the metrics serves all three from one server.
     pub fn health_probe_bind_address(mut self, address: impl Into<String>) -> Self {
         self.probe_address = Bind::Text(address.into());
         self
@@ -313,7 +313,11 @@ impl ManagerBuilder {
         let probe_address = self.probe_address.resolve()?;
         let mut servers = Vec::new();
         let (mut bound_metrics, mut bound_probes) = (None, None);
-        if metrics_address.is_some() && metrics_address == probe_address {
+        // One server for both when given one fixed address; port 0 means a
+        // free port each.
+        let shared =
+            metrics_address.is_some_and(|m| m.port() != 0) && metrics_address == probe_address;
+        if shared {
             let endpoints = Endpoints::new()
                 .with_metrics(Arc::clone(&registry))
                 .with_probes(probes.clone());

@@ -60,7 +60,7 @@ pub use probes::{Endpoints, HttpServer, Probes, SharedRegistry};
 pub use signals::shutdown_on_signals;
 
 pub use builder::{ManagerBuilder, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT, READYZ_INFORMER_SYNC};
-pub use runtime::Manager;
+pub use runtime::{Leadership, Manager};
 
 use crate::cache::SyncError;
 use crate::client::BoxError;

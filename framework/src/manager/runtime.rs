@@ -8,7 +8,7 @@ use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -81,6 +81,25 @@ pub(crate) struct ManagerParts {
     pub(crate) recorders: Mutex<HashMap<String, Recorder>>,
 }
 
+/// Where a manager stands in leader election: empty until
+/// [`Manager::run`] starts the election (or, without leader election,
+/// leads at once). Cheap to clone; get it with [`Manager::leadership`]
+/// before running the manager.
+#[derive(Clone, Debug, Default)]
+pub struct Leadership(Arc<OnceLock<LeadershipHandle>>);
+
+impl Leadership {
+    /// The election's handle, once the manager has started it.
+    pub fn handle(&self) -> Option<&LeadershipHandle> {
+        self.0.get()
+    }
+
+    /// Whether the manager leads right now.
+    pub fn is_leader(&self) -> bool {
+        self.0.get().is_some_and(LeadershipHandle::is_leader)
+    }
+}
+
 /// Runs controllers with one shared cache, leader election, probes, metrics
 /// and graceful shutdown. Build it with [`Manager::builder`], register
 /// controllers with [`controller`](Self::controller) and runnables with
@@ -88,6 +107,7 @@ pub(crate) struct ManagerParts {
 pub struct Manager {
     parts: ManagerParts,
     pending: Mutex<Pending>,
+    leadership: Leadership,
 }
 
 impl fmt::Debug for Manager {
@@ -181,6 +201,7 @@ impl Manager {
         Self {
             parts,
             pending: Mutex::new(Pending::default()),
+            leadership: Leadership::default(),
         }
     }
 
@@ -230,6 +251,12 @@ impl Manager {
     /// disabled.
     pub fn health_probe_address(&self) -> Option<SocketAddr> {
         self.parts.probe_address
+    }
+
+    /// Where this manager stands in leader election (filled in when it
+    /// runs).
+    pub fn leadership(&self) -> Leadership {
+        self.leadership.clone()
     }
 
     /// This process's identity in leader election.
@@ -418,6 +445,7 @@ impl Manager {
                 None,
             ),
         };
+        let _ = self.leadership.0.set(leadership.clone());
         let lease_name = || lease.as_ref().map(|(l, _)| l.clone()).unwrap_or_default();
 
         // 5. Once elected: controllers and leader-only runnables.
