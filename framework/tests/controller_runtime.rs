@@ -24,7 +24,10 @@ use kubeforge::controller::{
 use kubeforge::kube_core::params::{DeleteParams, Patch, PatchParams, PostParams};
 use kubeforge::kube_core::ObjectMeta;
 use kubeforge::manager::CancellationToken;
-use kubeforge::prelude::{CustomResource, CustomResourceExt, Deserialize, JsonSchema, Serialize};
+use kubeforge::prelude::{
+    set_controller_reference, CustomResource, CustomResourceExt, Deserialize, FinalizerEvent,
+    JsonSchema, Serialize,
+};
 use kubeforge::testing::ApiServer;
 use kubeforge::workqueue::ItemExponentialFailure;
 use kubeforge::{Api, Client};
@@ -809,28 +812,25 @@ async fn a_finalizer_runs_cleanup_before_a_custom_resource_goes() {
         cleanups: AtomicUsize,
     }
 
-    async fn reconcile(w: Arc<Widget>, ctx: Arc<Context<Arc<Seen>>>) -> Result<Action, TestError> {
+    // The reconciler's error type is the controller layer's own: `?`
+    // works on every client call and on the finalizer flow.
+    async fn reconcile(w: Arc<Widget>, ctx: Arc<Context<Arc<Seen>>>) -> Result<Action, Error> {
         let client = ctx.client();
         let outcome = client
             .finalizer(FINALIZER, w, |event| async {
                 match event {
-                    kubeforge::prelude::FinalizerEvent::Apply(w) => {
+                    FinalizerEvent::Apply(w) => {
                         let name =
                             format!("{}-data", w.metadata.name.as_deref().unwrap_or_default());
-                        let mut owner_ref = Err(Error::MissingMetadata {
-                            object: name.clone(),
-                            field: "metadata.ownerReferences",
-                        });
+                        let mut owned = Ok(());
                         client
                             .create_or_update::<ConfigMap, _>(NS, &name, |data| {
-                                owner_ref = kubeforge::controller::owner::set_controller_reference(
-                                    &*w, data,
-                                );
+                                owned = set_controller_reference(&*w, data);
                                 data.data =
                                     Some([("size".to_owned(), w.spec.size.to_string())].into());
                             })
                             .await?;
-                        owner_ref?;
+                        owned?;
                         client
                             .patch_status(
                                 &*w,
@@ -840,9 +840,9 @@ async fn a_finalizer_runs_cleanup_before_a_custom_resource_goes() {
                             )
                             .await?;
                         ctx.applies.fetch_add(1, Ordering::SeqCst);
-                        Ok::<_, Error>(Action::requeue_after(Duration::from_secs(300)))
+                        Ok(Action::requeue_after(Duration::from_secs(300)))
                     }
-                    kubeforge::prelude::FinalizerEvent::Cleanup(w) => {
+                    FinalizerEvent::Cleanup(w) => {
                         let name =
                             format!("{}-data", w.metadata.name.as_deref().unwrap_or_default());
                         match client
@@ -857,16 +857,7 @@ async fn a_finalizer_runs_cleanup_before_a_custom_resource_goes() {
                     }
                 }
             })
-            .await
-            .map_err(|e| match e {
-                kubeforge::prelude::FinalizerError::Apply(e)
-                | kubeforge::prelude::FinalizerError::Cleanup(e)
-                | kubeforge::prelude::FinalizerError::AddFinalizer(e)
-                | kubeforge::prelude::FinalizerError::RemoveFinalizer(e) => {
-                    TestError::Controller(e)
-                }
-                kubeforge::prelude::FinalizerError::Unnamed => TestError::Transient,
-            })?;
+            .await?;
         Ok(Action::from(outcome))
     }
 
@@ -946,4 +937,59 @@ async fn an_informer_that_cannot_sync_fails_the_start_naming_it_and_why() {
         "{text}"
     );
     assert!(text.contains("404") || text.contains("not found"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamic_and_metadata_only_watches_map_to_keys() {
+    use kubeforge::kube_core::{ApiResource, DynamicObject, PartialObjectMeta};
+
+    let h = harness().await;
+    let log = Arc::new(Log::default());
+    let target_of = |labels: Option<&BTreeMap<String, String>>| {
+        labels
+            .and_then(|l| l.get("target"))
+            .map(|t| vec![ObjectKey::namespaced(NS, t.clone())])
+            .unwrap_or_default()
+    };
+    let controller = Controller::<ConfigMap>::builder(h.cached.clone())
+        .watches_dynamic(
+            ApiResource::erase::<Secret>(&()),
+            Watch::new(move |s: &DynamicObject| target_of(s.metadata.labels.as_ref())),
+        )
+        .watches_metadata(Watch::new(move |s: &PartialObjectMeta<Secret>| {
+            // Maps to a second object, so both watches are observable.
+            target_of(s.metadata.labels.as_ref())
+                .into_iter()
+                .map(|k| ObjectKey::namespaced(NS, format!("{}-meta", k.name)))
+                .collect()
+        }))
+        .reconcile(log_reconcile, Arc::clone(&log));
+    let (token, task) = spawn(controller);
+    let cms: Api<ConfigMap> = Api::namespaced(h.client.clone(), NS);
+    cms.create(&PostParams::default(), &cm("dyn", &[]))
+        .await
+        .unwrap();
+    cms.create(&PostParams::default(), &cm("dyn-meta", &[]))
+        .await
+        .unwrap();
+    eventually("the first reconciles", || {
+        log.count("dyn") == 1 && log.count("dyn-meta") == 1
+    })
+    .await;
+
+    let secrets: Api<Secret> = Api::namespaced(h.client.clone(), NS);
+    let mut secret = Secret::default();
+    secret.metadata.name = Some("pointer".into());
+    secret.metadata.labels = Some([("target".to_owned(), "dyn".to_owned())].into());
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    eventually("both mapped reconciles", || {
+        log.count("dyn") == 2 && log.count("dyn-meta") == 2
+    })
+    .await;
+    // Two informers on secrets (full dynamic objects and metadata only).
+    assert_eq!(h.server.faults().open_watches_for("", "secrets"), 2);
+    stop(token, task).await;
 }

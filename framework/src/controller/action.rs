@@ -257,6 +257,22 @@ mod tests {
     }
 
     #[test]
+    fn the_controller_error_carries_terminal_markers_through_finalizers() {
+        use crate::controller::{Error, FinalizerError};
+        let terminal = Error::from(TerminalError::new("bad spec"));
+        assert!(is_terminal(&terminal));
+        assert_eq!(terminal.to_string(), "terminal error: bad spec");
+        let wrapped = Error::from(FinalizerError::Apply(terminal));
+        assert!(is_terminal(&wrapped));
+        assert_eq!(
+            wrapped.to_string(),
+            "apply failed: terminal error: bad spec"
+        );
+        assert!(!is_terminal(&Error::other("flaky")));
+        assert_eq!(Error::other("flaky").to_string(), "flaky");
+    }
+
+    #[test]
     fn finalizer_outcomes_become_actions() {
         let applied = Outcome::Applied {
             value: Action::requeue_after(Duration::from_secs(9)),

@@ -1,27 +1,7 @@
 //! [`ControllerBuilder`]: what a controller watches and how it runs
 //! (controller-runtime's `builder` and controller `Options`).
 //!
-//! A builder starts from the primary type (`mgr.controller::<K>()` or
-//! [`Controller::builder`]) and collects:
-//!
-//! - predicates on the primary type ([`for_predicate`](ControllerBuilder::for_predicate))
-//!   and filters on every watch ([`with_event_filter`](ControllerBuilder::with_event_filter));
-//! - owned types ([`owns`](ControllerBuilder::owns), metadata-only by
-//!   default; [`owns_objects`](ControllerBuilder::owns_objects) caches whole
-//!   objects, sharing the informer the cached client reads);
-//! - mapped watches ([`watches`](ControllerBuilder::watches) and its
-//!   metadata-only and dynamic forms);
-//! - options: [`concurrency`](ControllerBuilder::concurrency) (1),
-//!   [`rate_limiter`](ControllerBuilder::rate_limiter) (client-go's default
-//!   controller limiter), [`named`](ControllerBuilder::named) (the kind in
-//!   lower case), [`cache_sync_timeout`](ControllerBuilder::cache_sync_timeout)
-//!   (2 minutes), [`recover_panic`](ControllerBuilder::recover_panic) (on),
-//!   [`graceful_shutdown_timeout`](ControllerBuilder::graceful_shutdown_timeout)
-//!   (30 seconds).
-//!
-//! It ends with `.reconcile(fn, data)` (or `.reconcile_with(fn, policy,
-//! data)`): a standalone builder returns a runnable [`Controller`]; one
-//! made by a manager registers the controller with it.
+//! The details are on [`ControllerBuilder`].
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -249,9 +229,30 @@ impl WatchEnv<'_> {
 
 type WatchSpec = Box<dyn FnOnce(&WatchEnv<'_>) -> Box<dyn Source> + Send>;
 
-/// Configures a controller for primary type `K`; see the
-/// [module docs](self). `T` is [`Standalone`] or the manager it registers
-/// with.
+/// Configures a controller for primary type `K`. `T` is [`Standalone`] or
+/// the manager it registers with.
+///
+/// A builder starts from the primary type (`mgr.controller::<K>()` or
+/// [`Controller::builder`]) and collects:
+///
+/// - predicates on the primary type ([`for_predicate`](ControllerBuilder::for_predicate))
+///   and filters on every watch ([`with_event_filter`](ControllerBuilder::with_event_filter));
+/// - owned types ([`owns`](ControllerBuilder::owns), metadata-only by
+///   default; [`owns_objects`](ControllerBuilder::owns_objects) caches whole
+///   objects, sharing the informer the cached client reads);
+/// - mapped watches ([`watches`](ControllerBuilder::watches) and its
+///   metadata-only and dynamic forms);
+/// - options: [`concurrency`](ControllerBuilder::concurrency) (1),
+///   [`rate_limiter`](ControllerBuilder::rate_limiter) (client-go's default
+///   controller limiter), [`named`](ControllerBuilder::named) (the kind in
+///   lower case), [`cache_sync_timeout`](ControllerBuilder::cache_sync_timeout)
+///   (2 minutes), [`recover_panic`](ControllerBuilder::recover_panic) (on),
+///   [`graceful_shutdown_timeout`](ControllerBuilder::graceful_shutdown_timeout)
+///   (30 seconds).
+///
+/// It ends with `.reconcile(fn, data)` (or `.reconcile_with(fn, policy,
+/// data)`): a standalone builder returns a runnable [`Controller`]; one
+/// made by a manager registers the controller with it.
 pub struct ControllerBuilder<K, T = Standalone> {
     pub(crate) target: T,
     pub(crate) parts: BuilderParts<K>,

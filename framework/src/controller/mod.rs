@@ -258,6 +258,22 @@ pub enum Error {
         message: String,
     },
 
+    /// An error retrying will not fix: the controller does not requeue
+    /// the object (see [`TerminalError`]).
+    // Not `transparent`: the marker must stay in the source chain.
+    #[error("{0}")]
+    Terminal(#[from] TerminalError),
+
+    /// The finalizer flow failed (adding or removing the finalizer, or the
+    /// apply or cleanup it ran).
+    #[error(transparent)]
+    Finalizer(Box<FinalizerError<Error>>),
+
+    /// Anything else a reconciler wants to report (retried with the rate
+    /// limiter); see [`Error::other`].
+    #[error("{0}")]
+    Other(#[source] crate::client::BoxError),
+
     /// A worker task of the controller failed outside a reconcile.
     #[error("controller {controller}: worker failed: {message}")]
     WorkerFailed {
@@ -268,11 +284,42 @@ pub enum Error {
     },
 }
 
+/// Lets `?` turn the finalizer flow's error into this one, so a reconciler
+/// can use [`Error`] as its error type throughout.
+impl From<FinalizerError<Error>> for Error {
+    fn from(e: FinalizerError<Error>) -> Self {
+        Error::Finalizer(Box::new(e))
+    }
+}
+
+/// Lets `?` pass on errors of direct [`Api`](crate::Api) calls.
+impl From<crate::Error> for Error {
+    fn from(source: crate::Error) -> Self {
+        Error::Api {
+            context: "API request".to_owned(),
+            source,
+        }
+    }
+}
+
 impl Error {
-    /// The client error, for API failures.
+    /// Wraps any error or message as [`Error::Other`].
+    pub fn other(error: impl Into<crate::client::BoxError>) -> Self {
+        Error::Other(error.into())
+    }
+
+    /// The client error, for API failures (also inside a failed finalizer
+    /// flow).
     pub fn api_error(&self) -> Option<&crate::Error> {
         match self {
             Error::Api { source, .. } => Some(source),
+            Error::Finalizer(f) => match f.as_ref() {
+                FinalizerError::Apply(e)
+                | FinalizerError::Cleanup(e)
+                | FinalizerError::AddFinalizer(e)
+                | FinalizerError::RemoveFinalizer(e) => e.api_error(),
+                FinalizerError::Unnamed => None,
+            },
             _ => None,
         }
     }

@@ -3,35 +3,7 @@
 //! to the API server, and a cached read never returns an object older than
 //! what this process last wrote.
 //!
-//! - **Reads** ([`get`](CachedClient::get), [`get_opt`](CachedClient::get_opt),
-//!   [`list`](CachedClient::list) and their metadata-only forms) use the
-//!   factory's informer for the type, creating it on first use. A new
-//!   informer is waited for, at most the sync timeout, and a failure names
-//!   the informer and why (`forbidden: cannot list ...`). Lists filter by
-//!   label selector and by field indexes ([`index_field`](CachedClient::index_field),
-//!   controller-runtime's `IndexField` + `MatchingFields`).
-//! - **Writes** ([`create`](CachedClient::create), [`replace`](CachedClient::replace),
-//!   [`patch`](CachedClient::patch), [`apply`](CachedClient::apply),
-//!   [`delete`](CachedClient::delete), [`patch_status`](CachedClient::patch_status),
-//!   [`apply_status`](CachedClient::apply_status), and the
-//!   [`finalizer`](CachedClient::finalizer) and
-//!   [`create_or_update`](CachedClient::create_or_update) flows) are sent to
-//!   the API server.
-//! - **Read your own writes**: each write remembers the resourceVersion the
-//!   server answered with, per resource type. A later cached read of that
-//!   type waits, at most the freshness timeout, until the informer has seen
-//!   that resourceVersion ([`SharedInformer::wait_for_resource_version`]),
-//!   so it never returns an older state than the write produced. Writes
-//!   outside the cached namespace are not waited for (they cannot be read
-//!   from the cache anyway); a delete answered with a `Status` carries no
-//!   resourceVersion and is not either.
-//! - **Uncached reads**: [`live`](CachedClient::live) is the plain
-//!   [`Client`]; [`api`](CachedClient::api) an [`Api`] over it.
-//!
-//! Informers created here strip `managedFields` before caching (20-25% of
-//! a typical object) unless the client was built with
-//! [`keep_managed_fields`](CachedClientBuilder::keep_managed_fields); read
-//! them live when you need them.
+//! The details are on [`CachedClient`].
 
 mod write;
 
@@ -46,15 +18,11 @@ use kube_core::{NamespaceScope, PartialObjectMeta, Resource, Selector, SelectorE
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
-use super::Error;
+use super::{Error, DEFAULT_CACHE_SYNC_TIMEOUT};
 use crate::cache::{
     strip_managed_fields, InformerOptions, ObjectKey, SharedInformer, SharedInformerFactory,
 };
 use crate::{Api, Client};
-
-/// How long a cached read waits for a new informer to sync, unless
-/// configured (controller-runtime's `CacheSyncTimeout`).
-pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How long a cached read waits for the informer to catch up with this
 /// process's last write of the type, unless configured.
@@ -141,8 +109,37 @@ impl ListOptions {
 }
 
 /// Reads from the shared cache, writes to the API server, and reads its own
-/// writes. Cheap to clone; clones share everything. See the
-/// [module docs](self).
+/// writes. Cheap to clone; clones share everything.
+///
+/// - **Reads** ([`get`](CachedClient::get), [`get_opt`](CachedClient::get_opt),
+///   [`list`](CachedClient::list) and their metadata-only forms) use the
+///   factory's informer for the type, creating it on first use. A new
+///   informer is waited for, at most the sync timeout, and a failure names
+///   the informer and why (`forbidden: cannot list ...`). Lists filter by
+///   label selector and by field indexes ([`index_field`](CachedClient::index_field),
+///   controller-runtime's `IndexField` + `MatchingFields`).
+/// - **Writes** ([`create`](CachedClient::create), [`replace`](CachedClient::replace),
+///   [`patch`](CachedClient::patch), [`apply`](CachedClient::apply),
+///   [`delete`](CachedClient::delete), [`patch_status`](CachedClient::patch_status),
+///   [`apply_status`](CachedClient::apply_status), and the
+///   [`finalizer`](CachedClient::finalizer) and
+///   [`create_or_update`](CachedClient::create_or_update) flows) are sent to
+///   the API server.
+/// - **Read your own writes**: each write remembers the resourceVersion the
+///   server answered with, per resource type. A later cached read of that
+///   type waits, at most the freshness timeout, until the informer has seen
+///   that resourceVersion ([`SharedInformer::wait_for_resource_version`]),
+///   so it never returns an older state than the write produced. Writes
+///   outside the cached namespace are not waited for (they cannot be read
+///   from the cache anyway); a delete answered with a `Status` carries no
+///   resourceVersion and is not either.
+/// - **Uncached reads**: [`live`](CachedClient::live) is the plain
+///   [`Client`]; [`api`](CachedClient::api) an [`Api`] over it.
+///
+/// Informers created here strip `managedFields` before caching (20-25% of
+/// a typical object) unless the client was built with
+/// [`keep_managed_fields`](CachedClientBuilder::keep_managed_fields); read
+/// them live when you need them.
 ///
 /// ```no_run
 /// # async fn demo(client: kubeforge::Client) -> Result<(), kubeforge::controller::Error> {
