@@ -170,7 +170,14 @@ impl<K: CachedObject> Controller<K> {
             // is missed; the queue collapses the replayed cache.
             let mut registrations = Vec::with_capacity(sources.len());
             for source in &sources {
-                registrations.push(source.start().map_err(Error::Cache)?);
+                match source.start() {
+                    Ok(registration) => registrations.push(registration),
+                    Err(e) => {
+                        registrations.iter().for_each(|r| r.remove());
+                        queue.shutdown();
+                        return Err(Error::Cache(e));
+                    }
+                }
             }
             let remove_handlers = || registrations.iter().for_each(|r| r.remove());
             client.factory().start();
