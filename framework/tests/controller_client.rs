@@ -5,9 +5,13 @@
 //! returns an older resourceVersion, checked over many rounds), and the
 //! create-or-update and delete flows.
 
+mod client_support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
+use client_support::{handler, json as respond, Fixture, Recorded};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kubeforge::cache::SharedInformerFactory;
 use kubeforge::controller::{CachedClient, Error, ListOptions, OperationResult};
@@ -343,4 +347,63 @@ async fn delete_answers_the_held_object_or_nothing() {
         .await
         .unwrap_err();
     assert!(missing.is_not_found(), "{missing}");
+}
+
+/// Server-side apply on the wire, against a stub that echoes the body (the
+/// in-process server's apply support is tested in its own suite).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_and_apply_status_send_forced_apply_patches_as_the_field_manager() {
+    let fixture = Fixture::start(handler(|r: Recorded| async move {
+        let mut body: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or_default();
+        body["metadata"]["namespace"] = json!(NS);
+        body["metadata"]["resourceVersion"] = json!("7");
+        respond(200, body)
+    }))
+    .await;
+    let client = Client::try_from(fixture.config("token")).unwrap();
+    let cached = CachedClient::builder(client.clone(), SharedInformerFactory::new(client))
+        .field_manager("memcached-operator")
+        .build();
+    let mut desired = Deployment::default();
+    desired.metadata.name = Some("web".into());
+    desired.metadata.namespace = Some(NS.into());
+    desired.metadata.labels = Some([("app".to_owned(), "web".to_owned())].into());
+    desired.metadata.managed_fields = Some(vec![Default::default()]);
+
+    let applied = cached.apply(&desired).await.unwrap();
+    assert_eq!(applied.metadata.resource_version.as_deref(), Some("7"));
+    let sent = fixture.last();
+    assert_eq!(sent.method, "PATCH");
+    assert_eq!(
+        sent.path_and_query(),
+        "/apis/apps/v1/namespaces/default/deployments/web?force=true&fieldManager=memcached-operator"
+    );
+    assert_eq!(
+        sent.header("content-type"),
+        Some("application/apply-patch+yaml")
+    );
+    let body: serde_json::Value = serde_json::from_slice(&sent.body).unwrap();
+    assert_eq!(body["apiVersion"], "apps/v1");
+    assert_eq!(body["kind"], "Deployment");
+    assert_eq!(
+        body["metadata"],
+        json!({"name": "web", "namespace": "default", "labels": {"app": "web"}})
+    );
+
+    let status = DeploymentStatus {
+        replicas: Some(3),
+        ..Default::default()
+    };
+    cached.apply_status(&desired, &status).await.unwrap();
+    let sent = fixture.last();
+    assert_eq!(
+        sent.path_and_query(),
+        "/apis/apps/v1/namespaces/default/deployments/web/status?force=true&fieldManager=memcached-operator"
+    );
+    let body: serde_json::Value = serde_json::from_slice(&sent.body).unwrap();
+    assert_eq!(
+        body,
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+               "status": {"replicas": 3}})
+    );
 }
