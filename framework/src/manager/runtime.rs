@@ -104,6 +104,75 @@ impl Leadership {
 /// and graceful shutdown. Build it with [`Manager::builder`], register
 /// controllers with [`controller`](Self::controller) and runnables with
 /// [`add_runnable`](Self::add_runnable), then [`run`](Self::run) it.
+///
+/// A whole operator:
+///
+/// ```no_run
+/// use kubeforge::prelude::*;
+/// use kubeforge::controller::events::{object_reference, EventType};
+/// use kubeforge::k8s_openapi::api::apps::v1::Deployment;
+///
+/// /// A memcached cluster.
+/// #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
+/// #[crd(group = "cache.example.com", version = "v1alpha1", kind = "Memcached",
+///       status = "MemcachedStatus")]
+/// pub struct MemcachedSpec {
+///     /// Number of memcached pods.
+///     pub size: i32,
+/// }
+///
+/// /// What the operator observed.
+/// #[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+/// pub struct MemcachedStatus {
+///     /// Pods running.
+///     pub replicas: i32,
+/// }
+///
+/// const FINALIZER: &str = "cache.example.com/cleanup";
+///
+/// async fn reconcile(mc: Arc<Memcached>, ctx: Arc<Context<()>>) -> Result<Action, kubeforge::controller::Error> {
+///     let client = ctx.client();
+///     let outcome = client.finalizer(FINALIZER, mc, |event| async {
+///         match event {
+///             FinalizerEvent::Apply(mc) => {
+///                 let ns = mc.metadata.namespace.clone().unwrap_or_default();
+///                 let name = mc.metadata.name.clone().unwrap_or_default();
+///                 let mut deploy = Deployment::default();
+///                 deploy.metadata.name = Some(name.clone());
+///                 deploy.metadata.namespace = Some(ns.clone());
+///                 deploy.spec = Some(Default::default());
+///                 if let Some(spec) = deploy.spec.as_mut() {
+///                     spec.replicas = Some(mc.spec.size);
+///                 }
+///                 set_controller_reference(&*mc, &mut deploy)?;
+///                 let deploy = client.apply(&deploy).await?; // server-side apply, forced
+///                 let replicas = deploy.status.and_then(|s| s.ready_replicas).unwrap_or(0);
+///                 client.patch_status(&*mc, &MemcachedStatus { replicas }).await?;
+///                 Ok(Action::requeue_after(Duration::from_secs(300)))
+///             }
+///             FinalizerEvent::Cleanup(mc) => {
+///                 let regarding = object_reference(&*mc, &());
+///                 ctx.recorder()
+///                     .publish(&regarding, EventType::Normal, "Deleted", "Cleanup", "cleaned up")
+///                     .await;
+///                 Ok(Action::done())
+///             }
+///         }
+///     })
+///     .await?;
+///     Ok(Action::from(outcome))
+/// }
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), kubeforge::manager::Error> {
+///     let mgr = Manager::builder().leader_election("memcached-operator").build().await?;
+///     mgr.controller::<Memcached>()
+///         .owns::<Deployment>()
+///         .concurrency(4)
+///         .reconcile(reconcile, ());
+///     mgr.run().await // probes, metrics, graceful shutdown on SIGTERM
+/// }
+/// ```
 pub struct Manager {
     parts: ManagerParts,
     pending: Mutex<Pending>,
