@@ -27,6 +27,7 @@ pub mod workqueue;
 pub use client::{Api, Client, Config, Discovery, Error};
 pub use crd::CustomResource;
 pub use kubeforge_macros::{CustomResource, JsonSchema};
+pub use manager::Manager;
 pub use scheme::Scheme;
 
 /// Re-exported so generated code and users name one set of crates.

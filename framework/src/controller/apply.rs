@@ -53,7 +53,10 @@ impl fmt::Display for OperationResult {
     }
 }
 
-fn to_json<T: Serialize>(value: &T, what: impl FnOnce() -> String) -> Result<Value, Error> {
+pub(crate) fn to_json<T: Serialize>(
+    value: &T,
+    what: impl FnOnce() -> String,
+) -> Result<Value, Error> {
     serde_json::to_value(value).map_err(|source| Error::Serialize {
         what: what(),
         source,
@@ -146,7 +149,10 @@ where
 
 /// Runs `mutate` and refuses a changed name or namespace, as
 /// controller-runtime's `mutate` wrapper does.
-fn mutate_keeping_key<K: Resource>(obj: &mut K, mutate: impl FnOnce(&mut K)) -> Result<(), Error> {
+pub(crate) fn mutate_keeping_key<K: Resource>(
+    obj: &mut K,
+    mutate: impl FnOnce(&mut K),
+) -> Result<(), Error> {
     let before = object_key(obj);
     mutate(obj);
     let after = object_key(obj);
@@ -158,7 +164,7 @@ fn mutate_keeping_key<K: Resource>(obj: &mut K, mutate: impl FnOnce(&mut K)) -> 
 
 /// Fills `apiVersion` and `kind` when the serialized object lacks them, and
 /// drops what an apply body must not carry.
-fn apply_body(
+pub(crate) fn apply_body(
     mut body: Value,
     api_version: &str,
     kind: &str,
@@ -191,7 +197,7 @@ fn apply_body(
     Ok(body)
 }
 
-fn apply_params(field_manager: &str, force: bool) -> PatchParams {
+pub(crate) fn apply_params(field_manager: &str, force: bool) -> PatchParams {
     let pp = PatchParams::apply(field_manager);
     if force {
         pp.force()

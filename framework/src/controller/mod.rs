@@ -1,7 +1,48 @@
-//! Controllers: the reconcile loop fed by informers through a workqueue, with
-//! predicates, finalizers, owner references and an event recorder.
+//! Controllers: the reconcile loop fed by informers through a workqueue, the
+//! cached client reconcilers use, and the helpers a reconcile needs
+//! (predicates, finalizers, owner references, conditions, writes, events).
 //!
-//! The reconcile-side helpers live here:
+//! The loop (controller-runtime's builder, controller and delegating client):
+//!
+//! - [`ControllerBuilder`]: the primary type, owned and mapped watches,
+//!   predicates, concurrency, rate limiter, timeouts; ends with
+//!   `.reconcile(fn, data)`.
+//! - [`Controller`]: runs the workers; level-triggered, one worker per key
+//!   at a time, results handled as controller-runtime does ([`Action`],
+//!   [`TerminalError`]), panics caught, metrics under controller-runtime's
+//!   names ([`ControllerMetrics`]).
+//! - [`Context`]: what each reconcile gets besides the object: the user's
+//!   data, the [`CachedClient`], a [`Recorder`], the controller's name.
+//! - [`CachedClient`]: reads from the shared cache, writes to the API
+//!   server, reads its own writes.
+//! - [`filter`]: controller-wide event filters.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use kubeforge::cache::SharedInformerFactory;
+//! use kubeforge::controller::{Action, CachedClient, Context, Controller};
+//! use kubeforge::controller::predicate::GenerationChanged;
+//! use kubeforge::k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+//! use kubeforge::manager::CancellationToken;
+//!
+//! async fn reconcile(d: Arc<Deployment>, ctx: Arc<Context<()>>) -> Result<Action, kubeforge::controller::Error> {
+//!     let ns = d.metadata.namespace.as_deref().unwrap_or_default();
+//!     let owned = ctx.client().list::<ReplicaSet>(ns, &Default::default()).await?;
+//!     tracing::info!(replica_sets = owned.len(), "reconciled");
+//!     Ok(Action::done())
+//! }
+//!
+//! # async fn demo(client: kubeforge::Client) -> Result<(), kubeforge::controller::Error> {
+//! let factory = SharedInformerFactory::new(client.clone());
+//! let controller = Controller::<Deployment>::builder(CachedClient::new(client, factory))
+//!     .for_predicate(GenerationChanged)
+//!     .owns::<ReplicaSet>()
+//!     .reconcile(reconcile, ());
+//! controller.run(CancellationToken::new()).await
+//! # }
+//! ```
+//!
+//! The helpers:
 //!
 //! - [`predicate`]: which watch events enqueue a reconcile.
 //! - [`finalizer`](mod@finalizer): add a finalizer before the first apply,
@@ -12,9 +53,18 @@
 //! - [`events`]: an events.k8s.io/v1 recorder with client-go's series
 //!   aggregation.
 //!
-//! Every helper that can fail returns this layer's [`Error`]; the finalizer
-//! flow wraps it together with the reconciler's own error in
+//! Every helper and the runtime return this layer's [`Error`]; the
+//! finalizer flow wraps it together with the reconciler's own error in
 //! [`FinalizerError`].
+
+mod action;
+mod builder;
+mod client;
+mod context;
+pub mod filter;
+mod handler;
+mod metrics;
+mod runner;
 
 pub mod apply;
 pub mod conditions;
@@ -42,6 +92,24 @@ pub use owner::{
     set_owner_reference,
 };
 pub use predicate::{Predicate, PredicateExt};
+
+pub use action::{is_terminal, Action, TerminalError};
+pub use builder::{
+    ControllerBuilder, Owns, Standalone, Watch, DEFAULT_CACHE_SYNC_TIMEOUT,
+    DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
+};
+pub use client::{
+    CachedClient, CachedClientBuilder, CachedObject, ListOptions, DEFAULT_FIELD_MANAGER,
+    DEFAULT_FRESHNESS_TIMEOUT,
+};
+pub use context::Context;
+pub use metrics::{ControllerLabels, ControllerMetrics, ResultLabels};
+pub use runner::Controller;
+
+pub(crate) use builder::default_error_policy;
+pub(crate) use context::reporting_instance;
+
+use crate::cache::SyncError;
 
 /// Errors of the controller helpers.
 #[derive(Debug, thiserror::Error)]
@@ -127,13 +195,131 @@ pub enum Error {
         /// Which object.
         object: String,
     },
+
+    /// A cached read found no such object.
+    #[error("{resource} {key:?} not found in the cache")]
+    NotFound {
+        /// The resource (plural), e.g. `deployments`.
+        resource: String,
+        /// `namespace/name` of the object.
+        key: String,
+    },
+
+    /// An informer did not sync: the message names it and why (e.g.
+    /// `forbidden: cannot list deployments.apps in namespace "shop": ...`).
+    #[error(transparent)]
+    CacheSync(Box<SyncError>),
+
+    /// A cached read was made before the informer factory was started.
+    #[error("cannot read {informer} from the cache: the informer factory was not started")]
+    CacheNotStarted {
+        /// The informer.
+        informer: String,
+    },
+
+    /// The cache did not catch up with this process's last write in time,
+    /// so a read would have returned an older state.
+    #[error("the cache is behind this process's last write: {0}")]
+    StaleCache(#[source] crate::cache::Error),
+
+    /// A cache operation failed (an index added twice, a handler added to
+    /// a stopped informer).
+    #[error("cache: {0}")]
+    Cache(#[source] crate::cache::Error),
+
+    /// A cached read named a namespace the cache does not hold.
+    #[error("namespace {namespace:?} is not cached: the cache holds namespace {cached:?} only")]
+    NamespaceNotCached {
+        /// The namespace asked for.
+        namespace: String,
+        /// The namespace the cache is restricted to.
+        cached: String,
+    },
+
+    /// A cached list selected by a field no index was registered for.
+    #[error(
+        "field {field:?} of {resource} is not indexed: register it with CachedClient::index_field"
+    )]
+    FieldNotIndexed {
+        /// The field.
+        field: String,
+        /// The resource (plural).
+        resource: String,
+    },
+
+    /// A reconcile panicked and the controller does not recover panics.
+    #[error("controller {controller}: reconcile of {key} panicked: {message}")]
+    ReconcilerPanicked {
+        /// The controller.
+        controller: String,
+        /// `namespace/name` of the object.
+        key: String,
+        /// The panic message.
+        message: String,
+    },
+
+    /// An error retrying will not fix: the controller does not requeue
+    /// the object (see [`TerminalError`]).
+    // Not `transparent`: the marker must stay in the source chain.
+    #[error("{0}")]
+    Terminal(#[from] TerminalError),
+
+    /// The finalizer flow failed (adding or removing the finalizer, or the
+    /// apply or cleanup it ran).
+    #[error(transparent)]
+    Finalizer(Box<FinalizerError<Error>>),
+
+    /// Anything else a reconciler wants to report (retried with the rate
+    /// limiter); see [`Error::other`].
+    #[error("{0}")]
+    Other(#[source] crate::client::BoxError),
+
+    /// A worker task of the controller failed outside a reconcile.
+    #[error("controller {controller}: worker failed: {message}")]
+    WorkerFailed {
+        /// The controller.
+        controller: String,
+        /// What happened.
+        message: String,
+    },
+}
+
+/// Lets `?` turn the finalizer flow's error into this one, so a reconciler
+/// can use [`Error`] as its error type throughout.
+impl From<FinalizerError<Error>> for Error {
+    fn from(e: FinalizerError<Error>) -> Self {
+        Error::Finalizer(Box::new(e))
+    }
+}
+
+/// Lets `?` pass on errors of direct [`Api`](crate::Api) calls.
+impl From<crate::Error> for Error {
+    fn from(source: crate::Error) -> Self {
+        Error::Api {
+            context: "API request".to_owned(),
+            source,
+        }
+    }
 }
 
 impl Error {
-    /// The client error, for API failures.
+    /// Wraps any error or message as [`Error::Other`].
+    pub fn other(error: impl Into<crate::client::BoxError>) -> Self {
+        Error::Other(error.into())
+    }
+
+    /// The client error, for API failures (also inside a failed finalizer
+    /// flow).
     pub fn api_error(&self) -> Option<&crate::Error> {
         match self {
             Error::Api { source, .. } => Some(source),
+            Error::Finalizer(f) => match f.as_ref() {
+                FinalizerError::Apply(e)
+                | FinalizerError::Cleanup(e)
+                | FinalizerError::AddFinalizer(e)
+                | FinalizerError::RemoveFinalizer(e) => e.api_error(),
+                FinalizerError::Unnamed => None,
+            },
             _ => None,
         }
     }
@@ -144,9 +330,11 @@ impl Error {
         self.api_error().is_some_and(crate::Error::is_conflict)
     }
 
-    /// 404 NotFound.
+    /// 404 NotFound from the API server, or an object missing from the
+    /// cache.
     pub fn is_not_found(&self) -> bool {
-        self.api_error().is_some_and(crate::Error::is_not_found)
+        matches!(self, Error::NotFound { .. })
+            || self.api_error().is_some_and(crate::Error::is_not_found)
     }
 
     /// The write was refused because the object no longer matched what it
@@ -174,4 +362,13 @@ pub(crate) fn object_key<K: kube_core::Resource>(obj: &K) -> String {
         Some(ns) if !ns.is_empty() => format!("{ns}/{}", meta.name.as_deref().unwrap_or("")),
         _ => meta.name.clone().unwrap_or_default(),
     }
+}
+
+/// Whether `K` is cluster-scoped (known from its type).
+pub(crate) fn is_cluster_scoped<K: kube_core::Resource>() -> bool
+where
+    K::Scope: 'static,
+{
+    std::any::TypeId::of::<K::Scope>()
+        == std::any::TypeId::of::<k8s_openapi::ClusterResourceScope>()
 }

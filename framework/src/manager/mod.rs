@@ -1,5 +1,37 @@
 //! The manager: one shared cache for every controller, leader election,
-//! health, readiness and metrics endpoints, and graceful shutdown.
+//! health, readiness and metrics endpoints, and graceful shutdown
+//! (controller-runtime's `Manager`).
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use kubeforge::prelude::*;
+//! use kubeforge::k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+//!
+//! async fn reconcile(d: Arc<Deployment>, ctx: Arc<Context<()>>) -> Result<Action, kubeforge::controller::Error> {
+//!     Ok(Action::requeue_after(Duration::from_secs(300)))
+//! }
+//!
+//! # async fn demo() -> Result<(), kubeforge::manager::Error> {
+//! let mgr = Manager::builder().leader_election("deployment-watcher").build().await?;
+//! mgr.controller::<Deployment>()
+//!     .owns::<ReplicaSet>()
+//!     .concurrency(4)
+//!     .reconcile(reconcile, ());
+//! mgr.run().await // until SIGTERM or SIGINT
+//! # }
+//! ```
+//!
+//! [`Manager::run`] follows controller-runtime's start order: the probe and
+//! metrics servers; the caches, blocking until every informer has synced
+//! (a failure names the informer and why; `/readyz` passes only from here
+//! on); the runnables that do not need leadership; leader election; then,
+//! once elected, the controllers and the runnables that need leadership. It
+//! returns an error when leadership is lost (after stopping the controllers
+//! at once), when a cache does not sync, or when a controller or runnable
+//! fails. On SIGTERM/SIGINT (or the token of [`Manager::run_until`]) it
+//! stops taking work, lets in-flight reconciles finish within the graceful
+//! shutdown timeout (then abandons them, with a log), stops the caches,
+//! releases the lease if configured, and stops the servers.
 //!
 //! The parts that do not need the cache live in their own modules and can be
 //! used on their own:
@@ -11,9 +43,12 @@
 //! - [`signals`]: a [`CancellationToken`] cancelled on SIGTERM/SIGINT; a
 //!   second signal exits at once.
 
+mod builder;
 pub mod leader_election;
 pub mod probes;
 pub mod signals;
+
+mod runtime;
 
 use std::net::SocketAddr;
 
@@ -23,6 +58,12 @@ pub use leader_election::{
 };
 pub use probes::{Endpoints, HttpServer, Probes, SharedRegistry};
 pub use signals::shutdown_on_signals;
+
+pub use builder::{ManagerBuilder, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT, READYZ_INFORMER_SYNC};
+pub use runtime::{Leadership, Manager};
+
+use crate::cache::SyncError;
+use crate::client::BoxError;
 /// The token the manager's parts use to be told to stop.
 pub use tokio_util::sync::CancellationToken;
 
@@ -74,4 +115,52 @@ pub enum Error {
     /// Signal handlers could not be installed.
     #[error("cannot install the shutdown signal handler: {0}")]
     Signal(#[source] std::io::Error),
+
+    /// No client was given and none could be configured (kubeconfig,
+    /// in-cluster).
+    #[error("cannot configure a client: {0}")]
+    Client(#[source] crate::Error),
+
+    /// Informers did not sync; each error names its informer and why.
+    #[error("caches did not sync: {}", join(.0))]
+    CacheSync(Vec<SyncError>),
+
+    /// This process lost the leader lease: its controllers were stopped.
+    #[error("leader election lost: lease {lease}")]
+    LeadershipLost {
+        /// `namespace/name` of the lease.
+        lease: String,
+    },
+
+    /// A controller stopped with an error.
+    #[error("controller {name}: {source}")]
+    Controller {
+        /// The controller's name.
+        name: String,
+        /// What went wrong.
+        #[source]
+        source: Box<crate::controller::Error>,
+    },
+
+    /// Two controllers were registered under one name.
+    #[error("a controller named {0:?} is already registered; name one with .named(...)")]
+    DuplicateController(String),
+
+    /// A runnable added with `add_runnable` failed.
+    #[error("runnable {name}: {source}")]
+    Runnable {
+        /// The runnable's name.
+        name: String,
+        /// What it returned.
+        #[source]
+        source: BoxError,
+    },
+}
+
+fn join(errors: &[SyncError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }

@@ -1,0 +1,300 @@
+//! What a reconcile asks for next ([`Action`]), and the marker for errors
+//! that retrying cannot fix ([`TerminalError`]).
+//!
+//! The controller turns each result into workqueue calls exactly as
+//! controller-runtime's `reconcileHandler` does:
+//!
+//! | reconcile returned                 | queue                         | `result` label  |
+//! |------------------------------------|-------------------------------|-----------------|
+//! | `Err(e)`, `e` not terminal         | `add_rate_limited`            | `error`         |
+//! | `Err(e)`, `e` terminal             | nothing (logged, counted)     | `error`         |
+//! | [`Action::requeue_after`]`(d > 0)` | `forget`, then `add_after(d)` | `requeue_after` |
+//! | [`Action::requeue`]                | `add_rate_limited`            | `requeue`       |
+//! | [`Action::done`]                   | `forget`                      | `success`       |
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::time::Duration;
+
+use super::finalizer::Outcome;
+
+/// What the controller does with an object after a successful reconcile.
+///
+/// ```
+/// use std::time::Duration;
+/// use kubeforge::controller::Action;
+///
+/// // Check again in five minutes even if nothing changes (drift detection).
+/// let periodic = Action::requeue_after(Duration::from_secs(300));
+/// assert_eq!(periodic.requeue_after_duration(), Some(Duration::from_secs(300)));
+/// // Nothing more to do until the object or something it watches changes.
+/// assert!(Action::done().is_done());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Action {
+    next: Next,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+enum Next {
+    #[default]
+    Done,
+    After(Duration),
+    RateLimited,
+}
+
+impl Action {
+    /// Nothing more to do: the key's retry history is forgotten and the
+    /// object is reconciled again only when a watched event enqueues it
+    /// (controller-runtime's `Result{}`).
+    pub const fn done() -> Self {
+        Self { next: Next::Done }
+    }
+
+    /// The same as [`done`](Self::done), named as kube-rs names it: wait
+    /// for the next change.
+    pub const fn await_change() -> Self {
+        Self::done()
+    }
+
+    /// Reconcile again after `delay`, even if nothing changes; the retry
+    /// history is forgotten first (controller-runtime's
+    /// `Result{RequeueAfter: d}`). A zero delay means [`done`](Self::done),
+    /// as `RequeueAfter: 0` does in controller-runtime.
+    pub const fn requeue_after(delay: Duration) -> Self {
+        if delay.is_zero() {
+            Self::done()
+        } else {
+            Self {
+                next: Next::After(delay),
+            }
+        }
+    }
+
+    /// Reconcile again after the rate limiter's delay, as after an error but
+    /// without logging one (controller-runtime's `Result{Requeue: true}`).
+    pub const fn requeue() -> Self {
+        Self {
+            next: Next::RateLimited,
+        }
+    }
+
+    /// Whether this is [`done`](Self::done).
+    pub const fn is_done(&self) -> bool {
+        matches!(self.next, Next::Done)
+    }
+
+    /// The delay of [`requeue_after`](Self::requeue_after), if that is what
+    /// this is.
+    pub const fn requeue_after_duration(&self) -> Option<Duration> {
+        match self.next {
+            Next::After(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// Whether this is a rate-limited [`requeue`](Self::requeue).
+    pub const fn is_rate_limited_requeue(&self) -> bool {
+        matches!(self.next, Next::RateLimited)
+    }
+
+    /// The `result` label of `controller_runtime_reconcile_total` for this
+    /// action: `success`, `requeue_after` or `requeue`.
+    pub const fn result_label(&self) -> &'static str {
+        match self.next {
+            Next::Done => "success",
+            Next::After(_) => "requeue_after",
+            Next::RateLimited => "requeue",
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.next {
+            Next::Done => f.write_str("done"),
+            Next::After(d) => write!(f, "requeue after {d:?}"),
+            Next::RateLimited => f.write_str("requeue (rate limited)"),
+        }
+    }
+}
+
+/// The action a [`finalizer`](super::finalizer::finalizer) flow's
+/// reconciler returned; [`done`](Action::done) when nothing ran.
+impl From<Outcome<Action>> for Action {
+    fn from(outcome: Outcome<Action>) -> Self {
+        outcome.into_value().unwrap_or_default()
+    }
+}
+
+/// An error that retrying will not fix (an invalid spec, a missing
+/// permission): the controller logs and counts it but does not requeue the
+/// object (controller-runtime's `reconcile.TerminalError`). The object is
+/// reconciled again at its next change.
+///
+/// Return it directly, or carry it in your error type as a source:
+///
+/// ```
+/// use kubeforge::controller::{is_terminal, TerminalError};
+///
+/// #[derive(Debug, thiserror::Error)]
+/// enum Error {
+///     #[error("spec is invalid: {0}")]
+///     Invalid(#[from] TerminalError),
+///     #[error("api: {0}")]
+///     Api(#[from] kubeforge::Error),
+/// }
+///
+/// let err = Error::from(TerminalError::new("size must be positive"));
+/// assert!(is_terminal(&err));
+/// ```
+///
+/// The controller finds the marker by walking the error's
+/// [`source`](StdError::source) chain, so a variant must keep it as a
+/// source: `#[from]` or `#[source]`, not `#[error(transparent)]` (which
+/// forwards `source()` past it).
+#[derive(Debug)]
+pub struct TerminalError(Box<dyn StdError + Send + Sync>);
+
+impl TerminalError {
+    /// Marks `err` (any error, or a message) as terminal.
+    pub fn new(err: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        Self(err.into())
+    }
+
+    /// The wrapped error.
+    pub fn into_inner(self) -> Box<dyn StdError + Send + Sync> {
+        self.0
+    }
+}
+
+impl fmt::Display for TerminalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "terminal error: {}", self.0)
+    }
+}
+
+impl StdError for TerminalError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(&*self.0)
+    }
+}
+
+/// Whether `err` or any error in its source chain is a [`TerminalError`].
+pub fn is_terminal(err: &(dyn StdError + 'static)) -> bool {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if e.is::<TerminalError>() {
+            return true;
+        }
+        next = e.source();
+    }
+    false
+}
+
+/// Writes an error and its sources as `outer: inner: innermost`, skipping
+/// a source whose text the outer message already ends with (thiserror's
+/// `"{0}"` messages repeat their source).
+pub(crate) struct ErrorChain<'a>(pub(crate) &'a (dyn StdError + 'static));
+
+impl fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut written = self.0.to_string();
+        f.write_str(&written)?;
+        let mut next = self.0.source();
+        while let Some(e) = next {
+            let text = e.to_string();
+            if !written.ends_with(&text) {
+                write!(f, ": {text}")?;
+                written = text;
+            }
+            next = e.source();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    enum AppError {
+        #[error("invalid: {0}")]
+        Invalid(#[from] TerminalError),
+        #[error("wrapped")]
+        Wrapped(#[source] Box<AppError>),
+        #[error("transient")]
+        Transient,
+    }
+
+    #[test]
+    fn actions_map_to_controller_runtime_results() {
+        assert_eq!(Action::done().result_label(), "success");
+        assert_eq!(Action::await_change(), Action::done());
+        assert_eq!(Action::default(), Action::done());
+        let after = Action::requeue_after(Duration::from_secs(3));
+        assert_eq!(after.result_label(), "requeue_after");
+        assert_eq!(after.requeue_after_duration(), Some(Duration::from_secs(3)));
+        assert!(Action::requeue().is_rate_limited_requeue());
+        assert_eq!(Action::requeue().result_label(), "requeue");
+        // `RequeueAfter: 0` is a plain success in controller-runtime.
+        assert!(Action::requeue_after(Duration::ZERO).is_done());
+    }
+
+    #[test]
+    fn terminal_errors_are_found_anywhere_in_the_chain() {
+        assert!(is_terminal(&TerminalError::new("bad")));
+        let direct = AppError::from(TerminalError::new("bad"));
+        assert!(is_terminal(&direct));
+        let nested = AppError::Wrapped(Box::new(direct));
+        assert!(is_terminal(&nested));
+        assert!(!is_terminal(&AppError::Transient));
+        assert_eq!(
+            TerminalError::new("size must be positive").to_string(),
+            "terminal error: size must be positive"
+        );
+    }
+
+    #[test]
+    fn the_controller_error_carries_terminal_markers_through_finalizers() {
+        use crate::controller::{Error, FinalizerError};
+        let terminal = Error::from(TerminalError::new("bad spec"));
+        assert!(is_terminal(&terminal));
+        assert_eq!(terminal.to_string(), "terminal error: bad spec");
+        let wrapped = Error::from(FinalizerError::Apply(terminal));
+        assert!(is_terminal(&wrapped));
+        assert_eq!(
+            wrapped.to_string(),
+            "apply failed: terminal error: bad spec"
+        );
+        assert!(!is_terminal(&Error::other("flaky")));
+        assert_eq!(Error::other("flaky").to_string(), "flaky");
+    }
+
+    #[test]
+    fn finalizer_outcomes_become_actions() {
+        let applied = Outcome::Applied {
+            value: Action::requeue_after(Duration::from_secs(9)),
+            finalizer_added: true,
+        };
+        assert_eq!(
+            Action::from(applied),
+            Action::requeue_after(Duration::from_secs(9))
+        );
+        assert_eq!(
+            Action::from(Outcome::CleanedUp(Action::requeue())),
+            Action::requeue()
+        );
+        assert_eq!(Action::from(Outcome::<Action>::Skipped), Action::done());
+    }
+
+    #[test]
+    fn error_chains_do_not_repeat_sources() {
+        let err = AppError::Wrapped(Box::new(AppError::from(TerminalError::new("bad"))));
+        assert_eq!(
+            ErrorChain(&err).to_string(),
+            "wrapped: invalid: terminal error: bad"
+        );
+    }
+}

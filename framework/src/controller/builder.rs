@@ -1,0 +1,697 @@
+//! [`ControllerBuilder`]: what a controller watches and how it runs
+//! (controller-runtime's `builder` and controller `Options`).
+//!
+//! The details are on [`ControllerBuilder`].
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::FutureExt as _;
+use kube_core::{ApiResource, DynamicObject, PartialObjectMeta, Resource};
+
+use super::filter::{MetaPredicate, SharedMetaPredicate};
+use super::handler::{EnqueueHandler, KeysFn, OwnerMatch};
+use super::metrics::ControllerMetrics;
+use super::predicate::{BoxPredicate, Predicate};
+use super::runner::{Controller, ControllerParts, ErasedReconciler, Failure};
+use super::{is_terminal, Action, CachedClient, CachedObject, Context, Recorder};
+use crate::cache::{
+    EventHandler, HandlerRegistration, InformerOptions, ObjectKey, SharedInformer, SyncError,
+};
+use crate::workqueue::{default_controller_rate_limiter, RateLimiter, WorkQueue};
+
+/// How long a controller waits for its informers to sync, unless configured
+/// (controller-runtime's `CacheSyncTimeout`).
+pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How long a stopping controller lets in-flight reconciles finish, unless
+/// configured (controller-runtime's `GracefulShutdownTimeout`).
+pub const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The target of a builder made by [`Controller::builder`]: `.reconcile()`
+/// returns the [`Controller`] to run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Standalone;
+
+/// How an owned type's events enqueue its owner: predicates, and whether
+/// every owner or only the controller owner is enqueued. `M` is what is
+/// cached: `PartialObjectMeta<O>` for [`owns_with`](ControllerBuilder::owns_with),
+/// `O` for [`owns_objects`](ControllerBuilder::owns_objects).
+pub struct Owns<M> {
+    predicates: Vec<BoxPredicate<M>>,
+    every_owner: bool,
+}
+
+impl<M> Default for Owns<M> {
+    fn default() -> Self {
+        Self {
+            predicates: Vec::new(),
+            every_owner: false,
+        }
+    }
+}
+
+impl<M> fmt::Debug for Owns<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Owns")
+            .field("predicates", &self.predicates.len())
+            .field("every_owner", &self.every_owner)
+            .finish()
+    }
+}
+
+impl<M: 'static> Owns<M> {
+    /// The defaults: the controller owner only, no predicates.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Only events `predicate` passes enqueue the owner.
+    pub fn predicate(mut self, predicate: impl Predicate<M> + 'static) -> Self {
+        self.predicates.push(Box::new(predicate));
+        self
+    }
+
+    /// Enqueue every owner of the controller's type named in the owner
+    /// references, not only the controller owner (controller-runtime's
+    /// `OnlyControllerOwner()` left out).
+    pub fn every_owner(mut self) -> Self {
+        self.every_owner = true;
+        self
+    }
+}
+
+/// A mapped watch: which keys an object of type `W` wakes, with predicates
+/// and the informer's selectors.
+pub struct Watch<W> {
+    mapper: KeysFn<W>,
+    predicates: Vec<BoxPredicate<W>>,
+    options: InformerOptions<W>,
+}
+
+impl<W> fmt::Debug for Watch<W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Watch")
+            .field("predicates", &self.predicates.len())
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<W: 'static> Watch<W> {
+    /// A watch whose events reconcile the keys `mapper` returns
+    /// (controller-runtime's `EnqueueRequestsFromMapFunc`).
+    pub fn new(mapper: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static) -> Self {
+        Self {
+            mapper: Arc::new(mapper),
+            predicates: Vec::new(),
+            options: InformerOptions::default(),
+        }
+    }
+
+    /// Only events `predicate` passes are mapped.
+    pub fn predicate(mut self, predicate: impl Predicate<W> + 'static) -> Self {
+        self.predicates.push(Box::new(predicate));
+        self
+    }
+
+    /// Watch only objects matching `selector` (a separate informer from
+    /// the one the cached client reads).
+    pub fn labels(mut self, selector: impl Into<String>) -> Self {
+        self.options = self.options.labels(selector);
+        self
+    }
+
+    /// The informer options (namespace, selectors, transform, and for
+    /// dynamic watches the scope).
+    pub fn options(mut self, options: InformerOptions<W>) -> Self {
+        self.options = options;
+        self
+    }
+}
+
+/// A watch being started: its informer and the handler that feeds the
+/// controller's queue.
+pub(crate) trait Source: Send + Sync {
+    /// The informer's name, for errors and logs.
+    fn describe(&self) -> String;
+    /// Waits for the informer to sync, at most `timeout`.
+    fn wait_for_sync(&self, timeout: Duration) -> BoxFuture<'_, Result<(), SyncError>>;
+    /// Adds the handler to the informer (once).
+    fn start(&self) -> Result<Box<dyn Registered>, crate::cache::Error>;
+}
+
+/// A started watch, to be removed when the controller stops.
+pub(crate) trait Registered: Send + Sync {
+    fn remove(&self);
+}
+
+impl<O: Send + Sync + 'static> Registered for HandlerRegistration<O> {
+    fn remove(&self) {
+        HandlerRegistration::remove(self);
+    }
+}
+
+struct InformerSource<O> {
+    informer: SharedInformer<O>,
+    handler: std::sync::Mutex<Option<EnqueueHandler<O>>>,
+}
+
+impl<O> Source for InformerSource<O>
+where
+    O: Resource + Send + Sync + 'static,
+    EnqueueHandler<O>: EventHandler<O>,
+{
+    fn describe(&self) -> String {
+        self.informer.id().to_string()
+    }
+
+    fn wait_for_sync(&self, timeout: Duration) -> BoxFuture<'_, Result<(), SyncError>> {
+        self.informer.wait_for_cache_sync(timeout).boxed()
+    }
+
+    fn start(&self) -> Result<Box<dyn Registered>, crate::cache::Error> {
+        let handler = self
+            .handler
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        match handler {
+            Some(handler) => Ok(Box::new(self.informer.add_handler(handler, None)?)),
+            // Started before: nothing more to remove.
+            None => Ok(Box::new(NoRegistration)),
+        }
+    }
+}
+
+struct NoRegistration;
+
+impl Registered for NoRegistration {
+    fn remove(&self) {}
+}
+
+/// What a watch needs to become a [`Source`] once the controller's queue
+/// and filters are known.
+struct WatchEnv<'a> {
+    client: &'a CachedClient,
+    queue: &'a WorkQueue<ObjectKey>,
+    filters: &'a [SharedMetaPredicate],
+}
+
+impl WatchEnv<'_> {
+    fn source<O>(
+        &self,
+        informer: SharedInformer<O>,
+        predicates: Vec<BoxPredicate<O>>,
+        keys: KeysFn<O>,
+        keys_of_old_too: bool,
+    ) -> Box<dyn Source>
+    where
+        O: Resource + Send + Sync + 'static,
+    {
+        Box::new(InformerSource {
+            informer,
+            handler: std::sync::Mutex::new(Some(EnqueueHandler {
+                queue: self.queue.clone(),
+                predicates,
+                filters: self.filters.to_vec(),
+                keys,
+                keys_of_old_too,
+            })),
+        })
+    }
+}
+
+type WatchSpec = Box<dyn FnOnce(&WatchEnv<'_>) -> Box<dyn Source> + Send>;
+
+/// Configures a controller for primary type `K`. `T` is [`Standalone`] or
+/// the manager it registers with.
+///
+/// A builder starts from the primary type (`mgr.controller::<K>()` or
+/// [`Controller::builder`]) and collects:
+///
+/// - predicates on the primary type ([`for_predicate`](ControllerBuilder::for_predicate))
+///   and filters on every watch ([`with_event_filter`](ControllerBuilder::with_event_filter));
+/// - owned types ([`owns`](ControllerBuilder::owns), metadata-only by
+///   default; [`owns_objects`](ControllerBuilder::owns_objects) caches whole
+///   objects, sharing the informer the cached client reads);
+/// - mapped watches ([`watches`](ControllerBuilder::watches) and its
+///   metadata-only and dynamic forms);
+/// - options: [`concurrency`](ControllerBuilder::concurrency) (1),
+///   [`rate_limiter`](ControllerBuilder::rate_limiter) (client-go's default
+///   controller limiter), [`named`](ControllerBuilder::named) (the kind in
+///   lower case), [`cache_sync_timeout`](ControllerBuilder::cache_sync_timeout)
+///   (2 minutes), [`recover_panic`](ControllerBuilder::recover_panic) (on),
+///   [`graceful_shutdown_timeout`](ControllerBuilder::graceful_shutdown_timeout)
+///   (30 seconds).
+///
+/// It ends with `.reconcile(fn, data)` (or `.reconcile_with(fn, policy,
+/// data)`): a standalone builder returns a runnable [`Controller`]; one
+/// made by a manager registers the controller with it.
+pub struct ControllerBuilder<K, T = Standalone> {
+    pub(crate) target: T,
+    pub(crate) parts: BuilderParts<K>,
+}
+
+/// Everything a builder collects, whatever its target.
+pub(crate) struct BuilderParts<K> {
+    client: CachedClient,
+    name: Option<String>,
+    for_predicates: Vec<BoxPredicate<K>>,
+    filters: Vec<SharedMetaPredicate>,
+    watches: Vec<WatchSpec>,
+    concurrency: usize,
+    rate_limiter: Option<Box<dyn RateLimiter<ObjectKey>>>,
+    cache_sync_timeout: Option<Duration>,
+    shutdown_timeout: Duration,
+    recover_panic: bool,
+    metrics: Option<ControllerMetrics>,
+    recorder: Option<Recorder>,
+}
+
+impl<K, T: fmt::Debug> fmt::Debug for ControllerBuilder<K, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = &self.parts;
+        f.debug_struct("ControllerBuilder")
+            .field("target", &self.target)
+            .field("name", &p.name)
+            .field("for_predicates", &p.for_predicates.len())
+            .field("filters", &p.filters.len())
+            .field("watches", &p.watches.len())
+            .field("concurrency", &p.concurrency)
+            .field("cache_sync_timeout", &p.cache_sync_timeout)
+            .field("recover_panic", &p.recover_panic)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: CachedObject> Controller<K> {
+    /// A builder for a controller of `K` that reads through `client` and
+    /// watches through its factory. Finish it with
+    /// [`reconcile`](ControllerBuilder::reconcile) and
+    /// [`run`](Controller::run) the result.
+    pub fn builder(client: CachedClient) -> ControllerBuilder<K, Standalone> {
+        ControllerBuilder::new(Standalone, client)
+    }
+}
+
+impl<K: CachedObject, T> ControllerBuilder<K, T> {
+    pub(crate) fn new(target: T, client: CachedClient) -> Self {
+        Self {
+            target,
+            parts: BuilderParts {
+                client,
+                name: None,
+                for_predicates: Vec::new(),
+                filters: Vec::new(),
+                watches: Vec::new(),
+                concurrency: 1,
+                rate_limiter: None,
+                cache_sync_timeout: None,
+                shutdown_timeout: DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
+                recover_panic: true,
+                metrics: None,
+                recorder: None,
+            },
+        }
+    }
+
+    /// The controller's name: its metrics label, workqueue name, event
+    /// reporter and log field. Defaults to the kind in lower case; must be
+    /// unique within a manager.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.parts.name = Some(name.into());
+        self
+    }
+
+    /// Only events of the primary type that `predicate` passes enqueue a
+    /// reconcile (controller-runtime's `For(obj, WithPredicates(...))`).
+    /// Several predicates must all pass.
+    pub fn for_predicate(mut self, predicate: impl Predicate<K> + 'static) -> Self {
+        self.parts.for_predicates.push(Box::new(predicate));
+        self
+    }
+
+    /// A filter on the events of every watch: primary, owned and mapped
+    /// (controller-runtime's `WithEventFilter`). Any predicate generic over
+    /// the object type works, e.g. `GenerationChanged`, or
+    /// [`meta_fn`](super::filter::meta_fn).
+    pub fn with_event_filter(mut self, filter: impl MetaPredicate + 'static) -> Self {
+        self.parts.filters.push(Arc::new(filter));
+        self
+    }
+
+    /// Reconcile the controller owner of every `O` that changes (created,
+    /// updated, deleted), watching `O`'s metadata only.
+    pub fn owns<O: CachedObject>(self) -> Self {
+        self.owns_with::<O>(Owns::new())
+    }
+
+    /// [`owns`](Self::owns) with predicates, or enqueueing every owner.
+    pub fn owns_with<O: CachedObject>(mut self, owns: Owns<PartialObjectMeta<O>>) -> Self {
+        let matcher = owner_match::<K>(owns.every_owner);
+        self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
+            let keys: KeysFn<PartialObjectMeta<O>> = Arc::new(move |o| matcher.owners(o));
+            env.source(
+                env.client.metadata_informer::<O>(),
+                owns.predicates,
+                keys,
+                true,
+            )
+        }));
+        self
+    }
+
+    /// [`owns`](Self::owns) caching whole `O` objects: the same informer
+    /// the cached client reads `O` from, so a reconciler that reads its
+    /// owned objects keeps one copy and one watch.
+    pub fn owns_objects<O: CachedObject>(mut self, owns: Owns<O>) -> Self {
+        let matcher = owner_match::<K>(owns.every_owner);
+        self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
+            let keys: KeysFn<O> = Arc::new(move |o| matcher.owners(o));
+            env.source(env.client.informer::<O>(), owns.predicates, keys, true)
+        }));
+        self
+    }
+
+    /// Reconcile the keys `mapper` returns for every `W` that changes
+    /// (controller-runtime's `Watches(obj, EnqueueRequestsFromMapFunc)`).
+    pub fn watches<W: CachedObject>(
+        self,
+        mapper: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static,
+    ) -> Self {
+        self.watches_with(Watch::new(mapper))
+    }
+
+    /// [`watches`](Self::watches) with predicates or informer options.
+    pub fn watches_with<W: CachedObject>(mut self, watch: Watch<W>) -> Self {
+        self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
+            let informer = if is_default(&watch.options) {
+                env.client.informer::<W>()
+            } else {
+                env.client.informer_with::<W>(watch.options)
+            };
+            env.source(informer, watch.predicates, watch.mapper, true)
+        }));
+        self
+    }
+
+    /// [`watches`](Self::watches) on `W`'s metadata only.
+    pub fn watches_metadata<W: CachedObject>(mut self, watch: Watch<PartialObjectMeta<W>>) -> Self {
+        self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
+            let informer = if is_default(&watch.options) {
+                env.client.metadata_informer::<W>()
+            } else {
+                env.client.factory().metadata_informer::<W>(watch.options)
+            };
+            env.source(informer, watch.predicates, watch.mapper, true)
+        }));
+        self
+    }
+
+    /// [`watches`](Self::watches) on a resource known at run time, as
+    /// [`DynamicObject`]s (set [`InformerOptions::cluster_scoped`] in the
+    /// watch's options for a cluster-scoped resource).
+    pub fn watches_dynamic(mut self, resource: ApiResource, watch: Watch<DynamicObject>) -> Self {
+        self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
+            let informer = env
+                .client
+                .factory()
+                .dynamic_informer(&resource, watch.options);
+            env.source(informer, watch.predicates, watch.mapper, true)
+        }));
+        self
+    }
+
+    /// How many reconciles may run at once (controller-runtime's
+    /// `MaxConcurrentReconciles`, default 1). The workqueue never hands one
+    /// key to two workers, whatever this is. Zero counts as one.
+    pub fn concurrency(mut self, workers: usize) -> Self {
+        self.parts.concurrency = workers.max(1);
+        self
+    }
+
+    /// The limiter spacing retries after errors and [`Action::requeue`]
+    /// (default: client-go's default controller limiter, per-item
+    /// exponential 5 ms to 1000 s combined with a 10 qps, burst 100
+    /// bucket).
+    pub fn rate_limiter(mut self, limiter: impl RateLimiter<ObjectKey> + 'static) -> Self {
+        self.parts.rate_limiter = Some(Box::new(limiter));
+        self
+    }
+
+    /// How long starting the controller waits for its informers to sync
+    /// before failing with an error naming the one that did not (default
+    /// 2 minutes).
+    pub fn cache_sync_timeout(mut self, timeout: Duration) -> Self {
+        self.parts.cache_sync_timeout = Some(timeout);
+        self
+    }
+
+    /// How long a stopping controller lets in-flight reconciles finish
+    /// before abandoning them (default 30 seconds; a manager sets its own).
+    pub fn graceful_shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.parts.shutdown_timeout = timeout;
+        self
+    }
+
+    /// Whether a panicking reconcile is caught, logged and retried with the
+    /// rate limiter (the default) or stops the controller with an error.
+    pub fn recover_panic(mut self, recover: bool) -> Self {
+        self.parts.recover_panic = recover;
+        self
+    }
+
+    /// Reports reconcile and workqueue metrics into `metrics` (a manager
+    /// sets its own).
+    pub fn metrics(mut self, metrics: ControllerMetrics) -> Self {
+        self.parts.metrics = Some(metrics);
+        self
+    }
+
+    /// The recorder handed to reconciles through [`Context::recorder`]
+    /// (default: one reporting as the controller's name).
+    pub fn recorder(mut self, recorder: Recorder) -> Self {
+        self.parts.recorder = Some(recorder);
+        self
+    }
+}
+
+fn is_default<W>(options: &InformerOptions<W>) -> bool {
+    options.namespace.is_none()
+        && options.label_selector.is_none()
+        && options.field_selector.is_none()
+        && options.transform.is_none()
+        && options.resync.is_none()
+}
+
+fn owner_match<K: CachedObject>(every_owner: bool) -> OwnerMatch {
+    OwnerMatch {
+        group: K::group(&()).into_owned(),
+        kind: K::kind(&()).into_owned(),
+        cluster_scoped: super::is_cluster_scoped::<K>(),
+        every_owner,
+    }
+}
+
+impl<K: CachedObject> ControllerBuilder<K, Standalone> {
+    /// Finishes the controller: `reconcile(object, context)` runs for every
+    /// key the watches enqueue, with `data` reachable through the
+    /// [`Context`]. Errors are retried with the rate limiter (terminal ones
+    /// are not). Run the result with [`Controller::run`].
+    pub fn reconcile<F, Fut, E, D>(self, reconcile: F, data: D) -> Controller<K>
+    where
+        F: Fn(Arc<K>, Arc<Context<D>>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Action, E>> + Send + 'static,
+        E: StdError + Send + Sync + 'static,
+        D: Send + Sync + 'static,
+    {
+        self.parts
+            .build(reconcile, default_error_policy::<K, E, D>, data)
+    }
+
+    /// [`reconcile`](Self::reconcile) with an error policy:
+    /// `error_policy(object, &error, context)` decides what follows a
+    /// (non-terminal) error: [`Action::requeue`] (rate-limited, the
+    /// default), [`Action::requeue_after`] or [`Action::done`] (give up
+    /// until the next change).
+    pub fn reconcile_with<F, Fut, E, P, D>(
+        self,
+        reconcile: F,
+        error_policy: P,
+        data: D,
+    ) -> Controller<K>
+    where
+        F: Fn(Arc<K>, Arc<Context<D>>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Action, E>> + Send + 'static,
+        E: StdError + Send + Sync + 'static,
+        P: Fn(Arc<K>, &E, Arc<Context<D>>) -> Action + Send + Sync + 'static,
+        D: Send + Sync + 'static,
+    {
+        self.parts.build(reconcile, error_policy, data)
+    }
+}
+
+/// The policy without one: retry with the rate limiter.
+pub(crate) fn default_error_policy<K, E, D>(_: Arc<K>, _: &E, _: Arc<Context<D>>) -> Action {
+    Action::requeue()
+}
+
+impl<K: CachedObject> BuilderParts<K> {
+    pub(crate) fn set_metrics(&mut self, metrics: ControllerMetrics) {
+        self.metrics = Some(metrics);
+    }
+
+    pub(crate) fn set_recorder_if_unset(&mut self, recorder: impl FnOnce(&str) -> Recorder) {
+        if self.recorder.is_none() {
+            let name = self.name();
+            self.recorder = Some(recorder(&name));
+        }
+    }
+
+    pub(crate) fn set_shutdown_timeout(&mut self, timeout: Duration) {
+        self.shutdown_timeout = timeout;
+    }
+
+    pub(crate) fn set_cache_sync_timeout_if_unset(&mut self, timeout: Duration) {
+        self.cache_sync_timeout.get_or_insert(timeout);
+    }
+
+    fn name(&self) -> String {
+        self.name
+            .clone()
+            .unwrap_or_else(|| K::kind(&()).to_lowercase())
+    }
+
+    /// Creates the queue, the informers and their handlers, and wraps the
+    /// reconcile function.
+    pub(crate) fn build<F, Fut, E, P, D>(
+        self,
+        reconcile: F,
+        error_policy: P,
+        data: D,
+    ) -> Controller<K>
+    where
+        F: Fn(Arc<K>, Arc<Context<D>>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Action, E>> + Send + 'static,
+        E: StdError + Send + Sync + 'static,
+        P: Fn(Arc<K>, &E, Arc<Context<D>>) -> Action + Send + Sync + 'static,
+        D: Send + Sync + 'static,
+    {
+        let name: Arc<str> = self.name().into();
+        let mut queue = WorkQueue::builder().name(name.to_string());
+        if let Some(metrics) = &self.metrics {
+            queue = queue.metrics(metrics.workqueue_provider());
+        }
+        let queue = match self.rate_limiter {
+            Some(limiter) => queue.rate_limiter(limiter),
+            None => queue.rate_limiter(default_controller_rate_limiter()),
+        }
+        .build();
+
+        let client = self.client;
+        let primary = client.informer::<K>();
+        let env = WatchEnv {
+            client: &client,
+            queue: &queue,
+            filters: &self.filters,
+        };
+        let mut sources = vec![env.source(
+            primary.clone(),
+            self.for_predicates,
+            Arc::new(|o: &K| vec![ObjectKey::of(o)]),
+            false,
+        )];
+        sources.extend(self.watches.into_iter().map(|spec| spec(&env)));
+
+        let recorder = self.recorder.unwrap_or_else(|| {
+            Recorder::new(
+                client.live().clone(),
+                name.to_string(),
+                super::context::reporting_instance(),
+            )
+        });
+        let context = Arc::new(Context::new(
+            data,
+            client.clone(),
+            recorder,
+            Arc::clone(&name),
+        ));
+        let handles = self
+            .metrics
+            .unwrap_or_default()
+            .for_controller(&name, self.concurrency);
+        Controller::from_parts(ControllerParts {
+            name,
+            queue,
+            client,
+            primary,
+            sources,
+            reconciler: Arc::new(FnReconciler {
+                reconcile,
+                error_policy: Arc::new(error_policy),
+                context,
+                _types: PhantomData,
+            }),
+            concurrency: self.concurrency,
+            cache_sync_timeout: self
+                .cache_sync_timeout
+                .unwrap_or(DEFAULT_CACHE_SYNC_TIMEOUT),
+            shutdown_timeout: self.shutdown_timeout,
+            recover_panic: self.recover_panic,
+            metrics: handles,
+        })
+    }
+}
+
+/// Ties a reconcile function's argument, future and error types to
+/// [`FnReconciler`] without owning any.
+type Signature<K, Fut, E> = fn(Arc<K>) -> (Fut, E);
+
+/// A reconcile function, its error policy and its context, behind the
+/// object-safe [`ErasedReconciler`].
+struct FnReconciler<K, F, Fut, E, P, D> {
+    reconcile: F,
+    error_policy: Arc<P>,
+    context: Arc<Context<D>>,
+    _types: PhantomData<Signature<K, Fut, E>>,
+}
+
+impl<K, F, Fut, E, P, D> ErasedReconciler<K> for FnReconciler<K, F, Fut, E, P, D>
+where
+    K: Send + Sync + 'static,
+    F: Fn(Arc<K>, Arc<Context<D>>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
+    E: StdError + Send + Sync + 'static,
+    P: Fn(Arc<K>, &E, Arc<Context<D>>) -> Action + Send + Sync + 'static,
+    D: Send + Sync + 'static,
+{
+    fn reconcile(&self, obj: Arc<K>) -> BoxFuture<'static, Result<Action, Failure>> {
+        let run = (self.reconcile)(Arc::clone(&obj), Arc::clone(&self.context));
+        let policy = Arc::clone(&self.error_policy);
+        let context = Arc::clone(&self.context);
+        Box::pin(async move {
+            match run.await {
+                Ok(action) => Ok(action),
+                Err(error) => {
+                    let terminal = is_terminal(&error);
+                    let then = if terminal {
+                        Action::done()
+                    } else {
+                        policy(obj, &error, context)
+                    };
+                    Err(Failure {
+                        error: Box::new(error),
+                        terminal,
+                        then,
+                    })
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,653 @@
+//! [`CachedClient`]: the client reconcilers use (controller-runtime's
+//! delegating client). Reads come from the shared informer cache, writes go
+//! to the API server, and a cached read never returns an object older than
+//! what this process last wrote.
+//!
+//! The details are on [`CachedClient`].
+
+mod write;
+
+use std::any::{Any, TypeId};
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use kube_core::{NamespaceScope, PartialObjectMeta, Resource, Selector, SelectorExt as _};
+use serde::de::DeserializeOwned;
+use tokio::time::Instant;
+
+use super::{Error, DEFAULT_CACHE_SYNC_TIMEOUT};
+use crate::cache::{
+    strip_managed_fields, InformerOptions, ObjectKey, SharedInformer, SharedInformerFactory,
+};
+use crate::{Api, Client};
+
+/// How long a cached read waits for the informer to catch up with this
+/// process's last write of the type, unless configured.
+pub const DEFAULT_FRESHNESS_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The field manager of server-side applies unless configured.
+pub const DEFAULT_FIELD_MANAGER: &str = "kubeforge";
+
+/// The prefix of the store index behind a field index (controller-runtime
+/// names them `field:<name>` too).
+const FIELD_INDEX_PREFIX: &str = "field:";
+
+/// The bounds of a type the cached client reads and writes: any
+/// `k8s-openapi` type or `#[derive(CustomResource)]` type.
+pub trait CachedObject:
+    Resource<DynamicType = (), Scope: 'static>
+    + Clone
+    + DeserializeOwned
+    + fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> CachedObject for K where
+    K: Resource<DynamicType = (), Scope: 'static>
+        + Clone
+        + DeserializeOwned
+        + fmt::Debug
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// What a cached [`list`](CachedClient::list) selects: labels and indexed
+/// fields.
+///
+/// ```
+/// use kubeforge::controller::ListOptions;
+///
+/// let options = ListOptions::default()
+///     .matching_labels([("app", "web")])
+///     .matching_field("spec.nodeName", "node-1");
+/// # let _ = options;
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct ListOptions {
+    /// Only objects whose labels match.
+    pub labels: Selector,
+    /// Only objects every named field index files under the given value
+    /// (each name must have been registered with
+    /// [`index_field`](CachedClient::index_field)).
+    pub fields: Vec<(String, String)>,
+}
+
+impl ListOptions {
+    /// Only objects matching `selector`.
+    pub fn labels(mut self, selector: impl Into<Selector>) -> Self {
+        self.labels = selector.into();
+        self
+    }
+
+    /// Only objects carrying every one of these labels with these values.
+    pub fn matching_labels<I, K, V>(mut self, labels: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        self.labels = labels
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        self
+    }
+
+    /// Only objects the field index `field` files under `value`.
+    pub fn matching_field(mut self, field: impl Into<String>, value: impl Into<String>) -> Self {
+        self.fields.push((field.into(), value.into()));
+        self
+    }
+}
+
+/// Reads from the shared cache, writes to the API server, and reads its own
+/// writes. Cheap to clone; clones share everything.
+///
+/// - **Reads** ([`get`](CachedClient::get), [`get_opt`](CachedClient::get_opt),
+///   [`list`](CachedClient::list) and their metadata-only forms) use the
+///   factory's informer for the type, creating it on first use. A new
+///   informer is waited for, at most the sync timeout, and a failure names
+///   the informer and why (`forbidden: cannot list ...`). Lists filter by
+///   label selector and by field indexes ([`index_field`](CachedClient::index_field),
+///   controller-runtime's `IndexField` + `MatchingFields`).
+/// - **Writes** ([`create`](CachedClient::create), [`replace`](CachedClient::replace),
+///   [`patch`](CachedClient::patch), [`apply`](CachedClient::apply),
+///   [`delete`](CachedClient::delete), [`patch_status`](CachedClient::patch_status),
+///   [`apply_status`](CachedClient::apply_status), and the
+///   [`finalizer`](CachedClient::finalizer) and
+///   [`create_or_update`](CachedClient::create_or_update) flows) are sent to
+///   the API server.
+/// - **Read your own writes**: each write remembers the resourceVersion the
+///   server answered with, per resource type. A later cached read of that
+///   type waits, at most the freshness timeout, until the informer has seen
+///   that resourceVersion ([`SharedInformer::wait_for_resource_version`]),
+///   so it never returns an older state than the write produced. Writes
+///   outside the cached namespace are not waited for (they cannot be read
+///   from the cache anyway); a delete answered with a `Status` carries no
+///   resourceVersion and is not either.
+/// - **Uncached reads**: [`live`](CachedClient::live) is the plain
+///   [`Client`]; [`api`](CachedClient::api) an [`Api`] over it.
+///
+/// Informers created here strip `managedFields` before caching (20-25% of
+/// a typical object) unless the client was built with
+/// [`keep_managed_fields`](CachedClientBuilder::keep_managed_fields); read
+/// them live when you need them.
+///
+/// ```no_run
+/// # async fn demo(client: kubeforge::Client) -> Result<(), kubeforge::controller::Error> {
+/// use kubeforge::cache::SharedInformerFactory;
+/// use kubeforge::controller::CachedClient;
+/// use kubeforge::k8s_openapi::api::core::v1::ConfigMap;
+///
+/// let factory = SharedInformerFactory::new(client.clone());
+/// factory.start();
+/// let cached = CachedClient::new(client, factory);
+/// let mut cm: ConfigMap = (*cached.get::<ConfigMap>("default", "settings").await?).clone();
+/// cm.data.get_or_insert_with(Default::default).insert("mode".into(), "fast".into());
+/// let written = cached.replace(&cm).await?;
+/// // Never older than `written`, even though it comes from the cache:
+/// let read = cached.get::<ConfigMap>("default", "settings").await?;
+/// assert_eq!(read.metadata.resource_version, written.metadata.resource_version);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct CachedClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: Client,
+    factory: SharedInformerFactory,
+    sync_timeout: Duration,
+    freshness_timeout: Duration,
+    strip_managed_fields: bool,
+    field_manager: String,
+    /// The informers reads use, by the `TypeId` of what they hold.
+    informers: Mutex<HashMap<TypeId, Box<dyn Any + Send + Sync>>>,
+    /// The newest resourceVersion this client wrote, per resource.
+    written: Mutex<HashMap<ResourceKey, String>>,
+}
+
+impl fmt::Debug for CachedClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CachedClient")
+            .field("namespace", &self.inner.factory.namespace())
+            .field("sync_timeout", &self.inner.sync_timeout)
+            .field("freshness_timeout", &self.inner.freshness_timeout)
+            .field("field_manager", &self.inner.field_manager)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures a [`CachedClient`].
+#[derive(Debug)]
+pub struct CachedClientBuilder {
+    client: Client,
+    factory: SharedInformerFactory,
+    sync_timeout: Duration,
+    freshness_timeout: Duration,
+    strip_managed_fields: bool,
+    field_manager: String,
+}
+
+impl CachedClientBuilder {
+    /// How long a read waits for a new informer to sync (default
+    /// [`DEFAULT_CACHE_SYNC_TIMEOUT`]).
+    pub fn sync_timeout(mut self, timeout: Duration) -> Self {
+        self.sync_timeout = timeout;
+        self
+    }
+
+    /// How long a read waits for the cache to catch up with this process's
+    /// writes (default [`DEFAULT_FRESHNESS_TIMEOUT`]).
+    pub fn freshness_timeout(mut self, timeout: Duration) -> Self {
+        self.freshness_timeout = timeout;
+        self
+    }
+
+    /// The field manager of [`apply`](CachedClient::apply) and
+    /// [`apply_status`](CachedClient::apply_status) (default
+    /// [`DEFAULT_FIELD_MANAGER`]).
+    pub fn field_manager(mut self, manager: impl Into<String>) -> Self {
+        self.field_manager = manager.into();
+        self
+    }
+
+    /// Cache objects with their `managedFields` (stripped by default).
+    pub fn keep_managed_fields(mut self) -> Self {
+        self.strip_managed_fields = false;
+        self
+    }
+
+    /// The client.
+    pub fn build(self) -> CachedClient {
+        CachedClient {
+            inner: Arc::new(Inner {
+                client: self.client,
+                factory: self.factory,
+                sync_timeout: self.sync_timeout,
+                freshness_timeout: self.freshness_timeout,
+                strip_managed_fields: self.strip_managed_fields,
+                field_manager: self.field_manager,
+                informers: Mutex::new(HashMap::new()),
+                written: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+}
+
+/// A resource type, as the read-your-own-writes bookkeeping names it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct ResourceKey {
+    group: Cow<'static, str>,
+    plural: Cow<'static, str>,
+}
+
+impl ResourceKey {
+    fn of<K: Resource<DynamicType = ()>>() -> Self {
+        Self {
+            group: K::group(&()),
+            plural: K::plural(&()),
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section is a map insert or look-up: a panic cannot
+    // leave the map half-changed.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Whether having seen resourceVersion `seen` means `wanted` was seen.
+fn covers(seen: &str, wanted: &str) -> bool {
+    seen == wanted || !newer(wanted, seen) && seen.parse::<u64>().is_ok()
+}
+
+/// Whether `candidate` is a later resourceVersion than `current`: as
+/// numbers when both parse (kube-apiserver's are etcd revisions), else the
+/// newest write wins.
+fn newer(candidate: &str, current: &str) -> bool {
+    match (candidate.parse::<u64>(), current.parse::<u64>()) {
+        (Ok(a), Ok(b)) => a > b,
+        _ => candidate != current,
+    }
+}
+
+impl CachedClient {
+    /// A client reading from `factory`'s informers and writing through
+    /// `client`, with the default timeouts and field manager.
+    pub fn new(client: Client, factory: SharedInformerFactory) -> Self {
+        Self::builder(client, factory).build()
+    }
+
+    /// A builder for other timeouts, field manager or caching options.
+    pub fn builder(client: Client, factory: SharedInformerFactory) -> CachedClientBuilder {
+        CachedClientBuilder {
+            client,
+            factory,
+            sync_timeout: DEFAULT_CACHE_SYNC_TIMEOUT,
+            freshness_timeout: DEFAULT_FRESHNESS_TIMEOUT,
+            strip_managed_fields: true,
+            field_manager: DEFAULT_FIELD_MANAGER.to_owned(),
+        }
+    }
+
+    /// The plain client, for uncached reads and anything else (controller-
+    /// runtime's `APIReader`). Writes made through it are not tracked for
+    /// read-your-own-writes unless passed to
+    /// [`observe_write`](Self::observe_write).
+    pub fn live(&self) -> &Client {
+        &self.inner.client
+    }
+
+    /// An [`Api`] over the plain client for objects of `K` in `namespace`.
+    pub fn api<K>(&self, namespace: &str) -> Api<K>
+    where
+        K: Resource<DynamicType = ()>,
+        K::Scope: NamespaceScope,
+    {
+        Api::namespaced(self.inner.client.clone(), namespace)
+    }
+
+    /// An [`Api`] over the plain client for every object of `K`.
+    pub fn api_all<K: Resource<DynamicType = ()>>(&self) -> Api<K> {
+        Api::all(self.inner.client.clone())
+    }
+
+    /// The informer factory reads come from.
+    pub fn factory(&self) -> &SharedInformerFactory {
+        &self.inner.factory
+    }
+
+    /// The field manager of [`apply`](Self::apply).
+    pub fn field_manager(&self) -> &str {
+        &self.inner.field_manager
+    }
+
+    /// How long reads wait for a new informer to sync.
+    pub fn sync_timeout(&self) -> Duration {
+        self.inner.sync_timeout
+    }
+
+    fn informer_options<C: Resource + 'static>(&self) -> InformerOptions<C> {
+        let options = InformerOptions::default();
+        if self.inner.strip_managed_fields {
+            options.transform(strip_managed_fields())
+        } else {
+            options
+        }
+    }
+
+    /// The informer of `K` that reads use (and controllers watching `K`
+    /// share), created on first use. It starts once the factory is started.
+    pub fn informer<K: CachedObject>(&self) -> SharedInformer<K> {
+        self.cached_informer(|| self.inner.factory.informer_with(self.informer_options()))
+    }
+
+    /// The informer of `K` for `options` (namespace, selectors), caching
+    /// as this client does (without `managedFields`) unless `options` sets
+    /// its own transform.
+    pub fn informer_with<K: CachedObject>(
+        &self,
+        mut options: InformerOptions<K>,
+    ) -> SharedInformer<K> {
+        if options.transform.is_none() {
+            options.transform = self.informer_options::<K>().transform;
+        }
+        self.inner.factory.informer_with(options)
+    }
+
+    /// The metadata-only informer of `K` that metadata reads use (and
+    /// `owns()` watches share).
+    pub fn metadata_informer<K: CachedObject>(&self) -> SharedInformer<PartialObjectMeta<K>> {
+        self.cached_informer(|| {
+            self.inner
+                .factory
+                .metadata_informer::<K>(self.informer_options())
+        })
+    }
+
+    fn cached_informer<C: Send + Sync + 'static>(
+        &self,
+        create: impl FnOnce() -> SharedInformer<C>,
+    ) -> SharedInformer<C> {
+        let mut informers = lock(&self.inner.informers);
+        if let Some(found) = informers
+            .get(&TypeId::of::<C>())
+            .and_then(|i| i.downcast_ref::<SharedInformer<C>>())
+        {
+            return found.clone();
+        }
+        let informer = create();
+        informers.insert(TypeId::of::<C>(), Box::new(informer.clone()));
+        informer
+    }
+
+    /// Adds a field index on `K`'s cached objects (controller-runtime's
+    /// `IndexField`): `extract` gives the values an object is filed under
+    /// for `field`, and [`ListOptions::matching_field`] looks them up.
+    /// Creates the informer of `K` if needed. A field indexed twice is
+    /// [`Error::Cache`] (`index ... already exists`).
+    pub fn index_field<K, F>(&self, field: &str, extract: F) -> Result<(), Error>
+    where
+        K: CachedObject,
+        F: Fn(&K) -> Vec<String> + Send + Sync + 'static,
+    {
+        self.informer::<K>()
+            .add_index(format!("{FIELD_INDEX_PREFIX}{field}"), extract)
+            .map_err(Error::Cache)
+    }
+
+    /// Records a write made outside this client (the object the server
+    /// answered with), so later cached reads of its type wait for it.
+    pub fn observe_write<K: Resource<DynamicType = ()>>(&self, written: &K) {
+        let meta = written.meta();
+        let Some(rv) = meta.resource_version.as_deref().filter(|rv| !rv.is_empty()) else {
+            return;
+        };
+        // A write outside the cached namespace is never seen by the
+        // informer except through a bookmark: do not make reads wait for it.
+        if let (Some(cached), Some(ns)) =
+            (self.inner.factory.namespace(), meta.namespace.as_deref())
+        {
+            if cached != ns {
+                return;
+            }
+        }
+        let mut written = lock(&self.inner.written);
+        match written.get_mut(&ResourceKey::of::<K>()) {
+            Some(current) => {
+                if newer(rv, current) {
+                    rv.clone_into(current);
+                }
+            }
+            None => {
+                written.insert(ResourceKey::of::<K>(), rv.to_owned());
+            }
+        }
+    }
+
+    fn written_version(&self, key: &ResourceKey) -> Option<String> {
+        lock(&self.inner.written).get(key).cloned()
+    }
+
+    /// Makes `informer` ready for a read of `K`: started, synced (bounded)
+    /// and at least as fresh as this client's last write of `K` (bounded).
+    pub(crate) async fn ready<K, C>(&self, informer: &SharedInformer<C>) -> Result<(), Error>
+    where
+        K: Resource<DynamicType = ()>,
+    {
+        if !informer.has_synced() {
+            if !self.inner.factory.is_started() {
+                return Err(Error::CacheNotStarted {
+                    informer: informer.id().to_string(),
+                });
+            }
+            informer
+                .wait_for_cache_sync(self.inner.sync_timeout)
+                .await
+                .map_err(|e| Error::CacheSync(Box::new(e)))?;
+        }
+        if let Some(rv) = self.written_version(&ResourceKey::of::<K>()) {
+            let deadline = Instant::now() + self.inner.freshness_timeout;
+            informer
+                .wait_for_resource_version(&rv, self.inner.freshness_timeout)
+                .await
+                .map_err(Error::StaleCache)?;
+            // The informer announces a resourceVersion just before its store
+            // takes the object in (both under the informer's lock, which
+            // readers do not take): confirm with the store itself, which
+            // records the version in the same write as the object.
+            let store = informer.store();
+            let mut spins = 0_u32;
+            while !store
+                .last_sync_resource_version()
+                .is_some_and(|seen| covers(&seen, &rv))
+            {
+                if Instant::now() >= deadline {
+                    return Err(Error::StaleCache(
+                        crate::cache::Error::ResourceVersionTimeout {
+                            informer: informer.name().to_owned(),
+                            wanted: rv,
+                            seen: store.last_sync_resource_version(),
+                            waited: self.inner.freshness_timeout,
+                        },
+                    ));
+                }
+                spins += 1;
+                if spins < 64 {
+                    tokio::task::yield_now().await;
+                } else {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses a namespace the cache does not hold.
+    fn cached_namespace<'a>(&self, namespace: &'a str) -> Result<Option<&'a str>, Error> {
+        if namespace.is_empty() {
+            return Ok(None);
+        }
+        match self.inner.factory.namespace() {
+            Some(cached) if cached != namespace => Err(Error::NamespaceNotCached {
+                namespace: namespace.to_owned(),
+                cached: cached.to_owned(),
+            }),
+            _ => Ok(Some(namespace)),
+        }
+    }
+
+    /// The cached object `name` in `namespace` (`""` for cluster-scoped
+    /// objects); a missing object is [`Error::NotFound`] (see
+    /// [`Error::is_not_found`]).
+    pub async fn get<K: CachedObject>(&self, namespace: &str, name: &str) -> Result<Arc<K>, Error> {
+        self.get_opt::<K>(namespace, name)
+            .await?
+            .ok_or_else(|| Error::NotFound {
+                resource: K::plural(&()).into_owned(),
+                key: ObjectKey::new(Some(namespace.to_owned()), name).to_string(),
+            })
+    }
+
+    /// The cached object `name` in `namespace`, `None` when there is none.
+    pub async fn get_opt<K: CachedObject>(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Arc<K>>, Error> {
+        let namespace = self.cached_namespace(namespace)?;
+        let informer = self.informer::<K>();
+        self.ready::<K, K>(&informer).await?;
+        Ok(informer.store().get_by(namespace, name))
+    }
+
+    /// The cached metadata of object `name` in `namespace`, `None` when
+    /// there is none. Uses the metadata-only informer, so reading owned
+    /// objects this way costs no second copy of their bodies.
+    pub async fn get_metadata_opt<K: CachedObject>(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Arc<PartialObjectMeta<K>>>, Error> {
+        let namespace = self.cached_namespace(namespace)?;
+        let informer = self.metadata_informer::<K>();
+        self.ready::<K, _>(&informer).await?;
+        Ok(informer.store().get_by(namespace, name))
+    }
+
+    /// The cached objects of `K` in `namespace` (`""`: every cached
+    /// namespace) that match `options`, in no particular order.
+    pub async fn list<K: CachedObject>(
+        &self,
+        namespace: &str,
+        options: &ListOptions,
+    ) -> Result<Vec<Arc<K>>, Error> {
+        let namespace = self.cached_namespace(namespace)?;
+        let informer = self.informer::<K>();
+        self.ready::<K, K>(&informer).await?;
+        select(&informer, namespace, options, &K::plural(&()))
+    }
+
+    /// The cached metadata of the objects of `K` in `namespace` that match
+    /// `options` (field indexes are not available on metadata informers).
+    pub async fn list_metadata<K: CachedObject>(
+        &self,
+        namespace: &str,
+        options: &ListOptions,
+    ) -> Result<Vec<Arc<PartialObjectMeta<K>>>, Error> {
+        let namespace = self.cached_namespace(namespace)?;
+        let informer = self.metadata_informer::<K>();
+        self.ready::<K, _>(&informer).await?;
+        select(&informer, namespace, options, &K::plural(&()))
+    }
+}
+
+/// The objects of `informer` in `namespace` matching `options`.
+fn select<C: Resource>(
+    informer: &SharedInformer<C>,
+    namespace: Option<&str>,
+    options: &ListOptions,
+    resource: &str,
+) -> Result<Vec<Arc<C>>, Error> {
+    let store = informer.store();
+    let mut objects = match options.fields.split_first() {
+        None => match namespace {
+            Some(ns) => store.list_namespace(ns),
+            None => store.list(),
+        },
+        Some(((field, value), rest)) => {
+            let by_field = |field: &str, value: &str| {
+                store
+                    .by_index(&format!("{FIELD_INDEX_PREFIX}{field}"), value)
+                    .map_err(|_| Error::FieldNotIndexed {
+                        field: field.to_owned(),
+                        resource: resource.to_owned(),
+                    })
+            };
+            let mut objects = by_field(field, value)?;
+            for (field, value) in rest {
+                let keep: HashSet<ObjectKey> = by_field(field, value)?
+                    .iter()
+                    .map(|o| ObjectKey::of(o.as_ref()))
+                    .collect();
+                objects.retain(|o| keep.contains(&ObjectKey::of(o.as_ref())));
+            }
+            if let Some(ns) = namespace {
+                objects.retain(|o| o.meta().namespace.as_deref() == Some(ns));
+            }
+            objects
+        }
+    };
+    if !options.labels.selects_all() {
+        let empty = Default::default();
+        objects.retain(|o| {
+            options
+                .labels
+                .matches(o.meta().labels.as_ref().unwrap_or(&empty))
+        });
+    }
+    Ok(objects)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_versions_compare_as_numbers() {
+        assert!(newer("10", "9"));
+        assert!(!newer("9", "10"));
+        assert!(!newer("10", "10"));
+        assert!(newer("abc", "10"));
+        assert!(!newer("abc", "abc"));
+        assert!(covers("10", "9"));
+        assert!(covers("10", "10"));
+        assert!(!covers("9", "10"));
+        assert!(covers("abc", "abc"));
+        assert!(!covers("abc", "10"));
+        assert!(!covers("10", "abc"));
+    }
+
+    #[test]
+    fn list_options_collect_labels_and_fields() {
+        let options = ListOptions::default()
+            .matching_labels([("app", "web")])
+            .matching_field("spec.nodeName", "n1");
+        assert!(!options.labels.selects_all());
+        assert_eq!(
+            options.fields,
+            [("spec.nodeName".to_owned(), "n1".to_owned())]
+        );
+    }
+}

@@ -1,0 +1,451 @@
+//! [`Controller`]: the reconcile loop (controller-runtime's internal
+//! `Controller.Start` and `reconcileHandler`).
+//!
+//! Running a controller adds its handlers to its informers, starts the
+//! factory, waits (bounded) for every informer to sync, then starts
+//! `concurrency` workers. Each worker takes a key from the queue, reads the
+//! object's current state from the primary informer's store (level
+//! triggered: a burst of events for one key is one reconcile of the latest
+//! state), runs the reconcile in a tracing span and a panic guard, and
+//! turns the result into queue calls (see [`Action`]).
+//!
+//! A key whose object is no longer in the cache is skipped: the object was
+//! deleted, and there is nothing to reconcile. Work that must happen on
+//! deletion belongs in a finalizer (see [`finalizer`](super::finalizer)),
+//! which keeps the object, marked as deleting, until the reconcile has
+//! done it (kube-rs works the same way).
+//!
+//! Stopping stops taking keys, lets the reconciles in flight finish within
+//! the graceful shutdown timeout (then abandons them, with a log naming
+//! their keys), shuts the queue down and removes the handlers.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::error::Error as StdError;
+use std::fmt;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::future::{join_all, BoxFuture};
+use futures::FutureExt as _;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
+
+use super::action::ErrorChain;
+use super::builder::Source;
+use super::metrics::Handles;
+use super::{Action, CachedClient, CachedObject, Error};
+use crate::cache::{ObjectKey, SharedInformer};
+use crate::workqueue::WorkQueue;
+
+/// A reconcile function with its context and error policy, type-erased.
+pub(crate) trait ErasedReconciler<K>: Send + Sync {
+    fn reconcile(&self, obj: Arc<K>) -> BoxFuture<'static, Result<Action, Failure>>;
+}
+
+/// A failed reconcile: the error, whether it is terminal, and what the
+/// error policy wants next.
+pub(crate) struct Failure {
+    pub(crate) error: Box<dyn StdError + Send + Sync>,
+    pub(crate) terminal: bool,
+    pub(crate) then: Action,
+}
+
+/// What a builder hands over.
+pub(crate) struct ControllerParts<K> {
+    pub(crate) name: Arc<str>,
+    pub(crate) queue: WorkQueue<ObjectKey>,
+    pub(crate) client: CachedClient,
+    pub(crate) primary: SharedInformer<K>,
+    pub(crate) sources: Vec<Box<dyn Source>>,
+    pub(crate) reconciler: Arc<dyn ErasedReconciler<K>>,
+    pub(crate) concurrency: usize,
+    pub(crate) cache_sync_timeout: Duration,
+    pub(crate) shutdown_timeout: Duration,
+    pub(crate) recover_panic: bool,
+    pub(crate) metrics: Handles,
+}
+
+/// A controller ready to [`run`](Self::run): built by
+/// [`ControllerBuilder::reconcile`](super::ControllerBuilder::reconcile).
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use kubeforge::cache::SharedInformerFactory;
+/// use kubeforge::controller::{Action, CachedClient, Context, Controller};
+/// use kubeforge::k8s_openapi::api::core::v1::ConfigMap;
+/// use kubeforge::manager::CancellationToken;
+///
+/// async fn reconcile(cm: Arc<ConfigMap>, _ctx: Arc<Context<()>>) -> Result<Action, kubeforge::controller::Error> {
+///     tracing::info!(name = ?cm.metadata.name, "seen");
+///     Ok(Action::done())
+/// }
+///
+/// # async fn demo(client: kubeforge::Client) -> Result<(), kubeforge::controller::Error> {
+/// let factory = SharedInformerFactory::new(client.clone());
+/// let controller = Controller::<ConfigMap>::builder(CachedClient::new(client, factory))
+///     .concurrency(2)
+///     .reconcile(reconcile, ());
+/// let stop = CancellationToken::new();
+/// controller.run(stop).await?;
+/// # Ok(())
+/// # }
+/// ```
+pub struct Controller<K> {
+    parts: ControllerParts<K>,
+}
+
+impl<K> fmt::Debug for Controller<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Controller")
+            .field("name", &self.parts.name)
+            .field("concurrency", &self.parts.concurrency)
+            .field(
+                "sources",
+                &self
+                    .parts
+                    .sources
+                    .iter()
+                    .map(|s| s.describe())
+                    .collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the workers share.
+struct Runtime<K> {
+    name: Arc<str>,
+    queue: WorkQueue<ObjectKey>,
+    client: CachedClient,
+    primary: SharedInformer<K>,
+    reconciler: Arc<dyn ErasedReconciler<K>>,
+    recover_panic: bool,
+    metrics: Handles,
+    /// The key each busy worker holds, to name them if abandoned.
+    in_flight: Mutex<BTreeMap<usize, ObjectKey>>,
+}
+
+impl<K: CachedObject> Controller<K> {
+    pub(crate) fn from_parts(parts: ControllerParts<K>) -> Self {
+        Self { parts }
+    }
+
+    /// The controller's name.
+    pub fn name(&self) -> &str {
+        &self.parts.name
+    }
+
+    /// The controller's workqueue (for inspection; the controller owns it).
+    pub fn queue(&self) -> &WorkQueue<ObjectKey> {
+        &self.parts.queue
+    }
+
+    /// Runs the controller until `stop` is cancelled, then stops gracefully.
+    ///
+    /// Fails if an informer does not sync within the cache-sync timeout
+    /// ([`Error::CacheSync`], naming it and why), or, with
+    /// [`recover_panic`](super::ControllerBuilder::recover_panic) off, when a
+    /// reconcile panics.
+    pub async fn run(self, stop: CancellationToken) -> Result<(), Error> {
+        let ControllerParts {
+            name,
+            queue,
+            client,
+            primary,
+            sources,
+            reconciler,
+            concurrency,
+            cache_sync_timeout,
+            shutdown_timeout,
+            recover_panic,
+            metrics,
+        } = self.parts;
+        let span = tracing::info_span!("controller", controller = %name);
+        async move {
+            // Handlers first, so no event between the sync and the workers
+            // is missed; the queue collapses the replayed cache.
+            let mut registrations = Vec::with_capacity(sources.len());
+            for source in &sources {
+                match source.start() {
+                    Ok(registration) => registrations.push(registration),
+                    Err(e) => {
+                        registrations.iter().for_each(|r| r.remove());
+                        queue.shutdown();
+                        return Err(Error::Cache(e));
+                    }
+                }
+            }
+            let remove_handlers = || registrations.iter().for_each(|r| r.remove());
+            client.factory().start();
+            tracing::info!(sources = sources.len(), "starting event sources");
+            let synced = tokio::select! {
+                results = join_all(sources.iter().map(|s| s.wait_for_sync(cache_sync_timeout))) => results,
+                () = stop.cancelled() => {
+                    remove_handlers();
+                    queue.shutdown();
+                    return Ok(());
+                }
+            };
+            if let Some(failed) = synced.into_iter().find_map(Result::err) {
+                remove_handlers();
+                queue.shutdown();
+                tracing::error!(error = %failed, "informer did not sync");
+                return Err(Error::CacheSync(Box::new(failed)));
+            }
+
+            tracing::info!(workers = concurrency, "starting workers");
+            let runtime = Arc::new(Runtime {
+                name: Arc::clone(&name),
+                queue: queue.clone(),
+                client,
+                primary,
+                reconciler,
+                recover_panic,
+                metrics,
+                in_flight: Mutex::new(BTreeMap::new()),
+            });
+            let halt = stop.child_token();
+            let mut workers = JoinSet::new();
+            for id in 0..concurrency {
+                workers.spawn(worker(Arc::clone(&runtime), id, halt.clone()).in_current_span());
+            }
+
+            let mut result = Ok(());
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => break,
+                    joined = workers.join_next() => match joined {
+                        Some(Ok(Ok(()))) => {}
+                        Some(Ok(Err(e))) => {
+                            result = Err(e);
+                            break;
+                        }
+                        Some(Err(e)) => {
+                            result = Err(Error::WorkerFailed {
+                                controller: name.to_string(),
+                                message: e.to_string(),
+                            });
+                            break;
+                        }
+                        None => break,
+                    },
+                }
+            }
+
+            tracing::info!("stopping: no new reconciles; waiting for the ones in flight");
+            halt.cancel();
+            let drained = tokio::time::timeout(shutdown_timeout, async {
+                while workers.join_next().await.is_some() {}
+            })
+            .await;
+            if drained.is_err() {
+                let abandoned: Vec<String> = runtime
+                    .in_flight
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .values()
+                    .map(ToString::to_string)
+                    .collect();
+                tracing::warn!(
+                    timeout = ?shutdown_timeout,
+                    ?abandoned,
+                    "reconciles still running after the graceful shutdown timeout: abandoning them"
+                );
+                workers.abort_all();
+            }
+            queue.shutdown();
+            remove_handlers();
+            tracing::info!("stopped");
+            result
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+/// One worker: takes keys until told to stop (or the queue shuts down).
+async fn worker<K: CachedObject>(
+    runtime: Arc<Runtime<K>>,
+    id: usize,
+    halt: CancellationToken,
+) -> Result<(), Error> {
+    loop {
+        let key = tokio::select! {
+            biased;
+            () = halt.cancelled() => return Ok(()),
+            key = runtime.queue.get() => match key {
+                Some(key) => key,
+                None => return Ok(()),
+            },
+        };
+        runtime.set_in_flight(id, Some(&key));
+        let outcome = runtime.process(&key).await;
+        runtime.set_in_flight(id, None);
+        runtime.queue.done(&key);
+        outcome?;
+    }
+}
+
+/// A reconcile id in UUID (version 4) form, as controller-runtime's
+/// `reconcileID`.
+fn reconcile_id() -> String {
+    let hi = fastrand::u64(..);
+    let lo = fastrand::u64(..);
+    let hi = (hi & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000;
+    let lo = (lo & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        hi >> 32,
+        (hi >> 16) & 0xffff,
+        hi & 0xffff,
+        lo >> 48,
+        lo & 0xffff_ffff_ffff
+    )
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".to_owned())
+}
+
+impl<K: CachedObject> Runtime<K> {
+    fn set_in_flight(&self, worker: usize, key: Option<&ObjectKey>) {
+        let mut in_flight = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match key {
+            Some(key) => in_flight.insert(worker, key.clone()),
+            None => in_flight.remove(&worker),
+        };
+    }
+
+    /// The object's current state: from the primary informer, once it has
+    /// seen this process's last write of the type.
+    async fn read(&self, key: &ObjectKey) -> Result<Option<Arc<K>>, Error> {
+        self.client.ready::<K, K>(&self.primary).await?;
+        Ok(self.primary.store().get(key))
+    }
+
+    /// Reconciles one key and requeues it as the result says.
+    async fn process(&self, key: &ObjectKey) -> Result<(), Error> {
+        let obj = match self.read(key).await {
+            Ok(Some(obj)) => obj,
+            Ok(None) => {
+                tracing::debug!(%key, "object is no longer in the cache (deleted): nothing to reconcile");
+                self.queue.forget(key);
+                return Ok(());
+            }
+            Err(e) => {
+                tracing::error!(%key, error = %ErrorChain(&e), "cannot read the object from the cache; retrying");
+                self.queue.add_rate_limited(key.clone());
+                return Ok(());
+            }
+        };
+
+        let span = tracing::info_span!(
+            "reconcile",
+            controller = %self.name,
+            namespace = key.namespace_or_empty(),
+            name = %key.name,
+            reconcile_id = %reconcile_id(),
+        );
+        self.metrics.active_workers.inc();
+        let started = Instant::now();
+        let result = AssertUnwindSafe(self.reconciler.reconcile(obj).instrument(span.clone()))
+            .catch_unwind()
+            .await;
+        self.metrics.time.observe(started.elapsed().as_secs_f64());
+        self.metrics.active_workers.dec();
+
+        span.in_scope(|| match result {
+            Ok(Ok(action)) => {
+                tracing::debug!(%action, "reconciled");
+                self.metrics.result(action.result_label()).inc();
+                self.requeue(key, action, true);
+                Ok(())
+            }
+            Ok(Err(failure)) => {
+                self.metrics.errors.inc();
+                self.metrics.error.inc();
+                let error = ErrorChain(&*failure.error);
+                if failure.terminal {
+                    self.metrics.terminal_errors.inc();
+                    tracing::error!(%key, %error, "reconciler error (terminal: not retried)");
+                } else {
+                    tracing::error!(%key, %error, then = %failure.then, "reconciler error");
+                    self.requeue(key, failure.then, false);
+                }
+                Ok(())
+            }
+            Err(payload) => {
+                let message = panic_message(&*payload);
+                self.metrics.panics.inc();
+                self.metrics.errors.inc();
+                self.metrics.error.inc();
+                tracing::error!(%key, panic = %message, "reconciler panicked");
+                if self.recover_panic {
+                    self.queue.add_rate_limited(key.clone());
+                    Ok(())
+                } else {
+                    Err(Error::ReconcilerPanicked {
+                        controller: self.name.to_string(),
+                        key: key.to_string(),
+                        message,
+                    })
+                }
+            }
+        })
+    }
+
+    /// controller-runtime's result handling. After a success,
+    /// `requeue_after` forgets the failures first; after an error the
+    /// failure history is kept, so the backoff keeps growing.
+    fn requeue(&self, key: &ObjectKey, action: Action, succeeded: bool) {
+        if let Some(delay) = action.requeue_after_duration() {
+            if succeeded {
+                self.queue.forget(key);
+            }
+            self.queue.add_after(key.clone(), delay);
+        } else if action.is_rate_limited_requeue() {
+            self.queue.add_rate_limited(key.clone());
+        } else {
+            self.queue.forget(key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reconcile_ids_are_version_4_uuids() {
+        let id = reconcile_id();
+        let groups: Vec<&str> = id.split('-').collect();
+        assert_eq!(
+            groups.iter().map(|g| g.len()).collect::<Vec<_>>(),
+            [8, 4, 4, 4, 12]
+        );
+        assert!(groups[2].starts_with('4'));
+        assert!(matches!(
+            groups[3].chars().next(),
+            Some('8' | '9' | 'a' | 'b')
+        ));
+        assert_ne!(reconcile_id(), id);
+    }
+
+    #[test]
+    fn panic_messages_are_read_from_str_and_string_payloads() {
+        assert_eq!(panic_message(&"boom"), "boom");
+        assert_eq!(panic_message(&String::from("bang")), "bang");
+        assert_eq!(panic_message(&42_u8), "non-string panic payload");
+    }
+}

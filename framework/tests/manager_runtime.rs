@@ -1,0 +1,596 @@
+//! The manager against the in-process API server: `/readyz` turns ready
+//! only once the caches have synced, `/metrics` scrapes and parses with the
+//! reconcile and workqueue series, graceful shutdown finishes an in-flight
+//! reconcile (and abandons one past the timeout), leader election between
+//! two managers on one Lease (exactly one reconciles; the other takes over
+//! when the leader stops, with and without releasing the lease; never two
+//! leaders at once), losing the lease stops the manager with an error, and
+//! start-up failures are named.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kubeforge::controller::{Action, Context};
+use kubeforge::kube_core::params::{Patch, PatchParams, PostParams};
+use kubeforge::kube_core::ObjectMeta;
+use kubeforge::manager::{CancellationToken, Error, Leadership, Manager, ManagerBuilder};
+use kubeforge::testing::{ApiServer, Failure, RequestMatch};
+use kubeforge::Api;
+use serde_json::json;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+use tokio::task::JoinHandle;
+use tokio::time::{sleep, Instant};
+
+const NS: &str = "default";
+const PATIENCE: Duration = Duration::from_secs(30);
+
+#[derive(Debug, thiserror::Error)]
+#[error("never")]
+struct Never;
+
+fn init_tracing() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+}
+
+/// A kind whose CRD is never installed.
+#[derive(
+    kubeforge::CustomResource,
+    serde::Serialize,
+    serde::Deserialize,
+    Clone,
+    Debug,
+    kubeforge::JsonSchema,
+)]
+#[crd(group = "absent.kubeforge.dev", version = "v1", kind = "Ghost")]
+pub struct GhostSpec {
+    /// Nothing.
+    pub x: i32,
+}
+
+fn cm(name: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(NS.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+fn builder(server: &ApiServer) -> ManagerBuilder {
+    Manager::builder()
+        .client(server.client().expect("client"))
+        .metrics_bind_address("0")
+        .health_probe_bind_address("0")
+}
+
+/// A plain HTTP/1.1 GET: status code and body.
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.unwrap();
+    let response = String::from_utf8(response).expect("UTF-8 response");
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .expect("a complete response");
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("a status line");
+    (code, body.to_owned())
+}
+
+async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn run(mgr: Manager) -> (CancellationToken, JoinHandle<Result<(), Error>>) {
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(mgr.run_until(stop.clone()));
+    (stop, task)
+}
+
+/// Parses an OpenMetrics text exposition into `series -> value`, failing
+/// on any malformed line.
+fn parse_metrics(text: &str) -> BTreeMap<String, f64> {
+    assert!(
+        text.trim_end().ends_with("# EOF"),
+        "OpenMetrics text ends with # EOF"
+    );
+    let mut samples = BTreeMap::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let (series, value) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("bad line {line:?}"));
+        let value: f64 = value
+            .parse()
+            .unwrap_or_else(|_| panic!("bad value in {line:?}"));
+        if let Some((name, labels)) = series.split_once('{') {
+            assert!(labels.ends_with('}'), "bad labels in {line:?}");
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
+                "bad name in {line:?}"
+            );
+        }
+        samples.insert(series.to_owned(), value);
+    }
+    samples
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_flips_after_cache_sync_and_metrics_scrape_with_reconcile_and_queue_series() {
+    init_tracing();
+    let server = ApiServer::start().await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(server.client().unwrap(), NS);
+    api.create(&PostParams::default(), &cm("seed"))
+        .await
+        .unwrap();
+    // The first lists fail: the cache syncs only after the reflector's
+    // backoff (800 ms and up).
+    server.faults().fail_next(
+        2,
+        RequestMatch::verb("list").resource("configmaps"),
+        Failure::InternalError,
+    );
+    let mgr = builder(&server)
+        .metrics_bind_address("127.0.0.1:0")
+        .health_probe_bind_address("127.0.0.1:0")
+        .build()
+        .await
+        .unwrap();
+    let probes = mgr.health_probe_address().expect("probes on");
+    let metrics = mgr.metrics_address().expect("metrics on");
+    assert_ne!(probes, metrics);
+    let reconciled = Arc::new(AtomicUsize::new(0));
+    mgr.controller::<ConfigMap>().concurrency(2).reconcile(
+        |_: Arc<ConfigMap>, ctx: Arc<Context<Arc<AtomicUsize>>>| async move {
+            ctx.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, Never>(Action::done())
+        },
+        Arc::clone(&reconciled),
+    );
+    let (stop, task) = run(mgr);
+
+    let (code, body) = http_get(probes, "/readyz").await;
+    assert_eq!(code, 500, "not ready before the caches sync: {body}");
+    assert!(body.contains("[-]informer-sync failed"), "{body}");
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let (code, body) = http_get(probes, "/readyz").await;
+        if code == 200 {
+            assert_eq!(body, "ok");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never ready: {body}");
+        sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(http_get(probes, "/healthz").await.0, 200);
+    eventually("the seed object's reconcile", || {
+        reconciled.load(Ordering::SeqCst) >= 1
+    })
+    .await;
+
+    let (code, text) = http_get(metrics, "/metrics").await;
+    assert_eq!(code, 200);
+    let samples = parse_metrics(&text);
+    let get = |series: &str| {
+        *samples
+            .get(series)
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+    };
+    assert!(
+        get(r#"controller_runtime_reconcile_total{controller="configmap",result="success"}"#)
+            >= 1.0
+    );
+    assert_eq!(
+        get(r#"controller_runtime_reconcile_errors_total{controller="configmap"}"#),
+        0.0
+    );
+    assert_eq!(
+        get(r#"controller_runtime_max_concurrent_reconciles{controller="configmap"}"#),
+        2.0
+    );
+    assert_eq!(
+        get(r#"controller_runtime_active_workers{controller="configmap"}"#),
+        0.0
+    );
+    assert!(
+        get(r#"controller_runtime_reconcile_time_seconds_count{controller="configmap"}"#) >= 1.0
+    );
+    assert!(get(r#"workqueue_adds_total{name="configmap",controller="configmap"}"#) >= 1.0);
+    assert_eq!(
+        get(r#"workqueue_depth{name="configmap",controller="configmap"}"#),
+        0.0
+    );
+    assert!(
+        get(r#"workqueue_queue_duration_seconds_count{name="configmap",controller="configmap"}"#)
+            >= 1.0
+    );
+    assert!(
+        samples.contains_key(r#"workqueue_retries_total{name="configmap",controller="configmap"}"#)
+    );
+
+    stop.cancel();
+    task.await.unwrap().unwrap();
+    assert!(
+        TcpStream::connect(probes).await.is_err(),
+        "servers stop with the manager"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_shutdown_lets_an_in_flight_reconcile_finish() {
+    init_tracing();
+    let server = ApiServer::start().await.unwrap();
+    let mgr = builder(&server).build().await.unwrap();
+
+    #[derive(Default)]
+    struct Flags {
+        started: AtomicBool,
+        finished: AtomicBool,
+    }
+    let flags = Arc::new(Flags::default());
+    mgr.controller::<ConfigMap>().reconcile(
+        |_: Arc<ConfigMap>, ctx: Arc<Context<Arc<Flags>>>| async move {
+            ctx.started.store(true, Ordering::SeqCst);
+            sleep(Duration::from_millis(500)).await;
+            ctx.finished.store(true, Ordering::SeqCst);
+            Ok::<_, Never>(Action::done())
+        },
+        Arc::clone(&flags),
+    );
+    let (stop, task) = run(mgr);
+    let api: Api<ConfigMap> = Api::namespaced(server.client().unwrap(), NS);
+    api.create(&PostParams::default(), &cm("slow"))
+        .await
+        .unwrap();
+    eventually("the reconcile to start", || {
+        flags.started.load(Ordering::SeqCst)
+    })
+    .await;
+    stop.cancel();
+    task.await.unwrap().unwrap();
+    assert!(
+        flags.finished.load(Ordering::SeqCst),
+        "the manager returned before the in-flight reconcile finished"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_abandons_reconciles_that_outlast_the_timeout() {
+    init_tracing();
+    let server = ApiServer::start().await.unwrap();
+    let mgr = builder(&server)
+        .graceful_shutdown_timeout(Duration::from_millis(200))
+        .build()
+        .await
+        .unwrap();
+    let started = Arc::new(AtomicBool::new(false));
+    mgr.controller::<ConfigMap>().reconcile(
+        |_: Arc<ConfigMap>, ctx: Arc<Context<Arc<AtomicBool>>>| async move {
+            ctx.store(true, Ordering::SeqCst);
+            sleep(Duration::from_secs(3600)).await;
+            Ok::<_, Never>(Action::done())
+        },
+        Arc::clone(&started),
+    );
+    let (stop, task) = run(mgr);
+    let api: Api<ConfigMap> = Api::namespaced(server.client().unwrap(), NS);
+    api.create(&PostParams::default(), &cm("stuck"))
+        .await
+        .unwrap();
+    eventually("the reconcile to start", || started.load(Ordering::SeqCst)).await;
+    let asked = Instant::now();
+    stop.cancel();
+    tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("the manager gives up on the stuck reconcile")
+        .unwrap()
+        .unwrap();
+    assert!(
+        asked.elapsed() >= Duration::from_millis(200),
+        "it waited the timeout first"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cache_that_cannot_sync_fails_the_start_naming_the_informer() {
+    init_tracing();
+    let server = ApiServer::start().await.unwrap();
+    let mgr = builder(&server)
+        .cache_sync_timeout(Duration::from_secs(2))
+        .build()
+        .await
+        .unwrap();
+    // No CRD serves this type: every list answers 404.
+    mgr.controller::<Ghost>().reconcile(
+        |_: Arc<Ghost>, _: Arc<Context<()>>| async { Ok::<_, Never>(Action::done()) },
+        (),
+    );
+    let err = mgr.run_until(CancellationToken::new()).await.unwrap_err();
+    let Error::CacheSync(failures) = &err else {
+        panic!("expected a cache-sync error, got {err}");
+    };
+    assert_eq!(failures.len(), 1);
+    assert_eq!(failures[0].informer().plural, "ghosts");
+    assert!(
+        err.to_string()
+            .starts_with("caches did not sync: ghosts.absent.kubeforge.dev at the cluster scope did not sync within 2s"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicate_controller_names_and_failing_runnables_stop_the_manager() {
+    init_tracing();
+    let server = ApiServer::start().await.unwrap();
+    let mgr = builder(&server).build().await.unwrap();
+    let noop = |_: Arc<ConfigMap>, _: Arc<Context<()>>| async { Ok::<_, Never>(Action::done()) };
+    mgr.controller::<ConfigMap>().reconcile(noop, ());
+    mgr.controller::<ConfigMap>().reconcile(noop, ());
+    let err = mgr.run_until(CancellationToken::new()).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::DuplicateController(name) if name == "configmap"),
+        "{err}"
+    );
+
+    let mgr = builder(&server).build().await.unwrap();
+    mgr.add_runnable("broken", false, |_stop| async {
+        sleep(Duration::from_millis(50)).await;
+        Err::<(), _>(std::io::Error::other("disk on fire"))
+    });
+    let err = tokio::time::timeout(PATIENCE, mgr.run_until(CancellationToken::new()))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err.to_string(), "runnable broken: disk on fire");
+}
+
+/// One of two managers on one Lease.
+struct Candidate {
+    name: &'static str,
+    leadership: Leadership,
+    reconciled: Arc<Mutex<Vec<String>>>,
+    leader_runnable_started: Arc<AtomicBool>,
+    other_runnable_started: Arc<AtomicBool>,
+    stop: CancellationToken,
+    task: JoinHandle<Result<(), Error>>,
+}
+
+const LEASE: Duration = Duration::from_secs(2);
+const RENEW: Duration = Duration::from_millis(1500);
+const RETRY: Duration = Duration::from_millis(250);
+
+async fn candidate(server: &ApiServer, name: &'static str, release: bool) -> Candidate {
+    let mgr = builder(server)
+        .leader_election("shared-lease")
+        .leader_election_namespace(NS)
+        .lease_duration(LEASE)
+        .renew_deadline(RENEW)
+        .retry_period(RETRY)
+        .leader_election_release_on_cancel(release)
+        .graceful_shutdown_timeout(Duration::from_secs(5))
+        .build()
+        .await
+        .unwrap();
+    let reconciled = Arc::new(Mutex::new(Vec::new()));
+    mgr.controller::<ConfigMap>().reconcile(
+        |cm: Arc<ConfigMap>, ctx: Arc<Context<Arc<Mutex<Vec<String>>>>>| async move {
+            ctx.lock()
+                .unwrap()
+                .push(cm.metadata.name.clone().unwrap_or_default());
+            Ok::<_, Never>(Action::done())
+        },
+        Arc::clone(&reconciled),
+    );
+    let leader_runnable_started = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&leader_runnable_started);
+    mgr.add_runnable("leader-only", true, move |stop| async move {
+        flag.store(true, Ordering::SeqCst);
+        stop.cancelled().await;
+        Ok::<_, Never>(())
+    });
+    let other_runnable_started = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&other_runnable_started);
+    mgr.add_runnable("everywhere", false, move |stop| async move {
+        flag.store(true, Ordering::SeqCst);
+        stop.cancelled().await;
+        Ok::<_, Never>(())
+    });
+    let leadership = mgr.leadership();
+    let (stop, task) = run(mgr);
+    Candidate {
+        name,
+        leadership,
+        reconciled,
+        leader_runnable_started,
+        other_runnable_started,
+        stop,
+        task,
+    }
+}
+
+/// Samples both candidates every few milliseconds; counts the samples in
+/// which both claimed to lead.
+fn watch_for_split_brain(a: Leadership, b: Leadership) -> (Arc<AtomicUsize>, CancellationToken) {
+    let overlaps = Arc::new(AtomicUsize::new(0));
+    let stop = CancellationToken::new();
+    let (count, done) = (Arc::clone(&overlaps), stop.clone());
+    tokio::spawn(async move {
+        while !done.is_cancelled() {
+            if a.is_leader() && b.is_leader() {
+                count.fetch_add(1, Ordering::SeqCst);
+            }
+            sleep(Duration::from_millis(2)).await;
+        }
+    });
+    (overlaps, stop)
+}
+
+async fn wait_for_leader(candidates: [&Candidate; 2]) -> usize {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if let Some(i) = candidates.iter().position(|c| c.leadership.is_leader()) {
+            return i;
+        }
+        assert!(Instant::now() < deadline, "nobody was elected");
+        sleep(Duration::from_millis(5)).await;
+    }
+}
+
+async fn leader_election_scenario(release: bool) {
+    init_tracing();
+    let server = ApiServer::start().await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(server.client().unwrap(), NS);
+    for i in 0..3 {
+        api.create(&PostParams::default(), &cm(&format!("obj{i}")))
+            .await
+            .unwrap();
+    }
+    let a = candidate(&server, "a", release).await;
+    let b = candidate(&server, "b", release).await;
+    let (overlaps, stop_watching) =
+        watch_for_split_brain(a.leadership.clone(), b.leadership.clone());
+
+    let first = wait_for_leader([&a, &b]).await;
+    let (leader, follower) = if first == 0 { (a, b) } else { (b, a) };
+    eventually("the leader's reconciles", || {
+        leader.reconciled.lock().unwrap().len() >= 3
+    })
+    .await;
+    // The follower watches (its caches and non-leader runnables run) but
+    // reconciles nothing.
+    api.patch(
+        "obj0",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "v"}})),
+    )
+    .await
+    .unwrap();
+    eventually("the leader's reconcile of the change", || {
+        leader.reconciled.lock().unwrap().len() >= 4
+    })
+    .await;
+    sleep(Duration::from_millis(300)).await;
+    assert!(
+        follower.reconciled.lock().unwrap().is_empty(),
+        "{} reconciled while following",
+        follower.name
+    );
+    assert!(follower.other_runnable_started.load(Ordering::SeqCst));
+    assert!(!follower.leader_runnable_started.load(Ordering::SeqCst));
+    assert!(leader.leader_runnable_started.load(Ordering::SeqCst));
+    let lease: Lease = Api::namespaced(server.client().unwrap(), NS)
+        .get("shared-lease")
+        .await
+        .unwrap();
+    let holder = lease.spec.unwrap().holder_identity.unwrap();
+    assert_eq!(
+        Some(holder.as_str()),
+        leader
+            .leadership
+            .handle()
+            .map(|h| h.status().identity)
+            .as_deref()
+    );
+
+    // Stop the leader; the follower takes over.
+    let stopped = Instant::now();
+    leader.stop.cancel();
+    leader.task.await.unwrap().unwrap();
+    wait_for_leader([&follower, &follower]).await;
+    let takeover = stopped.elapsed();
+    // client-go's bound: the lease must look unrenewed for a whole lease
+    // duration, and attempts come every retry period (jittered up to 2.2x).
+    let bound = LEASE + RETRY.mul_f64(2.2) + Duration::from_secs(2);
+    assert!(
+        takeover <= bound,
+        "took over after {takeover:?}, beyond {bound:?}"
+    );
+    if release {
+        assert!(
+            takeover < LEASE,
+            "a released lease is taken at once, not after {takeover:?}"
+        );
+    }
+    eventually("the new leader's reconciles", || {
+        follower.reconciled.lock().unwrap().len() >= 3
+    })
+    .await;
+    assert!(follower.leader_runnable_started.load(Ordering::SeqCst));
+
+    follower.stop.cancel();
+    follower.task.await.unwrap().unwrap();
+    stop_watching.cancel();
+    assert_eq!(overlaps.load(Ordering::SeqCst), 0, "two leaders at once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_one_of_two_managers_leads_and_the_other_takes_over_after_the_lease_expires() {
+    leader_election_scenario(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_released_lease_is_taken_over_at_once() {
+    leader_election_scenario(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_the_lease_stops_the_controllers_and_fails_the_manager() {
+    init_tracing();
+    let server = ApiServer::start().await.unwrap();
+    let a = candidate(&server, "a", false).await;
+    wait_for_leader([&a, &a]).await;
+    // Every renewal fails from now on: after the renew deadline the leader
+    // must give up.
+    server.faults().fail_next(
+        100_000,
+        RequestMatch::verb("update").resource("leases"),
+        Failure::InternalError,
+    );
+    let failing = Instant::now();
+    let result = tokio::time::timeout(PATIENCE, a.task)
+        .await
+        .unwrap()
+        .unwrap();
+    match result {
+        Err(Error::LeadershipLost { lease }) => assert_eq!(lease, "default/shared-lease"),
+        other => panic!("expected a lost lease, got {other:?}"),
+    }
+    assert!(
+        failing.elapsed() >= RENEW - RETRY,
+        "gave up before the renew deadline"
+    );
+    assert!(!a.leadership.is_leader());
+    // Its controllers are gone: a new object is not reconciled.
+    let before = a.reconciled.lock().unwrap().len();
+    let api: Api<ConfigMap> = Api::namespaced(server.client().unwrap(), NS);
+    api.create(&PostParams::default(), &cm("after-loss"))
+        .await
+        .unwrap();
+    sleep(Duration::from_millis(300)).await;
+    assert_eq!(a.reconciled.lock().unwrap().len(), before);
+    let _ = a.stop;
+    let _ = a.other_runnable_started;
+    server.faults().clear();
+}
