@@ -21,6 +21,7 @@ use k8s_openapi::schemars::JsonSchema;
 use serde_json::{json, Map, Value};
 
 use super::patch::{builtin_merge_schema, object_meta_schema, ListType, MergeSchema};
+use super::registry::builtins;
 
 /// One resource served in a group-version.
 #[derive(Clone, Copy, Debug)]
@@ -138,59 +139,23 @@ fn tag(group: &str, version: &str) -> String {
 }
 
 /// Registers a built-in kind's schema with the generator and returns its
-/// definition name, or `None` for kinds this server does not know.
+/// definition name, or `None` for kinds this server does not serve. The
+/// registry's table of built-ins says which type describes each kind.
 fn register_builtin(
     gen: &mut SchemaGenerator,
     group: &str,
     version: &str,
     kind: &str,
 ) -> Option<String> {
-    use k8s_openapi::api::{
-        admissionregistration, apps, autoscaling, batch, coordination, core, events, rbac,
-    };
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
+    builtins::find(group, version, kind).map(|b| (b.openapi_schema)(gen))
+}
 
-    fn reg<T: JsonSchema>(gen: &mut SchemaGenerator) -> Option<String> {
-        gen.subschema_for::<T>();
-        Some(T::schema_name().into_owned())
-    }
-    match (group, version, kind) {
-        ("", "v1", "Namespace") => reg::<core::v1::Namespace>(gen),
-        ("", "v1", "ConfigMap") => reg::<core::v1::ConfigMap>(gen),
-        ("", "v1", "Secret") => reg::<core::v1::Secret>(gen),
-        ("", "v1", "Service") => reg::<core::v1::Service>(gen),
-        ("", "v1", "ServiceAccount") => reg::<core::v1::ServiceAccount>(gen),
-        ("", "v1", "Pod") => reg::<core::v1::Pod>(gen),
-        ("", "v1", "Event") => reg::<core::v1::Event>(gen),
-        ("", "v1", "Endpoints") => reg::<core::v1::Endpoints>(gen),
-        ("", "v1", "PersistentVolumeClaim") => reg::<core::v1::PersistentVolumeClaim>(gen),
-        ("", "v1", "Node") => reg::<core::v1::Node>(gen),
-        ("events.k8s.io", "v1", "Event") => reg::<events::v1::Event>(gen),
-        ("apps", "v1", "Deployment") => reg::<apps::v1::Deployment>(gen),
-        ("apps", "v1", "ReplicaSet") => reg::<apps::v1::ReplicaSet>(gen),
-        ("apps", "v1", "StatefulSet") => reg::<apps::v1::StatefulSet>(gen),
-        ("apps", "v1", "DaemonSet") => reg::<apps::v1::DaemonSet>(gen),
-        ("batch", "v1", "Job") => reg::<batch::v1::Job>(gen),
-        ("batch", "v1", "CronJob") => reg::<batch::v1::CronJob>(gen),
-        ("coordination.k8s.io", "v1", "Lease") => reg::<coordination::v1::Lease>(gen),
-        ("rbac.authorization.k8s.io", "v1", "Role") => reg::<rbac::v1::Role>(gen),
-        ("rbac.authorization.k8s.io", "v1", "RoleBinding") => reg::<rbac::v1::RoleBinding>(gen),
-        ("rbac.authorization.k8s.io", "v1", "ClusterRole") => reg::<rbac::v1::ClusterRole>(gen),
-        ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding") => {
-            reg::<rbac::v1::ClusterRoleBinding>(gen)
-        }
-        ("apiextensions.k8s.io", "v1", "CustomResourceDefinition") => {
-            reg::<apiextensions::v1::CustomResourceDefinition>(gen)
-        }
-        ("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration") => {
-            reg::<admissionregistration::v1::ValidatingWebhookConfiguration>(gen)
-        }
-        ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration") => {
-            reg::<admissionregistration::v1::MutatingWebhookConfiguration>(gen)
-        }
-        ("autoscaling", "v1", "Scale") => reg::<autoscaling::v1::Scale>(gen),
-        _ => None,
-    }
+/// Registers `autoscaling/v1` `Scale`, the body of every `scale`
+/// subresource, returning its definition name.
+fn register_scale(gen: &mut SchemaGenerator) -> String {
+    use k8s_openapi::api::autoscaling::v1::Scale;
+    gen.subschema_for::<Scale>();
+    Scale::schema_name().into_owned()
 }
 
 /// Adds the `x-kubernetes-list-*` and `x-kubernetes-patch-*` extensions
@@ -842,9 +807,7 @@ pub fn group_version_document(
             builtin,
         });
     }
-    if any_scale {
-        register_builtin(&mut gen, "autoscaling", "v1", "Scale");
-    }
+    let scale_def = any_scale.then(|| register_scale(&mut gen));
     let mut defs = gen.take_definitions(true);
     common_definitions(&mut defs);
     // Custom resources' `metadata` is an ObjectMeta too, so its lists are
@@ -868,8 +831,8 @@ pub fn group_version_document(
     for (name, schema) in custom {
         defs.insert(name, schema);
     }
-    let scale_gvk = [gvk("autoscaling", "v1", "Scale")];
-    if let Some(Value::Object(scale)) = defs.get_mut("io.k8s.api.autoscaling.v1.Scale") {
+    if let Some(Value::Object(scale)) = scale_def.and_then(|name| defs.get_mut(&name)) {
+        let scale_gvk = [gvk("autoscaling", "v1", "Scale")];
         scale.insert("x-kubernetes-group-version-kind".into(), json!(scale_gvk));
     }
     for (c, r) in ctxs.iter().zip(&resources) {
@@ -1278,6 +1241,34 @@ mod tests {
             meta["ownerReferences"]["x-kubernetes-list-map-keys"],
             json!(["uid"])
         );
+    }
+
+    /// Every built-in kind the registry serves is published with its
+    /// k8s-openapi schema, not the schemaless fallback.
+    #[test]
+    fn every_served_builtin_has_its_real_schema() {
+        for def in builtins::all() {
+            let r = OpenApiResource {
+                group: &def.group,
+                version: &def.storage_version,
+                kind: &def.kind,
+                plural: &def.plural,
+                namespaced: def.namespaced,
+                schema: None,
+                status: def.status,
+                scale: def.scale.is_some(),
+            };
+            let doc = group_version_document(r.group, r.version, &[r]);
+            let gvk = gvk(r.group, r.version, r.kind);
+            let schema = explain_schema(&doc, &gvk).expect("a definition with the kind's GVK");
+            assert!(
+                schema.get("x-kubernetes-preserve-unknown-fields").is_none(),
+                "{}/{} falls back to a schemaless definition",
+                r.group,
+                r.kind
+            );
+            assert!(schema["properties"].get("metadata").is_some(), "{}", r.kind);
+        }
     }
 
     #[test]
