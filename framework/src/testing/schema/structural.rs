@@ -250,7 +250,9 @@ const STRUCTURAL_KEYS: &[&str] = &[
     "x-kubernetes-validations",
 ];
 
-fn is_zero(v: &Value) -> bool {
+/// Whether a schema keyword holds its Go zero value, which the
+/// apiextensions Go types cannot tell from unset.
+pub(super) fn is_go_zero(v: &Value) -> bool {
     match v {
         Value::Null => true,
         Value::Bool(b) => !b,
@@ -292,8 +294,8 @@ fn metadata_invariants(
             }
             match k.as_str() {
                 "type" | "default" => false,
-                "properties" => !props_cleared && !is_zero(val),
-                _ => !is_zero(val),
+                "properties" => !props_cleared && !is_go_zero(val),
+                _ => !is_go_zero(val),
             }
         });
         if leftover {
