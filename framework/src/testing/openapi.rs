@@ -77,8 +77,13 @@ pub fn index(entries: &[(String, String)]) -> Value {
 /// The hash kube-apiserver puts in `serverRelativeURL`: the upper-case hex
 /// SHA-512 of the document's JSON.
 pub fn document_hash(doc: &Value) -> String {
-    let bytes = serde_json::to_vec(doc).unwrap_or_default();
-    let digest = ring::digest::digest(&ring::digest::SHA512, &bytes);
+    body_hash(&serde_json::to_vec(doc).unwrap_or_default())
+}
+
+/// [`document_hash`] of a document already serialized, so the served body
+/// is not encoded a second time just to be hashed.
+pub fn body_hash(body: &[u8]) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA512, body);
     digest.as_ref().iter().map(|b| format!("{b:02X}")).collect()
 }
 
@@ -1108,6 +1113,7 @@ mod tests {
             .all(|c| c.is_ascii_digit() || ('A'..='F').contains(&c)));
         assert_eq!(a, document_hash(&json!({"a": 1})));
         assert_ne!(a, document_hash(&json!({"a": 2})));
+        assert_eq!(a, body_hash(br#"{"a":1}"#));
     }
 
     #[test]
