@@ -583,6 +583,51 @@ async fn patches_merge_json_and_preconditions() {
     assert_eq!(force.code(), 422);
 }
 
+/// JSON patches are bounded as kube-apiserver bounds them: 10 000
+/// operations (413, apiserver `endpoints/handlers/patch.go`) and 3 MiB
+/// added by `copy` (`JSONPatchMaxCopyBytes`), so a self-doubling patch gets
+/// an answer instead of exhausting memory.
+#[tokio::test]
+async fn json_patches_are_bounded() {
+    let k = Kube::start().await;
+    let cm = "/api/v1/namespaces/default/configmaps/bounded";
+    k.configmap("default", "bounded", json!({"a": "x"})).await;
+    let json_patch = "application/json-patch+json";
+
+    let tests: Vec<Value> = (0..10_001)
+        .map(|_| json!({"op": "test", "path": "/kind", "value": "ConfigMap"}))
+        .collect();
+    let r = k.patch(cm, json_patch, &Value::Array(tests)).await;
+    assert_eq!(r.code(), 413, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["reason"], "RequestEntityTooLarge");
+    assert_eq!(
+        r.json()["message"],
+        "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001"
+    );
+
+    let mut doubling = vec![json!({"op": "add", "path": "/grow", "value": ["x".repeat(1024)]})];
+    doubling.extend((0..40).map(|_| json!({"op": "copy", "from": "/grow", "path": "/grow/-"})));
+    let r = k.patch(cm, json_patch, &Value::Array(doubling)).await;
+    assert_eq!(r.code(), 422, "{}", String::from_utf8_lossy(&r.body));
+    let message = r.json()["message"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        message
+            .starts_with("Unable to complete the copy, the accumulated size increase of copy is"),
+        "{message}"
+    );
+
+    // Within the bounds, copy works.
+    let r = k
+        .patch(
+            cm,
+            json_patch,
+            &json!([{"op": "copy", "from": "/data/a", "path": "/data/b"}]),
+        )
+        .await;
+    assert_eq!(r.code(), 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["data"], json!({"a": "x", "b": "x"}));
+}
+
 #[tokio::test]
 async fn unsupported_patch_types_get_415() {
     let k = Kube::start().await;

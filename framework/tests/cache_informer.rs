@@ -368,6 +368,24 @@ async fn resync_period_is_at_least_one_second() {
     assert_eq!(take(&mut rx, 1).await, ["resync a/x 1"]);
 }
 
+/// `Duration::MAX` means "forever" for both the sync wait and a resync
+/// period, rather than overflowing an `Instant` (which would panic the
+/// caller, or silently kill the handler's task).
+#[tokio::test]
+async fn unbounded_durations_mean_forever() {
+    let (informer, mut w) = SharedInformer::<ConfigMap>::new("configmaps");
+    let (h, mut rx) = recorder();
+    informer.add_handler(h, Some(Duration::MAX)).unwrap();
+    w.replace(vec![cm("a", "x", 1)], "1".into());
+    informer
+        .wait_for_cache_sync(Duration::MAX)
+        .await
+        .expect("synced");
+    assert_eq!(take(&mut rx, 1).await, ["add a/x 1 initial"]);
+    w.apply(Delta::Added(cm("a", "y", 2)));
+    assert_eq!(take(&mut rx, 1).await, ["add a/y 2"]);
+}
+
 /// A handler stuck on its first event delays neither the store nor the
 /// other handlers; its backlog is reported and it catches up, in order.
 #[tokio::test]

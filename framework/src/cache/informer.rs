@@ -393,7 +393,7 @@ impl<K> SharedInformer<K> {
     /// access (403 or 401) before that; on timeout the error carries the
     /// last list or watch failure seen.
     pub async fn wait_for_cache_sync(&self, timeout: Duration) -> Result<(), SyncError> {
-        let deadline = Instant::now() + timeout;
+        let deadline = deadline_after(timeout);
         let mut synced = self.inner.sync_state.subscribe();
         let mut source = self.inner.source.subscribe();
         loop {
@@ -739,6 +739,14 @@ impl<K> HandlerRegistration<K> {
     }
 }
 
+/// `d` from now; a `d` past what an `Instant` can hold (`Duration::MAX` for
+/// "wait forever") means 30 years, where `Instant + Duration` would panic.
+fn deadline_after(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d)
+        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
+}
+
 /// A handler's task: hands it its events one at a time, and its resyncs when
 /// due, until the handler is removed or the informer goes away.
 async fn run_listener<K, H>(listener: Arc<Listener<K>>, mut handler: H, informer: Weak<Inner<K>>)
@@ -747,14 +755,14 @@ where
     H: EventHandler<K>,
 {
     let period = listener.resync_period;
-    let mut next_resync = period.map(|p| Instant::now() + p);
+    let mut next_resync = period.map(deadline_after);
     let resync_if_due = |next_resync: &mut Option<Instant>| {
         if let (Some(due), Some(p)) = (*next_resync, period) {
             if Instant::now() >= due {
                 if let Some(inner) = informer.upgrade() {
                     inner.resync(&listener);
                 }
-                *next_resync = Some(Instant::now() + p);
+                *next_resync = Some(deadline_after(p));
             }
         }
     };

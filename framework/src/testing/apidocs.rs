@@ -88,9 +88,10 @@ impl Source {
             })
             .collect();
         let doc = openapi::group_version_document(&self.group, &self.version, &resources);
+        let body = serde_json::to_vec(&doc).unwrap_or_default();
         Doc {
-            body: Bytes::from(serde_json::to_vec(&doc).unwrap_or_default()),
-            hash: openapi::document_hash(&doc),
+            hash: openapi::body_hash(&body),
+            body: Bytes::from(body),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! OpenAPI documents ([`openapi`]).
 
 mod delete;
+mod jsonpatch;
 mod openapi;
 mod read;
 mod scale;

@@ -45,8 +45,9 @@ fn serve(parts: &Parts, etag: &str, body: Bytes) -> Response<Body> {
 /// `GET /openapi/v3`.
 pub(super) async fn index(shared: &Shared, parts: &Parts) -> Result<Response<Body>, ApiError> {
     let index = shared.openapi.index(shared).await;
-    let body = Bytes::from(serde_json::to_vec(&index).unwrap_or_default());
-    let etag = openapi::document_hash(&index);
+    let body = serde_json::to_vec(&index).unwrap_or_default();
+    let etag = openapi::body_hash(&body);
+    let body = Bytes::from(body);
     Ok(serve(parts, &etag, body))
 }
 

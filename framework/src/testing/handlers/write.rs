@@ -205,8 +205,7 @@ pub(super) fn apply_patch(
     let mut next = cur.clone();
     match patch {
         Patch::Merge(p) => json_patch::merge(&mut next, p),
-        Patch::Json(p) => json_patch::patch(&mut next, p)
-            .map_err(|e| ApiError::new(422, "Invalid", e.to_string()))?,
+        Patch::Json(p) => super::jsonpatch::apply(&mut next, p)?,
         Patch::Strategic(p) => next = admission::strategic_merge(&ctx.def, cur, p)?,
         Patch::Apply(config) => {
             next = admission::server_side_apply(

@@ -1,10 +1,14 @@
 //! The built-in resources with their real discovery attributes (as in
 //! kube-apiserver's `api/discovery/*.json`) and per-kind behaviour: the
-//! k8s-openapi type a body must decode into, which fields bump
-//! `generation`, which field-selector labels work, and the Table printer.
+//! k8s-openapi type a body must decode into (and whose schema `/openapi/v3`
+//! publishes), which fields bump `generation`, which field-selector labels
+//! work, and the Table printer. This is the server's one list of the
+//! built-in kinds it serves.
 
 use k8s_openapi::api::{admissionregistration, apps, batch, coordination, core, events, rbac};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::schemars::generate::SchemaGenerator;
+use k8s_openapi::schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -19,6 +23,9 @@ pub(crate) struct Builtin {
     /// Decodes a body into the k8s-openapi type and encodes it back (what
     /// the server would have understood): `Err((field path, message))`.
     pub validate: fn(&Value) -> Result<Value, (String, String)>,
+    /// Registers the k8s-openapi type's schema (and the definitions it
+    /// references) with an OpenAPI generator, returning its definition name.
+    pub openapi_schema: fn(&mut SchemaGenerator) -> String,
     /// Top-level fields whose change bumps generation; `None`: no generation.
     pub generation: Option<&'static [&'static str]>,
     /// Field-selector labels beyond `metadata.name`/`metadata.namespace`,
@@ -41,6 +48,13 @@ fn decode<T: DeserializeOwned + Serialize>(v: &Value) -> Result<Value, (String, 
             let path = if path == "." { String::new() } else { path };
             (path, e.into_inner().to_string())
         })
+}
+
+/// Registers `T`'s schema, returning its definition name
+/// (`io.k8s.api.apps.v1.Deployment`).
+fn openapi_schema<T: JsonSchema>(gen: &mut SchemaGenerator) -> String {
+    gen.subschema_for::<T>();
+    T::schema_name().into_owned()
 }
 
 const ALL_VERBS: &[&str] = &[
@@ -67,6 +81,7 @@ macro_rules! builtin {
     ($name:ident, $ty:ty, $gen:expr, $fields:expr, $printer:expr, $obj:expr) => {
         static $name: Builtin = Builtin {
             validate: decode::<$ty>,
+            openapi_schema: openapi_schema::<$ty>,
             generation: $gen,
             field_labels: $fields,
             printer: $printer,
@@ -153,6 +168,7 @@ builtin!(
 /// Served from the core events storage, so field selectors read core paths.
 static EVENTS_EVENT: Builtin = Builtin {
     validate: decode::<events::v1::Event>,
+    openapi_schema: openapi_schema::<events::v1::Event>,
     generation: None,
     field_labels: &[
         ("regarding.kind", "involvedObject.kind"),
@@ -299,6 +315,15 @@ fn def(
         extra_subresources: Vec::new(),
         behavior: Behavior::Builtin(behavior),
     }
+}
+
+/// The behaviour of the built-in kind `group`/`version`/`kind`, if this
+/// server serves it.
+pub(crate) fn find(group: &str, version: &str, kind: &str) -> Option<&'static Builtin> {
+    all()
+        .into_iter()
+        .find(|d| d.group == group && d.kind == kind && d.versions.iter().any(|v| v == version))
+        .and_then(|d| d.builtin())
 }
 
 /// Every built-in resource, in discovery order (groups as kube-apiserver

@@ -19,7 +19,8 @@ use super::names;
 use super::node::Node;
 use super::prune::prune;
 use super::structural::{
-    map_list_keys_map_set, schema_has, validate_openapi_schema, validate_structural, SchemaOptions,
+    is_go_zero, map_list_keys_map_set, schema_has, validate_openapi_schema, validate_structural,
+    SchemaOptions,
 };
 use super::validate::Validator;
 
@@ -99,17 +100,6 @@ fn at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
         cur = cur.get(*p)?;
     }
     Some(cur)
-}
-
-fn is_go_zero(v: &Value) -> bool {
-    match v {
-        Value::Null => true,
-        Value::Bool(b) => !b,
-        Value::String(s) => s.is_empty(),
-        Value::Array(a) => a.is_empty(),
-        Value::Object(o) => o.is_empty(),
-        Value::Number(_) => false,
-    }
 }
 
 /// Applies the apiextensions.k8s.io/v1 defaults kube-apiserver sets on a

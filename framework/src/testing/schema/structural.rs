@@ -250,7 +250,9 @@ const STRUCTURAL_KEYS: &[&str] = &[
     "x-kubernetes-validations",
 ];
 
-fn is_zero(v: &Value) -> bool {
+/// Whether a schema keyword holds its Go zero value, which the
+/// apiextensions Go types cannot tell from unset.
+pub(super) fn is_go_zero(v: &Value) -> bool {
     match v {
         Value::Null => true,
         Value::Bool(b) => !b,
@@ -292,8 +294,8 @@ fn metadata_invariants(
             }
             match k.as_str() {
                 "type" | "default" => false,
-                "properties" => !props_cleared && !is_zero(val),
-                _ => !is_zero(val),
+                "properties" => !props_cleared && !is_go_zero(val),
+                _ => !is_go_zero(val),
             }
         });
         if leftover {
@@ -817,6 +819,17 @@ fn openapi_schema(
         ));
     }
 
+    check_map_type(m, path, errs);
+    check_list_type(m, path, opts, errs);
+
+    if opts.require_map_list_keys_map_set_validation {
+        errs.extend(map_list_keys_map_set(m, path));
+    }
+    x_validations_static(m, path, errs);
+}
+
+/// `x-kubernetes-map-type`: only on objects, `atomic` or `granular`.
+fn check_map_type(m: &Map<String, Value>, path: &Path, errs: &mut Vec<FieldError>) {
     let typ = s(m, "type");
     let map_type = m.get("x-kubernetes-map-type").and_then(Value::as_str);
     if let Some(mt) = map_type {
@@ -840,7 +853,18 @@ fn openapi_schema(
             ));
         }
     }
+}
 
+/// `x-kubernetes-list-type` and `x-kubernetes-list-map-keys`: only on
+/// arrays, set items atomic, map keys naming scalar item properties.
+fn check_list_type(
+    m: &Map<String, Value>,
+    path: &Path,
+    opts: &SchemaOptions,
+    errs: &mut Vec<FieldError>,
+) {
+    let typ = s(m, "type");
+    let items = m.get("items");
     let list_type = m.get("x-kubernetes-list-type").and_then(Value::as_str);
     let item_schema = items.and_then(Value::as_object);
     if let Some(lt) = list_type {
@@ -986,11 +1010,6 @@ fn openapi_schema(
             }
         }
     }
-
-    if opts.require_map_list_keys_map_set_validation {
-        errs.extend(map_list_keys_map_set(m, path));
-    }
-    x_validations_static(m, path, errs);
 }
 
 /// `validateMapListKeysMapSet`.
