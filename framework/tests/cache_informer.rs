@@ -614,3 +614,39 @@ async fn lister_and_indexes_through_the_informer() {
         [ObjectKey::namespaced("a", "x")]
     );
 }
+
+/// Read-your-own-writes rests on this: once `wait_for_resource_version`
+/// returns, the store already holds that version (the version is announced
+/// after the store changes, never before). Each round the reader is already
+/// waiting when the writer applies the version, and checks the store the
+/// moment it wakes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_is_announced_only_once_the_store_holds_it() {
+    let (informer, mut writer) = SharedInformer::<ConfigMap>::new("configmaps");
+    writer.replace(vec![cm("ns", "a", 1)], "1".into());
+    let rounds = 20_000u64;
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<u64>();
+    let feeder = std::thread::spawn(move || {
+        while let Ok(rv) = go_rx.recv() {
+            writer.apply(Delta::Updated(cm("ns", "a", rv)));
+        }
+    });
+    let store = informer.store();
+    let mut stale = 0;
+    for wanted in 2..=rounds {
+        let wanted_rv = wanted.to_string();
+        let wait = informer.wait_for_resource_version(&wanted_rv, Duration::from_secs(10));
+        tokio::pin!(wait);
+        // Register the waiter before the write exists.
+        assert!(futures::poll!(&mut wait).is_pending());
+        go_tx.send(wanted).expect("feeder alive");
+        wait.await.expect("version seen");
+        let held = store.get_by(Some("ns"), "a").expect("object cached");
+        if rv(&held).parse::<u64>().expect("numeric rv") < wanted {
+            stale += 1;
+        }
+    }
+    drop(go_tx);
+    feeder.join().expect("feeder finished");
+    assert_eq!(stale, 0, "reads older than the version waited for");
+}

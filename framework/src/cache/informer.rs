@@ -555,7 +555,9 @@ where
     fn apply(&mut self, delta: Delta<K>) {
         let inner = &*self.inner;
         let mut core = inner.core();
-        inner.note_version(delta.object().meta().resource_version.as_deref());
+        // Announced only once the store holds the object (below), so a
+        // `wait_for_resource_version` that returns never sees an older copy.
+        let version = delta.object().meta().resource_version.clone();
         let deleted = match &delta {
             Delta::Deleted(obj) => Some(Arc::clone(obj)),
             _ => None,
@@ -563,7 +565,9 @@ where
         // As in client-go's RealFIFO, a change before any list also counts
         // as the initial population, so adds from watches are never
         // "in the initial list".
-        let event = match core.writer.apply(delta) {
+        let applied = core.writer.apply(delta);
+        inner.note_version(version.as_deref());
+        let event = match applied {
             Applied::Added(object) => Some(Event::Add {
                 object,
                 is_in_initial_list: false,
@@ -607,8 +611,9 @@ where
         let inner = &*self.inner;
         let mut core = inner.core();
         let is_in_initial_list = !inner.synced.load(Ordering::SeqCst);
-        inner.note_version(Some(&resource_version));
+        let version = resource_version.clone();
         let Replaced { vanished, applied } = core.writer.replace(items, resource_version);
+        inner.note_version(Some(&version));
         let mut events = Vec::with_capacity(vanished.len() + applied.len());
         events.extend(vanished.into_iter().map(|(_, object)| {
             Event::Delete(DeletedObject {
