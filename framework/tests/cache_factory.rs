@@ -574,6 +574,46 @@ async fn wrong_credentials_fail_the_sync_at_once_naming_the_informer() {
 }
 
 #[tokio::test]
+async fn a_forbidden_list_fails_the_sync_at_once_naming_the_informer() {
+    use kubeforge::testing::{Failure, RequestMatch};
+    let (server, client) = server().await;
+    // Every list of secrets is denied, as RBAC without `list` would.
+    server.faults().fail_next(
+        usize::MAX,
+        RequestMatch::verb("list").resource("secrets"),
+        Failure::Forbidden,
+    );
+    let factory = SharedInformerFactory::builder(client)
+        .namespace("team-a")
+        .build();
+    let _secrets = factory.informer::<Secret>();
+    factory.start();
+    let started = std::time::Instant::now();
+    let results = factory.wait_for_cache_sync(Duration::from_secs(120)).await;
+    let (id, result) = &results[0];
+    match result {
+        Err(e @ SyncError::Forbidden { informer, message }) => {
+            assert_eq!(informer, id);
+            assert!(
+                message.contains(r#"cannot list resource "secrets""#),
+                "{message}"
+            );
+            assert!(
+                e.to_string()
+                    .starts_with(r#"forbidden: cannot list secrets in namespace "team-a""#),
+                "{e}"
+            );
+        }
+        other => panic!("expected Forbidden, got {other:?}"),
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "reported at once, not at the timeout"
+    );
+    factory.shutdown();
+}
+
+#[tokio::test]
 async fn unstarted_and_shut_down_informers_report_why() {
     let (_server, client) = server().await;
     let factory = SharedInformerFactory::new(client);

@@ -65,11 +65,33 @@ pub enum Failure {
         /// Seconds in `Retry-After`.
         retry_after_seconds: u32,
     },
+    /// 403 `Forbidden`, worded as kube-apiserver's RBAC authorizer denies a
+    /// request (the server has no RBAC of its own, so this is how a runtime
+    /// sees missing permissions).
+    Forbidden,
 }
 
 impl Failure {
-    pub(crate) fn to_error(self) -> ApiError {
+    /// The error answered to `verb` on `resource` (as in the URL, with any
+    /// subresource) of `group`, in `namespace` if any.
+    pub(crate) fn to_error(
+        self,
+        verb: &str,
+        group: &str,
+        resource: &str,
+        namespace: Option<&str>,
+    ) -> ApiError {
         match self {
+            Self::Forbidden => {
+                // k8s.io/apiserver pkg/endpoints/handlers/responsewriters: forbiddenMessage.
+                let scope = match namespace {
+                    Some(ns) => format!(" in the namespace \"{ns}\""),
+                    None => " at the cluster scope".to_owned(),
+                };
+                ApiError::forbidden(format!(
+                    "{resource} is forbidden: User \"system:serviceaccount:default:injected\" cannot {verb} resource \"{resource}\" in API group \"{group}\"{scope}"
+                ))
+            }
             Self::Expired => ApiError::expired("too old resource version: injected fault"),
             Self::TooManyRequests {
                 retry_after_seconds,

@@ -229,10 +229,11 @@ async fn resource(
         None => p.resource.clone(),
     };
     if let Some(f) = shared.faults.take(verb, &fault_resource) {
+        let error = f.to_error(verb, &p.group, &fault_resource, p.namespace.as_deref());
         if verb == "watch" && f == Failure::Expired {
-            return Ok(super::watch::error_stream(&f.to_error()));
+            return Ok(super::watch::error_stream(&error));
         }
-        return Err(f.to_error());
+        return Err(error);
     }
     let base_verb_ok = match verb {
         "watch" | "list" | "get" => def.has_verb(verb) || p.subresource.is_some(),
