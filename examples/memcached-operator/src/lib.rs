@@ -14,7 +14,31 @@
 //!
 //! [`register`] adds the controller to a [`Manager`]; the binary's `main`
 //! and the end-to-end tests both go through it, so the tests exercise the
-//! operator the binary runs.
+//! operator the binary runs. Without the command line, a `main` is this
+//! (the README shows it):
+//!
+//! ```no_run
+//! use kubeforge::k8s_openapi::api::apps::v1::Deployment;
+//! use kubeforge::prelude::*;
+//! use memcached_operator::{reconcile, Memcached, Settings};
+//!
+//! #[tokio::main]
+//! async fn main() -> anyhow::Result<()> {
+//!     tracing_subscriber::fmt::init();
+//!     // The cluster from $KUBECONFIG, ~/.kube/config or the service account.
+//!     let mgr = Manager::builder()
+//!         .leader_election("memcached-operator.cache.example.com")
+//!         .health_probe_bind_address(":8081")
+//!         .build()
+//!         .await?;
+//!     mgr.controller::<Memcached>()
+//!         .owns::<Deployment>()
+//!         .concurrency(2)
+//!         .reconcile(reconcile, Settings::default());
+//!     mgr.run().await?; // probes, metrics, graceful shutdown on SIGTERM
+//!     Ok(())
+//! }
+//! ```
 
 pub mod api;
 pub mod controller;

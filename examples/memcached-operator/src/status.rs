@@ -17,8 +17,8 @@
 //! status flips (`set_condition`).
 
 use kubeforge::controller::conditions::{new_condition, set_condition_at, ConditionExt as _};
-use kubeforge::controller::ConditionStatus;
-use kubeforge::k8s_openapi::api::apps::v1::{Deployment, DeploymentCondition};
+use kubeforge::controller::ConditionStatus::{self, False, True};
+use kubeforge::k8s_openapi::api::apps::v1::{Deployment, DeploymentCondition, DeploymentStatus};
 use kubeforge::k8s_openapi::jiff::Timestamp;
 
 use crate::api::{Memcached, MemcachedStatus};
@@ -69,13 +69,15 @@ fn deployment_condition<'a>(
 pub fn observe(mc: &Memcached, deployment: &Deployment, now: Timestamp) -> MemcachedStatus {
     let desired = mc.spec.size;
     let generation = mc.metadata.generation;
-    let ds = deployment.status.clone().unwrap_or_default();
-    let replicas = ds.replicas.unwrap_or(0);
-    let ready = ds.ready_replicas.unwrap_or(0);
-    let available = ds.available_replicas.unwrap_or(0);
-    let updated = ds.updated_replicas.unwrap_or(0);
+    let ds = deployment.status.as_ref();
+    let count = |field: fn(&DeploymentStatus) -> Option<i32>| ds.and_then(field).unwrap_or(0);
+    let replicas = count(|s| s.replicas);
+    let ready = count(|s| s.ready_replicas);
+    let available = count(|s| s.available_replicas);
+    let updated = count(|s| s.updated_replicas);
     // Whether the Deployment controller has acted on the spec we applied.
-    let observed = match (ds.observed_generation, deployment.metadata.generation) {
+    let observed_generation = ds.and_then(|s| s.observed_generation);
+    let observed = match (observed_generation, deployment.metadata.generation) {
         (Some(seen), Some(current)) => seen >= current,
         _ => false,
     };
@@ -99,92 +101,54 @@ pub fn observe(mc: &Memcached, deployment: &Deployment, now: Timestamp) -> Memca
     };
 
     let counts = format!("{available}/{desired} pods available, {ready} ready");
-    if available >= desired {
-        set(
-            AVAILABLE,
-            ConditionStatus::True,
-            "PodsAvailable",
-            counts.clone(),
-        );
+    let (status, reason) = if available >= desired {
+        (True, "PodsAvailable")
     } else {
-        set(
-            AVAILABLE,
-            ConditionStatus::False,
-            "PodsUnavailable",
-            counts.clone(),
-        );
-    }
+        (False, "PodsUnavailable")
+    };
+    set(AVAILABLE, status, reason, counts.clone());
 
     let rollout_done =
         observed && updated >= desired && replicas == updated && available >= updated;
-    if let Some(c) = stalled {
+    let (status, reason, message) = if let Some(c) = stalled {
         let message = c.message.clone().unwrap_or_else(|| counts.clone());
-        set(
-            PROGRESSING,
-            ConditionStatus::False,
-            "ProgressDeadlineExceeded",
-            message,
-        );
+        (False, "ProgressDeadlineExceeded", message)
     } else if rollout_done {
-        set(
-            PROGRESSING,
-            ConditionStatus::False,
-            "RolloutComplete",
-            counts.clone(),
-        );
+        (False, "RolloutComplete", counts)
     } else if !observed {
-        set(
-            PROGRESSING,
-            ConditionStatus::True,
-            "DeploymentPending",
-            format!(
-                "waiting for the Deployment controller to act on generation {}",
-                deployment.metadata.generation.unwrap_or(0)
-            ),
-        );
+        let generation = deployment.metadata.generation.unwrap_or(0);
+        let message =
+            format!("waiting for the Deployment controller to act on generation {generation}");
+        (True, "DeploymentPending", message)
     } else if updated < desired {
-        set(
-            PROGRESSING,
-            ConditionStatus::True,
+        (
+            True,
             "Updating",
             format!("{updated}/{desired} pods updated"),
-        );
+        )
     } else if replicas > updated {
-        set(
-            PROGRESSING,
-            ConditionStatus::True,
+        let old = replicas - updated;
+        (
+            True,
             "RemovingOldPods",
-            format!("{} old pods pending termination", replicas - updated),
-        );
+            format!("{old} old pods pending termination"),
+        )
     } else {
-        set(
-            PROGRESSING,
-            ConditionStatus::True,
-            "WaitingForPods",
-            counts.clone(),
-        );
-    }
+        (True, "WaitingForPods", counts)
+    };
+    set(PROGRESSING, status, reason, message);
 
-    match (stalled, replica_failure) {
-        (Some(c), _) => set(
-            DEGRADED,
-            ConditionStatus::True,
-            "ProgressDeadlineExceeded",
-            c.message.clone().unwrap_or_default(),
-        ),
-        (None, Some(c)) => set(
-            DEGRADED,
-            ConditionStatus::True,
-            "ReplicaFailure",
-            c.message.clone().unwrap_or_default(),
-        ),
-        (None, None) => set(
-            DEGRADED,
-            ConditionStatus::False,
+    let message = |c: &DeploymentCondition| c.message.clone().unwrap_or_default();
+    let (status, reason, message) = match (stalled, replica_failure) {
+        (Some(c), _) => (True, "ProgressDeadlineExceeded", message(c)),
+        (None, Some(c)) => (True, "ReplicaFailure", message(c)),
+        (None, None) => (
+            False,
             "AsExpected",
             "the Deployment reports no failures".to_owned(),
         ),
-    }
+    };
+    set(DEGRADED, status, reason, message);
 
     MemcachedStatus {
         conditions,
@@ -201,7 +165,7 @@ mod tests {
     use super::*;
     use crate::api::MemcachedSpec;
     use kubeforge::controller::find_condition;
-    use kubeforge::k8s_openapi::api::apps::v1::{DeploymentSpec, DeploymentStatus};
+    use kubeforge::k8s_openapi::api::apps::v1::DeploymentSpec;
     use kubeforge::k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 
     fn t(seconds: i64) -> Timestamp {
