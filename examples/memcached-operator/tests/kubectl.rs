@@ -46,17 +46,11 @@ struct Out {
     stderr: String,
 }
 
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("its address").port()
-}
-
 impl Operator {
     /// Starts the binary with `--embedded` and waits for its banner.
     async fn embedded() -> Operator {
         let dir = tempfile::tempdir().expect("temp dir");
         let kubeconfig = dir.path().join("kubeconfig");
-        let listen = format!("127.0.0.1:{}", free_port());
         let mut op = Operator {
             child: None,
             dir,
@@ -67,8 +61,9 @@ impl Operator {
         let kubeconfig = op.kubeconfig.to_string_lossy().into_owned();
         op.spawn(&[
             "--embedded",
+            // A free port; the banner says which.
             "--listen",
-            &listen,
+            "127.0.0.1:0",
             "--write-kubeconfig",
             &kubeconfig,
             "--resync-period",
@@ -89,9 +84,10 @@ impl Operator {
             op.banner.push_str(&line);
             op.banner.push('\n');
         }
+        // Keep reading, so the binary never writes to a closed pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         assert!(
-            op.banner
-                .contains(&format!("listening on https://{listen}")),
+            op.banner.contains("listening on https://127.0.0.1:"),
             "{}",
             op.banner
         );
