@@ -1,0 +1,152 @@
+//! The Operator SDK tutorial's memcached operator, on kubeforge.
+//!
+//! A `Memcached` custom resource (`cache.example.com/v1alpha1`, short name
+//! `mc`) asks for `size` memcached pods; the operator keeps a Deployment of
+//! that many pods, owned by the Memcached, reports the Deployment's
+//! progress in the Memcached's status conditions, and holds a finalizer so
+//! it can record the Memcached's deletion before it goes.
+//!
+//! - [`api`]: the custom resource and its CRD.
+//! - [`controller`]: the reconcile function and the Deployment it applies.
+//! - [`status`]: the status conditions, computed from the Deployment.
+//! - `embedded` (feature `embedded`, on by default): kubeforge's in-process
+//!   API server with the CRD installed, for `--embedded` and the tests.
+//!
+//! [`register`] adds the controller to a [`Manager`]; the binary's `main`
+//! and the end-to-end tests both go through it, so the tests exercise the
+//! operator the binary runs. Without the command line, a `main` is this
+//! (the README shows it):
+//!
+//! ```no_run
+//! use kubeforge::k8s_openapi::api::apps::v1::Deployment;
+//! use kubeforge::prelude::*;
+//! use memcached_operator::{reconcile, Memcached, Settings};
+//!
+//! #[tokio::main]
+//! async fn main() -> anyhow::Result<()> {
+//!     tracing_subscriber::fmt::init();
+//!     // The cluster from $KUBECONFIG, ~/.kube/config or the service account.
+//!     let mgr = Manager::builder()
+//!         .leader_election("memcached-operator.cache.example.com")
+//!         .health_probe_bind_address(":8081")
+//!         .build()
+//!         .await?;
+//!     mgr.controller::<Memcached>()
+//!         .owns::<Deployment>()
+//!         .concurrency(2)
+//!         .reconcile(reconcile, Settings::default());
+//!     mgr.run().await?; // probes, metrics, graceful shutdown on SIGTERM
+//!     Ok(())
+//! }
+//! ```
+
+pub mod api;
+pub mod controller;
+#[cfg(feature = "embedded")]
+pub mod embedded;
+pub mod status;
+
+use kubeforge::crd::yaml::{to_yaml_documents, YamlOptions};
+use kubeforge::crd::CrdError;
+use kubeforge::k8s_openapi::api::apps::v1::Deployment;
+use kubeforge::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kubeforge::prelude::*;
+
+pub use api::{Memcached, MemcachedSpec, MemcachedStatus};
+pub use controller::{reconcile, Settings, FINALIZER};
+
+/// The sample Memcached (`config/samples/cache_v1alpha1_memcached.yaml`),
+/// which `--embedded` creates at start.
+pub const SAMPLE_YAML: &str = include_str!("../config/samples/cache_v1alpha1_memcached.yaml");
+
+/// What can go wrong outside a reconcile: building the CRD, reading the
+/// sample, talking to the API server at start, starting the embedded one.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The derive's CRD could not be built or written.
+    #[error("cannot build the Memcached CRD: {0}")]
+    Crd(#[from] CrdError),
+
+    /// The CRD could not be turned into JSON.
+    #[error("cannot serialize the Memcached CRD: {0}")]
+    Json(#[from] serde_json::Error),
+
+    /// The sample manifest does not describe a Memcached.
+    #[error("the sample Memcached is not valid: {0}")]
+    Sample(String),
+
+    /// A request to the API server failed.
+    #[error("{context}: {source}")]
+    Api {
+        /// What was being done.
+        context: String,
+        /// The client error.
+        #[source]
+        source: kubeforge::Error,
+    },
+
+    /// The embedded API server could not start or write its kubeconfig.
+    #[cfg(feature = "embedded")]
+    #[error("embedded API server: {0}")]
+    Server(#[from] kubeforge::testing::Error),
+}
+
+/// The Memcached CustomResourceDefinition, as the derive builds it.
+pub fn crd() -> Result<CustomResourceDefinition, Error> {
+    Ok(Memcached::try_crd()?)
+}
+
+/// The CRD as the YAML document checked in at
+/// `config/crd/bases/cache.example.com_memcacheds.yaml`.
+pub fn crd_yaml() -> Result<String, Error> {
+    Ok(to_yaml_documents(&[crd()?], &YamlOptions::default())?)
+}
+
+/// The sample Memcached, parsed from [`SAMPLE_YAML`].
+pub fn sample() -> Result<Memcached, Error> {
+    serde_saphyr::from_str(SAMPLE_YAML).map_err(|e| Error::Sample(e.to_string()))
+}
+
+/// Creates the sample Memcached in `namespace` (left alone if one of that
+/// name exists) and returns it as stored.
+pub async fn create_sample(client: &Client, namespace: &str) -> Result<Memcached, Error> {
+    let mut mc = sample()?;
+    mc.metadata.namespace = Some(namespace.to_owned());
+    let name = mc.name_any();
+    let api: Api<Memcached> = Api::namespaced(client.clone(), namespace);
+    match api.create(&PostParams::default(), &mc).await {
+        Ok(created) => Ok(created),
+        Err(e) if e.is_already_exists() => api.get(&name).await.map_err(|source| Error::Api {
+            context: format!("get Memcached {namespace}/{name}"),
+            source,
+        }),
+        Err(source) => Err(Error::Api {
+            context: format!("create Memcached {namespace}/{name}"),
+            source,
+        }),
+    }
+}
+
+/// Adds the memcached controller to `mgr`: it reconciles every Memcached
+/// and, through `owns`, every change of a Deployment one of them controls;
+/// at most `concurrency` reconciles run at once.
+pub fn register(mgr: &Manager, settings: Settings, concurrency: usize) {
+    mgr.controller::<Memcached>()
+        .named(controller::CONTROLLER_NAME)
+        .owns::<Deployment>()
+        .concurrency(concurrency)
+        .reconcile(reconcile, settings);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sample_parses_as_a_memcached() {
+        let mc = sample().unwrap();
+        assert_eq!(mc.name_any(), "memcached-sample");
+        assert_eq!(mc.spec.size, 1);
+        assert_eq!(mc.spec.container_port, api::DEFAULT_CONTAINER_PORT);
+    }
+}
