@@ -40,7 +40,7 @@ use proc_macro::TokenStream;
 /// #[crd(group = "cache.example.com", version = "v1alpha1", kind = "Memcached",
 ///       status = "MemcachedStatus", shortname = "mc",
 ///       scale(spec = ".spec.size", status = ".status.replicas"),
-///       printcolumn(name = "Size", type = "integer", json_path = ".spec.size"))]
+///       printcolumn(name = "Size", type = integer, json_path = ".spec.size"))]
 /// pub struct MemcachedSpec {
 ///     /// Number of memcached pods.
 ///     #[crd(minimum = 1, maximum = 10)]
@@ -71,7 +71,7 @@ use proc_macro::TokenStream;
 /// | `category` / `categories` | kubectl categories (repeatable) | `category = "all"` |
 /// | `status` | the status type; adds the status subresource | `status = "MemcachedStatus"` |
 /// | `scale(spec, status, selector)` | the scale subresource (needs `status`) | `scale(spec = ".spec.size", status = ".status.replicas", selector = ".status.selector")` |
-/// | `printcolumn(name, type, json_path, description, format, priority)` | a `kubectl get` column (repeatable); type is integer, number, string, boolean or date | `printcolumn(name = "Age", type = "date", json_path = ".metadata.creationTimestamp")` |
+/// | `printcolumn(name, type, json_path, description, format, priority)` | a `kubectl get` column (repeatable; see [Printer columns](#printer-columns)); type is integer, number, string, boolean or date | `printcolumn(name = "Age", type = date, json_path = ".metadata.creationTimestamp")` |
 /// | `selectable` | a field selector the apiserver accepts (repeatable) | `selectable = ".spec.color"` |
 /// | `root_validation` | a CEL rule on the whole object (repeatable) | `root_validation(rule = "self.metadata.name.size() < 20", message = "short names only")` |
 /// | `validation` | a CEL rule on the spec (repeatable; see the type markers) | `validation = "self.min <= self.max"` |
@@ -92,8 +92,8 @@ use proc_macro::TokenStream;
 ///       plural = "widgets", singular = "widget", shortnames = ["wd"], category = "all",
 ///       status = "WidgetStatus",
 ///       scale(spec = ".spec.replicas", status = ".status.replicas", selector = ".status.selector"),
-///       printcolumn(name = "Replicas", type = "integer", json_path = ".spec.replicas",
-///                   description = "desired pods", format = "int32", priority = 0),
+///       printcolumn(name = "Replicas", type = integer, json_path = ".spec.replicas",
+///                   description = "desired pods", format = int32, priority = 0),
 ///       selectable = ".spec.color",
 ///       root_validation(rule = "self.metadata.name.size() <= 30", message = "name too long"),
 ///       validation(rule = "self.replicas <= 100", message = "at most 100 replicas"),
@@ -115,6 +115,46 @@ use proc_macro::TokenStream;
 /// assert_eq!(crd.spec.scope, "Cluster");
 /// assert_eq!(crd.spec.versions[0].deprecated, Some(true));
 /// ```
+///
+/// # Printer columns
+///
+/// Write a column's `type` and `format` as words, the way kubebuilder's
+/// `+kubebuilder:printcolumn` marker does:
+///
+/// ```
+/// use kubeforge::prelude::*;
+///
+/// #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
+/// #[crd(group = "cache.example.com", version = "v1alpha1", kind = "Memcached",
+///       status = "MemcachedStatus",
+///       printcolumn(name = "Size", type = integer, json_path = ".spec.size"),
+///       printcolumn(name = "Ready", type = integer, json_path = ".status.readyReplicas"),
+///       printcolumn(name = "Seen", type = date, format = date-time, json_path = ".status.seen",
+///                   priority = 1))]
+/// pub struct MemcachedSpec {
+///     pub size: i32,
+/// }
+///
+/// #[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+/// #[serde(rename_all = "camelCase")]
+/// pub struct MemcachedStatus {
+///     pub ready_replicas: i32,
+///     pub seen: Option<String>,
+/// }
+///
+/// let crd = Memcached::try_crd().unwrap();
+/// let columns = crd.spec.versions[0].additional_printer_columns.as_ref().unwrap();
+/// assert_eq!(columns[1].type_, "integer");
+/// assert_eq!(columns[2].format.as_deref(), Some("date-time"));
+/// ```
+///
+/// Strings (`type = "integer"`, `format = "int32"`) are accepted too, but
+/// two columns of one type in a string form trip clippy's
+/// `duplicated_attributes` lint (rust-clippy#12537), which compares every
+/// `key = "literal"` pair of an attribute — and every `key = <number>` pair
+/// whatever its value, so two `priority`s as well — and fails a build with
+/// `-D warnings`. Clippy reads no attribute that holds a word as a value,
+/// so the word form needs no `#[allow(clippy::duplicated_attributes)]`.
 ///
 /// A hand-written schema, or none at all:
 ///
