@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use kubeforge::controller::{object_reference, Error, EventType, FinalizerEvent};
+use kubeforge::controller::{Error, FinalizerEvent};
 use kubeforge::k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use kubeforge::k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, PodSecurityContext, PodSpec, PodTemplateSpec,
@@ -180,13 +180,10 @@ async fn cleanup(mc: &Memcached, ctx: &Context<Settings>) -> Result<Action, Erro
         mc.name_any()
     );
     ctx.recorder()
-        .publish(
-            &object_reference(mc, &()),
-            EventType::Normal,
-            FINALIZED_REASON,
-            "Finalize",
-            &note,
-        )
+        .event(mc)
+        .normal(FINALIZED_REASON, "Finalize")
+        .note(note)
+        .publish()
         .await;
     tracing::info!("finalized");
     Ok(Action::done())

@@ -109,7 +109,6 @@ impl Leadership {
 ///
 /// ```no_run
 /// use kubeforge::prelude::*;
-/// use kubeforge::controller::events::{object_reference, EventType};
 /// use kubeforge::k8s_openapi::api::apps::v1::Deployment;
 ///
 /// /// A memcached cluster.
@@ -151,9 +150,11 @@ impl Leadership {
 ///                 Ok(Action::requeue_after(Duration::from_secs(300)))
 ///             }
 ///             FinalizerEvent::Cleanup(mc) => {
-///                 let regarding = object_reference(&*mc, &());
 ///                 ctx.recorder()
-///                     .publish(&regarding, EventType::Normal, "Deleted", "Cleanup", "cleaned up")
+///                     .event(&*mc)
+///                     .normal("Deleted", "Cleanup")
+///                     .note("cleaned up")
+///                     .publish()
 ///                     .await;
 ///                 Ok(Action::done())
 ///             }
