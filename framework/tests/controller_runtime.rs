@@ -25,8 +25,7 @@ use kubeforge::kube_core::params::{DeleteParams, Patch, PatchParams, PostParams}
 use kubeforge::kube_core::ObjectMeta;
 use kubeforge::manager::CancellationToken;
 use kubeforge::prelude::{
-    set_controller_reference, CustomResource, CustomResourceExt, Deserialize, FinalizerEvent,
-    JsonSchema, Serialize,
+    set_controller_reference, CustomResource, Deserialize, FinalizerEvent, JsonSchema, Serialize,
 };
 use kubeforge::testing::ApiServer;
 use kubeforge::workqueue::ItemExponentialFailure;
@@ -727,9 +726,7 @@ async fn concurrency_is_limited_and_no_key_has_two_workers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generation_changed_ignores_status_only_changes() {
     let h = harness().await;
-    h.server
-        .install_crd(serde_json::to_value(Widget::crd()).unwrap())
-        .unwrap();
+    h.server.install_crd_for::<Widget>().unwrap();
     let count = Arc::new(AtomicUsize::new(0));
     let controller = Controller::<Widget>::builder(h.cached.clone())
         .for_predicate(GenerationChanged)
@@ -804,9 +801,7 @@ async fn controller_wide_event_filters_apply_to_every_watch() {
 async fn a_finalizer_runs_cleanup_before_a_custom_resource_goes() {
     const FINALIZER: &str = "test.kubeforge.dev/cleanup";
     let h = harness().await;
-    h.server
-        .install_crd(serde_json::to_value(Widget::crd()).unwrap())
-        .unwrap();
+    h.server.install_crd_for::<Widget>().unwrap();
 
     #[derive(Default)]
     struct Seen {
