@@ -908,6 +908,89 @@ async fn a_finalizer_runs_cleanup_before_a_custom_resource_goes() {
     stop(token, task).await;
 }
 
+/// `Context::finalizer`: the closure gets its own `Arc` of the context, so
+/// an `async move` block hands `&ctx` to plain async functions with no
+/// re-borrowing first; the flow is the cached client's (finalizer added
+/// before the first apply, cleanup before it is released).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_finalizer_hands_the_closure_its_own_context() {
+    const FINALIZER: &str = "test.kubeforge.dev/context";
+    let h = harness().await;
+    h.server.install_crd_for::<Widget>().unwrap();
+
+    #[derive(Default)]
+    struct Seen {
+        applies: AtomicUsize,
+        cleanups: AtomicUsize,
+    }
+
+    async fn reconcile(w: Arc<Widget>, ctx: Arc<Context<Arc<Seen>>>) -> Result<Action, Error> {
+        let outcome = ctx
+            .finalizer(FINALIZER, w, |event, ctx| async move {
+                match event {
+                    FinalizerEvent::Apply(w) => apply(&w, &ctx).await,
+                    FinalizerEvent::Cleanup(w) => cleanup(&w, &ctx).await,
+                }
+            })
+            .await?;
+        Ok(outcome.into())
+    }
+
+    async fn apply(w: &Widget, ctx: &Context<Arc<Seen>>) -> Result<Action, Error> {
+        let status = WidgetStatus {
+            observed: w.spec.size,
+        };
+        ctx.client().patch_status(w, &status).await?;
+        ctx.applies.fetch_add(1, Ordering::SeqCst);
+        Ok(Action::done())
+    }
+
+    async fn cleanup(_: &Widget, ctx: &Context<Arc<Seen>>) -> Result<Action, Error> {
+        ctx.cleanups.fetch_add(1, Ordering::SeqCst);
+        Ok(Action::done())
+    }
+
+    let seen = Arc::new(Seen::default());
+    let controller = Controller::<Widget>::builder(h.cached.clone())
+        .rate_limiter(fast_retries())
+        .reconcile(reconcile, Arc::clone(&seen));
+    let (token, task) = spawn(controller);
+
+    let widgets: Api<Widget> = Api::namespaced(h.client.clone(), NS);
+    widgets
+        .create(
+            &PostParams::default(),
+            &Widget::new("dial", WidgetSpec { size: 2 }),
+        )
+        .await
+        .unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    let stored = loop {
+        let w = widgets.get("dial").await.unwrap();
+        if w.status.as_ref().is_some_and(|s| s.observed == 2) {
+            break w;
+        }
+        assert!(Instant::now() < deadline, "the widget was never applied");
+        sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(
+        stored.metadata.finalizers.as_deref(),
+        Some(&[FINALIZER.to_owned()][..])
+    );
+
+    widgets
+        .delete("dial", &DeleteParams::default())
+        .await
+        .unwrap();
+    while widgets.get_opt("dial").await.unwrap().is_some() {
+        assert!(Instant::now() < deadline, "the widget was never released");
+        sleep(Duration::from_millis(20)).await;
+    }
+    assert!(seen.applies.load(Ordering::SeqCst) >= 1);
+    assert_eq!(seen.cleanups.load(Ordering::SeqCst), 1, "cleanup ran once");
+    stop(token, task).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_informer_that_cannot_sync_fails_the_start_naming_it_and_why() {
     let h = harness().await;

@@ -144,13 +144,11 @@ pub fn desired_deployment(mc: &Memcached) -> Result<Deployment, Error> {
 /// report its status; once it is being deleted, record the deletion and
 /// let it go. Requeued after [`Settings::resync`] for drift detection.
 pub async fn reconcile(mc: Arc<Memcached>, ctx: Arc<Context<Settings>>) -> Result<Action, Error> {
-    let ctx = &*ctx;
     let outcome = ctx
-        .client()
-        .finalizer(FINALIZER, mc, |event| async move {
+        .finalizer(FINALIZER, mc, |event, ctx| async move {
             match event {
-                FinalizerEvent::Apply(mc) => apply(&mc, ctx).await,
-                FinalizerEvent::Cleanup(mc) => cleanup(&mc, ctx).await,
+                FinalizerEvent::Apply(mc) => apply(&mc, &ctx).await,
+                FinalizerEvent::Cleanup(mc) => cleanup(&mc, &ctx).await,
             }
         })
         .await?;

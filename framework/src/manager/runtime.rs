@@ -130,8 +130,8 @@ impl Leadership {
 /// const FINALIZER: &str = "cache.example.com/cleanup";
 ///
 /// async fn reconcile(mc: Arc<Memcached>, ctx: Arc<Context<()>>) -> Result<Action, kubeforge::controller::Error> {
-///     let client = ctx.client();
-///     let outcome = client.finalizer(FINALIZER, mc, |event| async {
+///     let outcome = ctx.finalizer(FINALIZER, mc, |event, ctx| async move {
+///         let client = ctx.client();
 ///         match event {
 ///             FinalizerEvent::Apply(mc) => {
 ///                 let ns = mc.metadata.namespace.clone().unwrap_or_default();
