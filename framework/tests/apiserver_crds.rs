@@ -203,6 +203,25 @@ mod typed {
         }
     }
 
+    /// Optional fields: absent, defaulted, and one that accepts `null`.
+    #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+    #[crd(
+        group = "typed.example.com",
+        version = "v1",
+        kind = "Damper",
+        derive(PartialEq)
+    )]
+    pub struct DamperSpec {
+        /// Optional.
+        pub angle: Option<i32>,
+        /// Optional, 45 when absent.
+        #[crd(default = 45)]
+        pub preset: Option<i32>,
+        /// Optional and nullable.
+        #[crd(nullable)]
+        pub note: Option<String>,
+    }
+
     /// A type that contains itself: the derive cannot make a CRD of it.
     #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
     #[crd(group = "typed.example.com", version = "v1", kind = "Tree")]
@@ -293,4 +312,59 @@ async fn typed_crds_install_and_serve_their_resources() {
         .install_crd(&misnamed)
         .expect_err("the name must be <plural>.<group>");
     assert!(matches!(err, Error::Rejected(_)), "{err:?}");
+}
+
+/// An `Option` field without `#[crd(nullable)]` is not nullable, and
+/// kube-apiserver drops a `null` sent for it before defaulting (the
+/// structural schema's null pruning): a Rust client writing `None` as
+/// `null` gets `None` back, or the field's CRD default; a nullable field
+/// keeps its `null`.
+#[tokio::test]
+async fn null_for_an_optional_field_is_dropped_or_defaulted() {
+    use typed::{Damper, DamperSpec};
+
+    let k = Kube::start().await;
+    k.server.install_crd_for::<Damper>().expect("installs");
+    let created = k
+        .post(
+            "/apis/typed.example.com/v1/namespaces/default/dampers",
+            &json!({"apiVersion": "typed.example.com/v1", "kind": "Damper",
+                    "metadata": {"name": "d"},
+                    "spec": {"angle": null, "preset": null, "note": null}}),
+        )
+        .await;
+    assert_eq!(
+        created.code(),
+        201,
+        "{}",
+        String::from_utf8_lossy(&created.body)
+    );
+    let spec = created.json()["spec"].clone();
+    assert_eq!(spec, json!({"preset": 45, "note": null}));
+
+    // The same from the typed API: None is serialized as null.
+    let api: kubeforge::Api<Damper> =
+        kubeforge::Api::namespaced(k.server.client().expect("client"), "default");
+    let stored = api
+        .create(
+            &Default::default(),
+            &Damper::new(
+                "typed",
+                DamperSpec {
+                    angle: None,
+                    preset: None,
+                    note: None,
+                },
+            ),
+        )
+        .await
+        .expect("None fields are accepted");
+    assert_eq!(
+        stored.spec,
+        DamperSpec {
+            angle: None,
+            preset: Some(45),
+            note: None,
+        }
+    );
 }

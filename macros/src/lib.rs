@@ -245,7 +245,7 @@ pub fn derive_custom_resource(input: TokenStream) -> TokenStream {
 /// | `default` | default (any JSON: literal, list, `json!({...})`) | `#[crd(default = 3)]`, `#[crd(default = json!({"a": 1}))]` |
 /// | `example` | example (any JSON) | `#[crd(example = "nginx")]` |
 /// | `title` | title | `#[crd(title = "Size")]` |
-/// | `nullable` | accepts `null` | `#[crd(nullable)]` |
+/// | `nullable` | accepts `null` (an `Option` alone does not: see below) | `#[crd(nullable)]` |
 /// | `required` / `optional` | override whether the field is required | `#[crd(required)]` |
 /// | `preserve_unknown_fields` | keep fields the schema does not name | `#[crd(preserve_unknown_fields)]` |
 /// | `embedded_resource` | an embedded object with apiVersion/kind/metadata | `#[crd(embedded_resource)]` |
@@ -255,6 +255,32 @@ pub fn derive_custom_resource(input: TokenStream) -> TokenStream {
 /// | `map_type` | `atomic` or `granular` | `#[crd(map_type = "atomic")]` |
 /// | `immutable` | CEL `self == oldSelf` | `#[crd(immutable)]` |
 /// | `validation` | a CEL rule (repeatable) | `#[crd(validation(rule = "self != 'admin'", message = "reserved", reason = "FieldValueForbidden"))]` |
+///
+/// # Optional fields and defaults
+///
+/// An `Option<T>` field is optional — left out of `required` — and not
+/// `nullable`, as controller-gen writes an optional pointer field.
+/// kube-apiserver drops a `null` sent for a non-nullable field before it
+/// applies defaults, so a `None` serialized as `null` reads back as `None`
+/// (or as the field's `default`). A field that must keep a `null` says so
+/// with `#[crd(nullable)]`; an `Option` marked `#[crd(required)]` (the key
+/// must be sent, `None` as `null`) and an `Option<Option<T>>` (absent,
+/// `null` and a value are three states) stay nullable. Items of a
+/// `Vec<Option<T>>` and values of a map of `Option`s stay nullable too.
+///
+/// A serde default — `#[serde(default)]`, `#[serde(default = "path")]` or
+/// `#[serde(default)]` on the struct — becomes the field's schema
+/// `default`, as schemars makes it, so the API server stores the value and
+/// kubectl, CEL rules, printer columns and clients in other languages see
+/// it. controller-gen writes a default only for `+kubebuilder:default`;
+/// kubeforge keeps schemars' behaviour on purpose, because CRDs built on it
+/// rely on the server filling those fields in (a CEL rule such as
+/// `self.min <= self.max` over defaulted fields fails on an absent one),
+/// and dropping it would change what the server stores. `#[crd(default =
+/// ...)]` sets the schema default, or overrides the serde one. To keep a
+/// Rust-side default out of the CRD, skip serializing the default value:
+/// schemars writes no `default` that `skip_serializing_if` would skip
+/// (`Option::is_none`, `Vec::is_empty`, or a predicate of your own).
 ///
 /// # Type markers: `#[crd(...)]` on a struct or enum
 ///
