@@ -981,3 +981,92 @@ async fn recorder_retries_unexpected_answers_in_the_background() {
     );
     assert_eq!(server.store.lock().unwrap().objects.len(), 1);
 }
+
+/// The builder (`recorder.event(&obj).warning(..).note(..).publish()`)
+/// writes what `publish_related` writes: the reference from the object
+/// itself, the severity, reason, action and note where they belong; its
+/// repeats become a series and its note is cut to 1024 bytes, the note
+/// staying out of the key.
+#[tokio::test]
+async fn the_event_builder_names_each_part_and_aggregates_like_publish() {
+    let server = Server::start().await;
+    let recorder = Recorder::new(server.client.clone(), "ctrl", "ctrl-0");
+    let deployment = deployment_ref();
+    let mut owner = ConfigMap::default();
+    owner.metadata.name = Some("settings".into());
+    owner.metadata.namespace = Some("ns".into());
+    owner.metadata.uid = Some("u-cm".into());
+    let long_note = "x".repeat(3000);
+    recorder
+        .event(&deployment)
+        .related(&owner)
+        .warning("FailedScale", "Scale")
+        .note(long_note.clone())
+        .publish()
+        .await;
+    let writes = server.writes();
+    assert_eq!(writes.len(), 1);
+    let (method, path, _, body) = &writes[0];
+    assert_eq!((method.as_str(), path.as_str()), ("POST", EVENTS));
+    assert_eq!(body["type"], "Warning");
+    assert_eq!(body["reason"], "FailedScale");
+    assert_eq!(body["action"], "Scale");
+    let note = body["note"].as_str().unwrap();
+    assert_eq!(note.len(), 1024);
+    assert!(note.ends_with(" ..."));
+    assert_eq!(
+        body["regarding"],
+        serde_json::to_value(object_reference(&deployment, &())).unwrap()
+    );
+    assert_eq!(
+        body["related"],
+        j!({"apiVersion": "v1", "kind": "ConfigMap", "name": "settings",
+            "namespace": "ns", "uid": "u-cm"})
+    );
+    let name = body["metadata"]["name"].as_str().unwrap().to_owned();
+
+    // The same event with another note is a repeat: a series on the first.
+    server.clear();
+    recorder
+        .event(&deployment)
+        .related(&owner)
+        .warning("FailedScale", "Scale")
+        .note("another note")
+        .publish()
+        .await;
+    let writes = server.writes();
+    assert_eq!(writes.len(), 1);
+    assert_eq!(writes[0].0, "PATCH");
+    assert_eq!(writes[0].1, format!("{EVENTS}/{name}"));
+    assert_eq!(writes[0].3["series"]["count"], 2);
+
+    // The positional form of that event is the same event again.
+    server.clear();
+    recorder
+        .publish_related(
+            &object_reference(&deployment, &()),
+            Some(&object_reference(&owner, &())),
+            EventType::Warning,
+            "FailedScale",
+            "Scale",
+            "",
+        )
+        .await;
+    assert!(server.writes().is_empty(), "counted into the open series");
+    recorder.flush().await;
+    assert_eq!(server.writes()[0].3["series"]["count"], 3);
+
+    // `normal` and a reference-built event; no note means none sent.
+    server.clear();
+    recorder
+        .event_about(object_reference(&deployment, &()))
+        .normal("Scaled", "Scale")
+        .publish()
+        .await;
+    let writes = server.writes();
+    assert_eq!(writes[0].0, "POST");
+    assert_eq!(writes[0].3["type"], "Normal");
+    assert_eq!(writes[0].3["reason"], "Scaled");
+    assert!(writes[0].3.get("note").is_none());
+    assert!(writes[0].3.get("related").is_none());
+}

@@ -25,8 +25,7 @@ use kubeforge::kube_core::params::{DeleteParams, Patch, PatchParams, PostParams}
 use kubeforge::kube_core::ObjectMeta;
 use kubeforge::manager::CancellationToken;
 use kubeforge::prelude::{
-    set_controller_reference, CustomResource, CustomResourceExt, Deserialize, FinalizerEvent,
-    JsonSchema, Serialize,
+    set_controller_reference, CustomResource, Deserialize, FinalizerEvent, JsonSchema, Serialize,
 };
 use kubeforge::testing::ApiServer;
 use kubeforge::workqueue::ItemExponentialFailure;
@@ -727,9 +726,7 @@ async fn concurrency_is_limited_and_no_key_has_two_workers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generation_changed_ignores_status_only_changes() {
     let h = harness().await;
-    h.server
-        .install_crd(serde_json::to_value(Widget::crd()).unwrap())
-        .unwrap();
+    h.server.install_crd_for::<Widget>().unwrap();
     let count = Arc::new(AtomicUsize::new(0));
     let controller = Controller::<Widget>::builder(h.cached.clone())
         .for_predicate(GenerationChanged)
@@ -804,9 +801,7 @@ async fn controller_wide_event_filters_apply_to_every_watch() {
 async fn a_finalizer_runs_cleanup_before_a_custom_resource_goes() {
     const FINALIZER: &str = "test.kubeforge.dev/cleanup";
     let h = harness().await;
-    h.server
-        .install_crd(serde_json::to_value(Widget::crd()).unwrap())
-        .unwrap();
+    h.server.install_crd_for::<Widget>().unwrap();
 
     #[derive(Default)]
     struct Seen {
@@ -910,6 +905,89 @@ async fn a_finalizer_runs_cleanup_before_a_custom_resource_goes() {
         cms.get_opt("gizmo-data").await.unwrap().is_none(),
         "cleanup removed the dependent"
     );
+    stop(token, task).await;
+}
+
+/// `Context::finalizer`: the closure gets its own `Arc` of the context, so
+/// an `async move` block hands `&ctx` to plain async functions with no
+/// re-borrowing first; the flow is the cached client's (finalizer added
+/// before the first apply, cleanup before it is released).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_finalizer_hands_the_closure_its_own_context() {
+    const FINALIZER: &str = "test.kubeforge.dev/context";
+    let h = harness().await;
+    h.server.install_crd_for::<Widget>().unwrap();
+
+    #[derive(Default)]
+    struct Seen {
+        applies: AtomicUsize,
+        cleanups: AtomicUsize,
+    }
+
+    async fn reconcile(w: Arc<Widget>, ctx: Arc<Context<Arc<Seen>>>) -> Result<Action, Error> {
+        let outcome = ctx
+            .finalizer(FINALIZER, w, |event, ctx| async move {
+                match event {
+                    FinalizerEvent::Apply(w) => apply(&w, &ctx).await,
+                    FinalizerEvent::Cleanup(w) => cleanup(&w, &ctx).await,
+                }
+            })
+            .await?;
+        Ok(outcome.into())
+    }
+
+    async fn apply(w: &Widget, ctx: &Context<Arc<Seen>>) -> Result<Action, Error> {
+        let status = WidgetStatus {
+            observed: w.spec.size,
+        };
+        ctx.client().patch_status(w, &status).await?;
+        ctx.applies.fetch_add(1, Ordering::SeqCst);
+        Ok(Action::done())
+    }
+
+    async fn cleanup(_: &Widget, ctx: &Context<Arc<Seen>>) -> Result<Action, Error> {
+        ctx.cleanups.fetch_add(1, Ordering::SeqCst);
+        Ok(Action::done())
+    }
+
+    let seen = Arc::new(Seen::default());
+    let controller = Controller::<Widget>::builder(h.cached.clone())
+        .rate_limiter(fast_retries())
+        .reconcile(reconcile, Arc::clone(&seen));
+    let (token, task) = spawn(controller);
+
+    let widgets: Api<Widget> = Api::namespaced(h.client.clone(), NS);
+    widgets
+        .create(
+            &PostParams::default(),
+            &Widget::new("dial", WidgetSpec { size: 2 }),
+        )
+        .await
+        .unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    let stored = loop {
+        let w = widgets.get("dial").await.unwrap();
+        if w.status.as_ref().is_some_and(|s| s.observed == 2) {
+            break w;
+        }
+        assert!(Instant::now() < deadline, "the widget was never applied");
+        sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(
+        stored.metadata.finalizers.as_deref(),
+        Some(&[FINALIZER.to_owned()][..])
+    );
+
+    widgets
+        .delete("dial", &DeleteParams::default())
+        .await
+        .unwrap();
+    while widgets.get_opt("dial").await.unwrap().is_some() {
+        assert!(Instant::now() < deadline, "the widget was never released");
+        sleep(Duration::from_millis(20)).await;
+    }
+    assert!(seen.applies.load(Ordering::SeqCst) >= 1);
+    assert_eq!(seen.cleanups.load(Ordering::SeqCst), 1, "cleanup ran once");
     stop(token, task).await;
 }
 

@@ -279,7 +279,8 @@ fn markers_on_optional_objects_and_enums_stay_structural() {
     let spec = &schema["openAPIV3Schema"]["properties"]["spec"]["properties"];
     assert_eq!(spec["target"]["default"], json!({"celsius": 20}));
     assert_eq!(spec["target"]["type"], "object");
-    assert_eq!(spec["target"]["nullable"], true);
+    // Optional, not nullable: a `null` is dropped and the default applies.
+    assert!(spec["target"].get("nullable").is_none());
     assert_eq!(
         spec["target"]["x-kubernetes-validations"][0]["rule"],
         "self.celsius < 30"
@@ -287,4 +288,103 @@ fn markers_on_optional_objects_and_enums_stay_structural() {
     assert_eq!(spec["mode"]["default"], "Eco");
     assert_eq!(spec["mode"]["enum"], json!(["Eco", "Boost"]));
     assert_eq!(spec["schedules"]["maxItems"], 2);
+}
+
+mod nullability {
+    use kubeforge::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    use kubeforge::prelude::*;
+
+    /// Which fields say `nullable`.
+    #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
+    #[crd(group = "demo.example.com", version = "v1", kind = "Valve")]
+    #[serde(rename_all = "camelCase")]
+    pub struct ValveSpec {
+        /// May be absent.
+        pub plain: Option<i32>,
+        /// A serde default of `None` is no schema default.
+        #[serde(default)]
+        pub defaulted: Option<String>,
+        /// Absent when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub skipped: Option<bool>,
+        /// Says it accepts `null`.
+        #[crd(nullable)]
+        pub explicit: Option<String>,
+        /// Must be there; `None` is written as `null`.
+        #[crd(required)]
+        pub present: Option<String>,
+        /// Absent, `null` and a value are three states.
+        pub tristate: Option<Option<String>>,
+        /// Fully qualified.
+        pub qualified: std::option::Option<u16>,
+        /// Optional int-or-string.
+        pub surge: Option<IntOrString>,
+        /// The field's own words.
+        pub opening: Option<Opening>,
+        /// A unit enum.
+        pub mode: Option<Mode>,
+        /// Lists of optional values keep their nulls.
+        pub slots: Vec<Option<i32>>,
+    }
+
+    /// How far a valve opens.
+    #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema)]
+    #[serde(rename_all = "camelCase")]
+    pub enum Opening {
+        /// A percentage.
+        Percent(u8),
+        /// Steps of a stepper motor.
+        Steps(u32),
+    }
+
+    /// Operating mode.
+    #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema)]
+    pub enum Mode {
+        /// Automatic.
+        Auto,
+        /// Manual.
+        Manual,
+    }
+}
+
+/// `Option<T>` means "may be absent" (not in `required`), as an optional
+/// pointer does for controller-gen, which writes no `nullable` for it;
+/// `nullable` comes from `#[crd(nullable)]`, from `#[crd(required)]` on an
+/// Option (the key must be sent, and `None` is sent as `null`), and from
+/// `Option<Option<T>>`. kube-apiserver drops a `null` sent for a
+/// non-nullable field before defaulting, so `None` still round-trips.
+#[test]
+fn option_fields_are_optional_not_nullable_unless_asked() {
+    let crd = nullability::Valve::try_crd().unwrap();
+    assert!(kubeforge::crd::check_crd(&crd).is_empty());
+    let schema = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
+    let spec = &schema["openAPIV3Schema"]["properties"]["spec"];
+    let props = &spec["properties"];
+    let nullable = |field: &str| props[field].get("nullable") == Some(&json!(true));
+    for field in [
+        "plain",
+        "defaulted",
+        "skipped",
+        "qualified",
+        "surge",
+        "opening",
+        "mode",
+    ] {
+        assert!(!nullable(field), "{field}: {}", props[field]);
+    }
+    for field in ["explicit", "present", "tristate"] {
+        assert!(nullable(field), "{field}: {}", props[field]);
+    }
+    assert_eq!(spec["required"], json!(["present", "slots"]));
+    assert_eq!(props["plain"]["type"], "integer");
+    assert!(props["defaulted"].get("default").is_none());
+    assert_eq!(props["qualified"]["format"], "uint16");
+    assert_eq!(props["surge"]["x-kubernetes-int-or-string"], true);
+    assert_eq!(props["mode"]["enum"], json!(["Auto", "Manual"]));
+    assert_eq!(props["mode"]["type"], "string");
+    // The data enum's schema, with the field's description.
+    assert_eq!(props["opening"]["type"], "object");
+    assert_eq!(props["opening"]["description"], "The field's own words.");
+    assert!(props["opening"]["properties"]["percent"].is_object());
+    assert_eq!(props["slots"]["items"]["nullable"], true);
 }

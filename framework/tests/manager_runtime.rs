@@ -594,3 +594,50 @@ async fn losing_the_lease_stops_the_controllers_and_fails_the_manager() {
     let _ = a.other_runnable_started;
     server.faults().clear();
 }
+
+/// `ManagerBuilder::config`: the manager makes its client from the
+/// configuration (its server, CA, token and default namespace), so a
+/// `main` with `--kubeconfig`/`--context` flags hands over the `Config`; a
+/// configuration that cannot make a client is `Error::Client`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manager_built_from_a_config_talks_to_that_server() {
+    init_tracing();
+    let server = ApiServer::start().await.expect("server starts");
+    let mut config = server.config();
+    config.default_namespace = "team-a".into();
+    let mgr = Manager::builder()
+        .config(config)
+        .metrics_bind_address("0")
+        .health_probe_bind_address("0")
+        .build()
+        .await
+        .expect("manager builds");
+    assert_eq!(mgr.live_client().default_namespace(), "team-a");
+    let created = Api::<ConfigMap>::namespaced(mgr.live_client().clone(), NS)
+        .create(&PostParams::default(), &cm("from-config"))
+        .await
+        .expect("the client reaches the server with its credentials");
+    assert_eq!(created.metadata.name.as_deref(), Some("from-config"));
+
+    // The last of client and config wins.
+    let mgr = Manager::builder()
+        .config(kubeforge::Config::new(http::Uri::from_static("/no-scheme")))
+        .client(server.client().expect("client"))
+        .metrics_bind_address("0")
+        .health_probe_bind_address("0")
+        .build()
+        .await
+        .expect("the client given last is used");
+    drop(mgr);
+
+    let err = Manager::builder()
+        .client(server.client().expect("client"))
+        .config(kubeforge::Config::new(http::Uri::from_static("/no-scheme")))
+        .metrics_bind_address("0")
+        .health_probe_bind_address("0")
+        .build()
+        .await
+        .expect_err("a config without a server URL cannot make a client");
+    assert!(matches!(err, Error::Client(_)), "{err:?}");
+    assert!(err.to_string().contains("no scheme"), "{err}");
+}

@@ -3,6 +3,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
+use syn::ext::IdentExt as _;
 use syn::spanned::Spanned;
 use syn::{Attribute, DeriveInput, LitStr};
 
@@ -184,10 +185,62 @@ fn one_of(lit: &LitStr, allowed: &[&str], what: &str) -> syn::Result<()> {
     ))
 }
 
+/// A printer column's `type` or `format`: a word as kubebuilder writes it
+/// (`type = integer`, `format = date-time`) or a string (`type = "integer"`),
+/// checked against `allowed`. The word form is the one to recommend: clippy's
+/// `duplicated_attributes` compares `key = "literal"` pairs across an
+/// attribute (rust-clippy#12537) and reads no attribute holding a word as a
+/// value, so two columns of one type are not taken for a repeated attribute.
+fn column_word(
+    meta: &syn::meta::ParseNestedMeta,
+    key: &str,
+    allowed: &[&str],
+    what: &str,
+) -> syn::Result<LitStr> {
+    let input = meta.value()?;
+    if input.peek(LitStr) {
+        let lit: LitStr = input.parse()?;
+        one_of(&lit, allowed, what)?;
+        return Ok(lit);
+    }
+    if input.peek(syn::Ident::peek_any) {
+        let first = input.call(syn::Ident::parse_any)?;
+        let mut word = first.to_string();
+        let mut tokens = quote!(#first);
+        // `date-time`: a hyphenated word is three tokens.
+        while input.peek(syn::Token![-]) && input.peek2(syn::Ident::peek_any) {
+            let dash: syn::Token![-] = input.parse()?;
+            let next = input.call(syn::Ident::parse_any)?;
+            word.push('-');
+            word.push_str(&next.to_string());
+            tokens.extend(quote!(#dash #next));
+        }
+        if allowed.contains(&word.as_str()) {
+            return Ok(LitStr::new(&word, first.span()));
+        }
+        let hint = util::suggest(&word, allowed)
+            .map(|s| format!("; did you mean `{s}`?"))
+            .unwrap_or_default();
+        return Err(syn::Error::new_spanned(
+            tokens,
+            format!("{what} must be one of {}{hint}", allowed.join(", ")),
+        ));
+    }
+    let found: syn::Expr = input.parse()?;
+    Err(syn::Error::new_spanned(
+        found,
+        format!(
+            "`{key}` expects one of {} as a word, e.g. `{key} = {}`",
+            allowed.join(", "),
+            allowed.first().copied().unwrap_or_default()
+        ),
+    ))
+}
+
 fn parse_column(meta: &syn::meta::ParseNestedMeta) -> syn::Result<Column> {
     if !meta.input.peek(syn::token::Paren) {
         return Err(meta
-            .error("`printcolumn` expects (name = \"...\", type = \"...\", json_path = \"...\")"));
+            .error("`printcolumn` expects (name = \"...\", type = integer, json_path = \"...\")"));
     }
     let span = meta.path.span();
     let mut seen = Seen::default();
@@ -202,9 +255,12 @@ fn parse_column(meta: &syn::meta::ParseNestedMeta) -> syn::Result<Column> {
         match key.as_str() {
             "name" => name = Some(util::string(&inner, "name")?),
             "type" => {
-                let lit = util::string(&inner, "type")?;
-                one_of(&lit, COLUMN_TYPES, "a printer column's type")?;
-                type_ = Some(lit);
+                type_ = Some(column_word(
+                    &inner,
+                    "type",
+                    COLUMN_TYPES,
+                    "a printer column's type",
+                )?);
             }
             "json_path" => {
                 let lit = util::string(&inner, "json_path")?;
@@ -217,9 +273,12 @@ fn parse_column(meta: &syn::meta::ParseNestedMeta) -> syn::Result<Column> {
             }
             "description" => description = Some(util::string(&inner, "description")?),
             "format" => {
-                let lit = util::string(&inner, "format")?;
-                one_of(&lit, COLUMN_FORMATS, "a printer column's format")?;
-                format = Some(lit);
+                format = Some(column_word(
+                    &inner,
+                    "format",
+                    COLUMN_FORMATS,
+                    "a printer column's format",
+                )?);
             }
             _ => {
                 let e = util::expr(&inner)?;
@@ -240,8 +299,14 @@ fn parse_column(meta: &syn::meta::ParseNestedMeta) -> syn::Result<Column> {
         }
         Ok(())
     })?;
-    let missing =
-        |what: &str| syn::Error::new(span, format!("`printcolumn` needs {what} = \"...\""));
+    let missing = |what: &str| {
+        let example = if what == "type" {
+            "integer (or number, string, boolean, date)"
+        } else {
+            "\"...\""
+        };
+        syn::Error::new(span, format!("`printcolumn` needs {what} = {example}"))
+    };
     Ok(Column {
         name: name.ok_or_else(|| missing("name"))?,
         type_: type_.ok_or_else(|| missing("type"))?,

@@ -40,7 +40,7 @@ use proc_macro::TokenStream;
 /// #[crd(group = "cache.example.com", version = "v1alpha1", kind = "Memcached",
 ///       status = "MemcachedStatus", shortname = "mc",
 ///       scale(spec = ".spec.size", status = ".status.replicas"),
-///       printcolumn(name = "Size", type = "integer", json_path = ".spec.size"))]
+///       printcolumn(name = "Size", type = integer, json_path = ".spec.size"))]
 /// pub struct MemcachedSpec {
 ///     /// Number of memcached pods.
 ///     #[crd(minimum = 1, maximum = 10)]
@@ -71,7 +71,7 @@ use proc_macro::TokenStream;
 /// | `category` / `categories` | kubectl categories (repeatable) | `category = "all"` |
 /// | `status` | the status type; adds the status subresource | `status = "MemcachedStatus"` |
 /// | `scale(spec, status, selector)` | the scale subresource (needs `status`) | `scale(spec = ".spec.size", status = ".status.replicas", selector = ".status.selector")` |
-/// | `printcolumn(name, type, json_path, description, format, priority)` | a `kubectl get` column (repeatable); type is integer, number, string, boolean or date | `printcolumn(name = "Age", type = "date", json_path = ".metadata.creationTimestamp")` |
+/// | `printcolumn(name, type, json_path, description, format, priority)` | a `kubectl get` column (repeatable; see [Printer columns](#printer-columns)); type is integer, number, string, boolean or date | `printcolumn(name = "Age", type = date, json_path = ".metadata.creationTimestamp")` |
 /// | `selectable` | a field selector the apiserver accepts (repeatable) | `selectable = ".spec.color"` |
 /// | `root_validation` | a CEL rule on the whole object (repeatable) | `root_validation(rule = "self.metadata.name.size() < 20", message = "short names only")` |
 /// | `validation` | a CEL rule on the spec (repeatable; see the type markers) | `validation = "self.min <= self.max"` |
@@ -92,8 +92,8 @@ use proc_macro::TokenStream;
 ///       plural = "widgets", singular = "widget", shortnames = ["wd"], category = "all",
 ///       status = "WidgetStatus",
 ///       scale(spec = ".spec.replicas", status = ".status.replicas", selector = ".status.selector"),
-///       printcolumn(name = "Replicas", type = "integer", json_path = ".spec.replicas",
-///                   description = "desired pods", format = "int32", priority = 0),
+///       printcolumn(name = "Replicas", type = integer, json_path = ".spec.replicas",
+///                   description = "desired pods", format = int32, priority = 0),
 ///       selectable = ".spec.color",
 ///       root_validation(rule = "self.metadata.name.size() <= 30", message = "name too long"),
 ///       validation(rule = "self.replicas <= 100", message = "at most 100 replicas"),
@@ -115,6 +115,46 @@ use proc_macro::TokenStream;
 /// assert_eq!(crd.spec.scope, "Cluster");
 /// assert_eq!(crd.spec.versions[0].deprecated, Some(true));
 /// ```
+///
+/// # Printer columns
+///
+/// Write a column's `type` and `format` as words, the way kubebuilder's
+/// `+kubebuilder:printcolumn` marker does:
+///
+/// ```
+/// use kubeforge::prelude::*;
+///
+/// #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
+/// #[crd(group = "cache.example.com", version = "v1alpha1", kind = "Memcached",
+///       status = "MemcachedStatus",
+///       printcolumn(name = "Size", type = integer, json_path = ".spec.size"),
+///       printcolumn(name = "Ready", type = integer, json_path = ".status.readyReplicas"),
+///       printcolumn(name = "Seen", type = date, format = date-time, json_path = ".status.seen",
+///                   priority = 1))]
+/// pub struct MemcachedSpec {
+///     pub size: i32,
+/// }
+///
+/// #[derive(Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+/// #[serde(rename_all = "camelCase")]
+/// pub struct MemcachedStatus {
+///     pub ready_replicas: i32,
+///     pub seen: Option<String>,
+/// }
+///
+/// let crd = Memcached::try_crd().unwrap();
+/// let columns = crd.spec.versions[0].additional_printer_columns.as_ref().unwrap();
+/// assert_eq!(columns[1].type_, "integer");
+/// assert_eq!(columns[2].format.as_deref(), Some("date-time"));
+/// ```
+///
+/// Strings (`type = "integer"`, `format = "int32"`) are accepted too, but
+/// two columns of one type in a string form trip clippy's
+/// `duplicated_attributes` lint (rust-clippy#12537), which compares every
+/// `key = "literal"` pair of an attribute — and every `key = <number>` pair
+/// whatever its value, so two `priority`s as well — and fails a build with
+/// `-D warnings`. Clippy reads no attribute that holds a word as a value,
+/// so the word form needs no `#[allow(clippy::duplicated_attributes)]`.
 ///
 /// A hand-written schema, or none at all:
 ///
@@ -205,7 +245,7 @@ pub fn derive_custom_resource(input: TokenStream) -> TokenStream {
 /// | `default` | default (any JSON: literal, list, `json!({...})`) | `#[crd(default = 3)]`, `#[crd(default = json!({"a": 1}))]` |
 /// | `example` | example (any JSON) | `#[crd(example = "nginx")]` |
 /// | `title` | title | `#[crd(title = "Size")]` |
-/// | `nullable` | accepts `null` | `#[crd(nullable)]` |
+/// | `nullable` | accepts `null` (an `Option` alone does not: see below) | `#[crd(nullable)]` |
 /// | `required` / `optional` | override whether the field is required | `#[crd(required)]` |
 /// | `preserve_unknown_fields` | keep fields the schema does not name | `#[crd(preserve_unknown_fields)]` |
 /// | `embedded_resource` | an embedded object with apiVersion/kind/metadata | `#[crd(embedded_resource)]` |
@@ -215,6 +255,32 @@ pub fn derive_custom_resource(input: TokenStream) -> TokenStream {
 /// | `map_type` | `atomic` or `granular` | `#[crd(map_type = "atomic")]` |
 /// | `immutable` | CEL `self == oldSelf` | `#[crd(immutable)]` |
 /// | `validation` | a CEL rule (repeatable) | `#[crd(validation(rule = "self != 'admin'", message = "reserved", reason = "FieldValueForbidden"))]` |
+///
+/// # Optional fields and defaults
+///
+/// An `Option<T>` field is optional — left out of `required` — and not
+/// `nullable`, as controller-gen writes an optional pointer field.
+/// kube-apiserver drops a `null` sent for a non-nullable field before it
+/// applies defaults, so a `None` serialized as `null` reads back as `None`
+/// (or as the field's `default`). A field that must keep a `null` says so
+/// with `#[crd(nullable)]`; an `Option` marked `#[crd(required)]` (the key
+/// must be sent, `None` as `null`) and an `Option<Option<T>>` (absent,
+/// `null` and a value are three states) stay nullable. Items of a
+/// `Vec<Option<T>>` and values of a map of `Option`s stay nullable too.
+///
+/// A serde default — `#[serde(default)]`, `#[serde(default = "path")]` or
+/// `#[serde(default)]` on the struct — becomes the field's schema
+/// `default`, as schemars makes it, so the API server stores the value and
+/// kubectl, CEL rules, printer columns and clients in other languages see
+/// it. controller-gen writes a default only for `+kubebuilder:default`;
+/// kubeforge keeps schemars' behaviour on purpose, because CRDs built on it
+/// rely on the server filling those fields in (a CEL rule such as
+/// `self.min <= self.max` over defaulted fields fails on an absent one),
+/// and dropping it would change what the server stores. `#[crd(default =
+/// ...)]` sets the schema default, or overrides the serde one. To keep a
+/// Rust-side default out of the CRD, skip serializing the default value:
+/// schemars writes no `default` that `skip_serializing_if` would skip
+/// (`Option::is_none`, `Vec::is_empty`, or a predicate of your own).
 ///
 /// # Type markers: `#[crd(...)]` on a struct or enum
 ///

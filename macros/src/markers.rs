@@ -78,6 +78,10 @@ pub struct Markers {
     list_map_keys: Option<Span>,
     pub required_or_optional: Option<Span>,
     pub first_span: Option<Span>,
+    /// `nullable` is set (and not `= false`).
+    pub nullable: bool,
+    /// `required` is set (and not `= false`).
+    pub required: bool,
 }
 
 #[derive(Default)]
@@ -254,6 +258,8 @@ impl Markers {
                 if !util::flag(meta, name)? {
                     return Ok(());
                 }
+                self.nullable |= name == "nullable";
+                self.required |= name == "required";
                 if name == "required" || name == "optional" {
                     let other = if name == "required" {
                         "optional"

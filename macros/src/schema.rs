@@ -178,6 +178,68 @@ fn field_markers(
     }))
 }
 
+/// `Option<T>` (by name: `Option`, `std::option::Option`,
+/// `core::option::Option`), and the `T`.
+fn option_inner(ty: &Type) -> Option<&Type> {
+    let Type::Path(path) = ty else {
+        return None;
+    };
+    if path.qself.is_some() {
+        return None;
+    }
+    let segments: Vec<String> = path
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let named = matches!(
+        segments
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .as_slice(),
+        ["Option"] | ["std" | "core", "option", "Option"]
+    );
+    if !named {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &path.path.segments.last()?.arguments else {
+        return None;
+    };
+    match args.args.iter().collect::<Vec<_>>().as_slice() {
+        [syn::GenericArgument::Type(inner)] => Some(inner),
+        _ => None,
+    }
+}
+
+/// Whether the `null` schemars adds to a named `Option<T>` field is to be
+/// taken out again: `Option` says the field may be absent, which the
+/// field's absence from `required` already says (controller-gen writes no
+/// `nullable` for an optional pointer either). Kept where `null` means
+/// something of its own: `#[crd(nullable)]`, `#[crd(required)]` (the key
+/// must be there and `None` is written as `null`), `Option<Option<T>>`,
+/// and fields whose schema comes from another type (`with`,
+/// `schema_with`) or that are flattened or skipped.
+fn not_nullable_option(field: &syn::Field, markers: Option<&Markers>) -> bool {
+    let Some(inner) = field.ident.as_ref().and(option_inner(&field.ty)) else {
+        return false;
+    };
+    if option_inner(inner).is_some() {
+        return false;
+    }
+    if markers.is_some_and(|m| m.nullable || m.required) {
+        return false;
+    }
+    let other_schema = ["with", "schema_with", "serialize_with"]
+        .iter()
+        .any(|key| serde_has_key(&field.attrs, key));
+    let skipped = ["flatten", "skip"]
+        .iter()
+        .any(|word| serde_word(&field.attrs, word).is_some());
+    !other_schema && !skipped
+}
+
 /// Does `ty` mention `ident` (a directly recursive type)?
 fn mentions(ty: &Type, ident: &syn::Ident) -> bool {
     fn walk(tokens: TokenStream, ident: &syn::Ident) -> bool {
@@ -238,18 +300,29 @@ pub fn derive(input: DeriveInput) -> syn::Result<TokenStream> {
         let fident = &field.ident;
         let colon = field.colon_token;
         let ty = &field.ty;
+        let strip_null = not_nullable_option(field, info.as_ref().map(|i| &i.markers));
         let mut extra = TokenStream::new();
-        if let Some(info) = info {
+        if info.is_some() || strip_null {
             let fname = format_ident!("__kubeforge_field_{}", field_index);
             field_index += 1;
-            let exprs = &info.markers.exprs;
+            // Runs after schemars has set the field's schema, description
+            // and serde default, so both steps see the final property.
+            let strip =
+                strip_null.then(|| quote!(#krate::crd::__private::strip_option_null(schema);));
+            let apply = info.as_ref().map(|info| {
+                let exprs = &info.markers.exprs;
+                quote!(#krate::crd::__private::apply_field_markers(schema, &[#(#exprs),*]);)
+            });
             transforms.push(quote! {
                 #[allow(non_snake_case)]
                 fn #fname(schema: &mut #krate::schemars::Schema) {
-                    #krate::crd::__private::apply_field_markers(schema, &[#(#exprs),*]);
+                    #strip
+                    #apply
                 }
             });
             extra = quote!(#[schemars(transform = #fname)]);
+        }
+        if let Some(info) = info {
             checks.push(info.markers.check_tokens(&info.ty, &krate));
         }
         Ok(quote!(#(#attrs)* #extra #fident #colon #ty))

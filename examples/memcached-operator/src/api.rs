@@ -27,28 +27,25 @@ pub const DEFAULT_CONTAINER_PORT: i32 = 11211;
     ),
     printcolumn(
         name = "Size",
-        type = "integer",
+        type = integer,
         json_path = ".spec.size",
         description = "Desired number of memcached pods"
     ),
     printcolumn(
         name = "Ready",
-        type = "integer",
+        type = integer,
         json_path = ".status.readyReplicas",
         description = "Pods that are ready"
     ),
     printcolumn(
         name = "Available",
-        type = "string",
+        type = string,
         json_path = ".status.conditions[?(@.type==\"Available\")].status",
         description = "Whether every desired pod is available"
     ),
-    printcolumn(name = "Age", type = "date", json_path = ".metadata.creationTimestamp"),
+    printcolumn(name = "Age", type = date, json_path = ".metadata.creationTimestamp"),
     derive(PartialEq)
 )]
-// Two columns of one type repeat `type = "integer"`, which clippy's
-// `duplicated_attributes` takes for a mistake (in one attribute or several).
-#[allow(clippy::duplicated_attributes)]
 #[serde(rename_all = "camelCase")]
 pub struct MemcachedSpec {
     /// Number of memcached pods.

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use kubeforge::controller::{object_reference, Error, EventType, FinalizerEvent};
+use kubeforge::controller::{Error, FinalizerEvent};
 use kubeforge::k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use kubeforge::k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, PodSecurityContext, PodSpec, PodTemplateSpec,
@@ -144,13 +144,11 @@ pub fn desired_deployment(mc: &Memcached) -> Result<Deployment, Error> {
 /// report its status; once it is being deleted, record the deletion and
 /// let it go. Requeued after [`Settings::resync`] for drift detection.
 pub async fn reconcile(mc: Arc<Memcached>, ctx: Arc<Context<Settings>>) -> Result<Action, Error> {
-    let ctx = &*ctx;
     let outcome = ctx
-        .client()
-        .finalizer(FINALIZER, mc, |event| async move {
+        .finalizer(FINALIZER, mc, |event, ctx| async move {
             match event {
-                FinalizerEvent::Apply(mc) => apply(&mc, ctx).await,
-                FinalizerEvent::Cleanup(mc) => cleanup(&mc, ctx).await,
+                FinalizerEvent::Apply(mc) => apply(&mc, &ctx).await,
+                FinalizerEvent::Cleanup(mc) => cleanup(&mc, &ctx).await,
             }
         })
         .await?;
@@ -180,13 +178,10 @@ async fn cleanup(mc: &Memcached, ctx: &Context<Settings>) -> Result<Action, Erro
         mc.name_any()
     );
     ctx.recorder()
-        .publish(
-            &object_reference(mc, &()),
-            EventType::Normal,
-            FINALIZED_REASON,
-            "Finalize",
-            &note,
-        )
+        .event(mc)
+        .normal(FINALIZED_REASON, "Finalize")
+        .note(note)
+        .publish()
         .await;
     tracing::info!("finalized");
     Ok(Action::done())

@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 
 use kubeforge::testing::ApiServer;
 
-use crate::Error;
+use crate::{Error, Memcached};
 
 /// Starts the API server on `listen` and installs the Memcached CRD (its
 /// resource is served when this returns).
@@ -23,6 +23,6 @@ pub async fn start(listen: SocketAddr) -> Result<ApiServer, Error> {
 
 /// Installs (or updates) the Memcached CRD on `server`.
 pub fn install_crd(server: &ApiServer) -> Result<(), Error> {
-    server.install_crd(serde_json::to_value(crate::crd()?)?)?;
+    server.install_crd_for::<Memcached>()?;
     Ok(())
 }

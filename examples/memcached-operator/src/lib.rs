@@ -67,10 +67,6 @@ pub enum Error {
     #[error("cannot build the Memcached CRD: {0}")]
     Crd(#[from] CrdError),
 
-    /// The CRD could not be turned into JSON.
-    #[error("cannot serialize the Memcached CRD: {0}")]
-    Json(#[from] serde_json::Error),
-
     /// The sample manifest does not describe a Memcached.
     #[error("the sample Memcached is not valid: {0}")]
     Sample(String),

@@ -5,13 +5,13 @@
 
 use std::io::{IsTerminal as _, Write as _};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use kubeforge::client::config::{KubeConfigOptions, Kubeconfig};
-use kubeforge::{Client, Config, Manager};
+use kubeforge::client::config::KubeConfigOptions;
+use kubeforge::{Config, Manager};
 use memcached_operator::controller::FIELD_MANAGER;
 use memcached_operator::{register, Settings};
 
@@ -105,39 +105,32 @@ async fn main() -> anyhow::Result<()> {
     if cli.embedded {
         run_embedded(cli).await
     } else {
-        let client = cluster_client(cli.kubeconfig.as_deref(), cli.context.clone()).await?;
-        run_operator(client, &cli).await
+        let config = cluster_config(&cli).await?;
+        run_operator(config, &cli).await
     }
 }
 
-/// The client for a real cluster, as kubectl would find it.
-async fn cluster_client(
-    kubeconfig: Option<&Path>,
-    context: Option<String>,
-) -> anyhow::Result<Client> {
+/// The cluster, as kubectl finds it: the `--kubeconfig` file alone, else
+/// `$KUBECONFIG`, `~/.kube/config`, then the in-cluster service account;
+/// `--context` picks the kubeconfig's context.
+async fn cluster_config(cli: &Cli) -> anyhow::Result<Config> {
     let options = KubeConfigOptions {
-        context,
+        context: cli.context.clone(),
         ..Default::default()
     };
-    let config = match kubeconfig {
-        Some(path) => {
-            let file = Kubeconfig::read_from(path)
-                .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
-            Config::from_custom_kubeconfig(file, &options)?
-        }
-        None if options.context.is_some() => Config::from_kubeconfig(&options).await?,
-        None => Config::infer()
+    Ok(match &cli.kubeconfig {
+        Some(path) => Config::from_kubeconfig_file(path, &options).await?,
+        None => Config::infer_with(&options)
             .await
-            .context("no cluster configured (no kubeconfig, not in a cluster); --embedded runs an in-process API server")?,
-    };
-    Ok(Client::try_from(config)?)
+            .context("no cluster to run against; --embedded runs an in-process API server")?,
+    })
 }
 
 /// Builds the manager, registers the controller, and runs until SIGTERM or
 /// SIGINT.
-async fn run_operator(client: Client, cli: &Cli) -> anyhow::Result<()> {
+async fn run_operator(config: Config, cli: &Cli) -> anyhow::Result<()> {
     let mut builder = Manager::builder()
-        .client(client)
+        .config(config)
         .field_manager(FIELD_MANAGER)
         .metrics_bind_address(cli.metrics_bind_address.clone())
         .health_probe_bind_address(cli.health_probe_bind_address.clone())
@@ -181,8 +174,7 @@ async fn run_embedded(cli: Cli) -> anyhow::Result<()> {
     let server = memcached_operator::embedded::start(cli.listen)
         .await
         .with_context(|| format!("cannot start the embedded API server on {}", cli.listen))?;
-    let client = server.client()?;
-    let sample = memcached_operator::create_sample(&client, SAMPLE_NAMESPACE).await?;
+    let sample = memcached_operator::create_sample(&server.client()?, SAMPLE_NAMESPACE).await?;
     let mut banner = format!("embedded API server listening on {}\n", server.url());
     match &cli.write_kubeconfig {
         Some(path) => {
@@ -212,7 +204,7 @@ async fn run_embedded(cli: Cli) -> anyhow::Result<()> {
         tracing::warn!(error = %e, "cannot print the banner");
     }
     drop(stdout);
-    let result = run_operator(client, &cli).await;
+    let result = run_operator(server.config(), &cli).await;
     server.shutdown().await;
     result
 }

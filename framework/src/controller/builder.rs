@@ -348,6 +348,19 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
 
     /// Reconcile the controller owner of every `O` that changes (created,
     /// updated, deleted), watching `O`'s metadata only.
+    ///
+    /// The watch is a metadata-only informer: names, labels, annotations,
+    /// owner references and resourceVersions, no bodies, so owning many
+    /// large objects costs little memory. A reconciler that then reads
+    /// whole `O`s from the cache (`ctx.client().get::<O>(..)` or `list`)
+    /// starts a second, full informer of `O` — a second watch and a copy
+    /// of every `O` (logged at debug level). If the reconciler reads its
+    /// owned objects, use [`owns_objects`](Self::owns_objects), which
+    /// watches through the full informer the cached client reads; if it
+    /// needs only their metadata, read it with
+    /// [`get_metadata_opt`](super::CachedClient::get_metadata_opt). A
+    /// reconciler that writes owned objects with server-side apply reads
+    /// them from the apply's answer and needs neither.
     pub fn owns<O: CachedObject>(self) -> Self {
         self.owns_with::<O>(Owns::new())
     }
@@ -369,7 +382,23 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
 
     /// [`owns`](Self::owns) caching whole `O` objects: the same informer
     /// the cached client reads `O` from, so a reconciler that reads its
-    /// owned objects keeps one copy and one watch.
+    /// owned objects keeps one copy and one watch (where `owns` plus cached
+    /// reads would run a metadata-only and a full informer of `O`).
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use kubeforge::controller::{Action, Context, Error, Owns};
+    /// # use kubeforge::k8s_openapi::api::apps::v1::Deployment;
+    /// # use kubeforge::k8s_openapi::api::core::v1::ConfigMap;
+    /// # async fn reconcile(cm: Arc<ConfigMap>, ctx: Arc<Context<()>>) -> Result<Action, Error> {
+    /// #     Ok(Action::done())
+    /// # }
+    /// # fn demo(mgr: &kubeforge::Manager) {
+    /// mgr.controller::<ConfigMap>()
+    ///     .owns_objects::<Deployment>(Owns::new())
+    ///     .reconcile(reconcile, ());
+    /// # }
+    /// ```
     pub fn owns_objects<O: CachedObject>(mut self, owns: Owns<O>) -> Self {
         let matcher = owner_match::<K>(owns.every_owner);
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {

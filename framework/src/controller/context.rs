@@ -2,11 +2,14 @@
 //! object: the user's own data, the cached client, an event recorder and
 //! the controller's name.
 
+use std::error::Error as StdError;
 use std::fmt;
+use std::future::Future;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use super::{CachedClient, Recorder};
+use super::finalizer::{Event, FinalizerError, Outcome};
+use super::{CachedClient, CachedObject, Recorder};
 
 /// Shared by every reconcile of one controller, as `Arc<Context<T>>`.
 /// Dereferences to the user's `T`, so `ctx.field` reads the user's data.
@@ -67,6 +70,62 @@ impl<T> Context<T> {
     /// The user's data (also reachable through `Deref`).
     pub fn data(&self) -> &T {
         &self.data
+    }
+
+    /// The finalizer flow of [`CachedClient::finalizer`], handing
+    /// `reconcile` the event and its own `Arc` of this context, so an
+    /// `async move` block owns what it needs and borrows nothing from the
+    /// caller:
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use kubeforge::controller::{Action, Context, Error, FinalizerEvent};
+    /// use kubeforge::k8s_openapi::api::core::v1::ConfigMap;
+    ///
+    /// struct Settings;
+    ///
+    /// async fn reconcile(cm: Arc<ConfigMap>, ctx: Arc<Context<Settings>>) -> Result<Action, Error> {
+    ///     let outcome = ctx
+    ///         .finalizer("example.com/cleanup", cm, |event, ctx| async move {
+    ///             match event {
+    ///                 FinalizerEvent::Apply(cm) => apply(&cm, &ctx).await,
+    ///                 FinalizerEvent::Cleanup(cm) => cleanup(&cm, &ctx).await,
+    ///             }
+    ///         })
+    ///         .await?;
+    ///     Ok(outcome.into())
+    /// }
+    ///
+    /// async fn apply(cm: &ConfigMap, ctx: &Context<Settings>) -> Result<Action, Error> {
+    ///     # let _ = (cm, ctx);
+    ///     Ok(Action::done())
+    /// }
+    ///
+    /// async fn cleanup(cm: &ConfigMap, ctx: &Context<Settings>) -> Result<Action, Error> {
+    ///     # let _ = (cm, ctx);
+    ///     Ok(Action::done())
+    /// }
+    /// ```
+    ///
+    /// With `ctx.client().finalizer(...)` the closure borrows `ctx` while
+    /// `ctx` is borrowed for the call, so an `async move` block cannot take
+    /// it; this method clones the `Arc` instead (one reference count).
+    pub async fn finalizer<K, F, Fut, R, E>(
+        self: &Arc<Self>,
+        name: &str,
+        obj: Arc<K>,
+        reconcile: F,
+    ) -> Result<Outcome<R>, FinalizerError<E>>
+    where
+        K: CachedObject,
+        F: FnOnce(Event<K>, Arc<Self>) -> Fut,
+        Fut: Future<Output = Result<R, E>>,
+        E: StdError + 'static,
+    {
+        let ctx = Arc::clone(self);
+        self.client
+            .finalizer(name, obj, move |event| reconcile(event, ctx))
+            .await
     }
 }
 

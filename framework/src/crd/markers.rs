@@ -124,6 +124,51 @@ pub fn apply_field_markers(schema: &mut Schema, markers: &[Marker]) {
     }
 }
 
+/// Takes out of an `Option<T>` field's schema the `null` schemars' impl for
+/// `Option` added: a `null` in `type` or `enum`, an `anyOf` whose second
+/// branch is `{"type": "null"}` (the first branch is merged back, the
+/// field's own description and other keys winning), and a `default: null`
+/// (what a serde default of `None` becomes). The field then says what
+/// controller-gen says of an optional pointer: it may be absent, not that
+/// it may be `null`. Called by derived `JsonSchema` impls, before the
+/// field's markers.
+pub fn strip_option_null(schema: &mut Schema) {
+    let Some(obj) = schema.as_object_mut() else {
+        return;
+    };
+    let null_branch = match obj.get("anyOf") {
+        Some(Value::Array(branches)) => {
+            branches.len() == 2 && branches[1] == json!({"type": "null"}) && branches[0].is_object()
+        }
+        _ => false,
+    };
+    if null_branch {
+        if let Some(Value::Array(mut branches)) = obj.remove("anyOf") {
+            if let Some(Value::Object(mut inner)) = branches.drain(..1).next() {
+                inner.extend(std::mem::take(obj));
+                *obj = inner;
+            }
+        }
+    }
+    if let Some(Value::Array(types)) = obj.get_mut("type") {
+        if types.iter().any(|t| t != "null") {
+            types.retain(|t| t != "null");
+            if let [only] = types.as_slice() {
+                let only = only.clone();
+                obj.insert("type".into(), only);
+            }
+        }
+    }
+    if let Some(Value::Array(values)) = obj.get_mut("enum") {
+        if values.iter().any(|v| !v.is_null()) {
+            values.retain(|v| !v.is_null());
+        }
+    }
+    if obj.get("default") == Some(&Value::Null) {
+        obj.remove("default");
+    }
+}
+
 /// Apply type-level markers to a type's schema, and resolve the
 /// required/optional overrides its fields left behind.
 pub fn apply_type_markers(schema: &mut Schema, markers: &[Marker]) {

@@ -304,7 +304,7 @@ pub mod __private {
     pub use super::build::{object_schema, root_schema_for};
     pub use super::markers::{
         apply_field_markers, apply_type_markers, assert_array, assert_numeric, assert_object,
-        assert_string, finish_object, ArrayMarker, KubeforgeSchema, NumericMarker, ObjectMarker,
-        StringMarker,
+        assert_string, finish_object, strip_option_null, ArrayMarker, KubeforgeSchema,
+        NumericMarker, ObjectMarker, StringMarker,
     };
 }

@@ -2,15 +2,14 @@
 //! schemas to be.
 //!
 //! The transforms are kube-core's ([`StructuralSchemaRewriter`],
-//! [`OptionalEnum`], [`OptionalIntOrString`]); this module adds what they
-//! lack: recursion and mixed-enum detection that reports the field instead of
+//! [`OptionalEnum`]); this module adds what they lack: recursion and mixed-enum detection that reports the field instead of
 //! panicking, unconstrained values (`serde_json::Value`) as
 //! `x-kubernetes-preserve-unknown-fields`, internally tagged enums whose tag
 //! property differs per variant, and a final check of every node against the
 //! structural rules ([`super::structural`]).
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
-use kube_core::schema::{OptionalEnum, OptionalIntOrString, StructuralSchemaRewriter};
+use kube_core::schema::{OptionalEnum, StructuralSchemaRewriter};
 use schemars::transform::Transform;
 use schemars::Schema;
 use serde_json::{Map, Value};
@@ -77,7 +76,12 @@ pub fn make_structural(mut value: Value) -> Result<Value, Vec<StructuralError>> 
     let mut schema = Schema::try_from(value)
         .map_err(|_| vec![StructuralError::new("", "the schema is not a JSON object")])?;
     OptionalEnum.transform(&mut schema);
-    OptionalIntOrString.transform(&mut schema);
+    // Not kube-core's `OptionalIntOrString`: it makes every int-or-string
+    // property outside `required` nullable, Option or not. Whether a field
+    // accepts `null` is the field's own business (`#[crd(nullable)]`, as
+    // controller-gen's `+nullable`); an absent optional field needs no
+    // `nullable`, and kube-apiserver drops a `null` sent for a non-nullable
+    // field before defaulting, so `None` still round-trips.
     let mut value = schema.to_value();
     tidy(&mut value);
     let errors = check_schema(&value);

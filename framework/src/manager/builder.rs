@@ -20,7 +20,7 @@ use crate::controller::{
     CachedClient, ControllerMetrics, DEFAULT_CACHE_SYNC_TIMEOUT, DEFAULT_FIELD_MANAGER,
     DEFAULT_FRESHNESS_TIMEOUT,
 };
-use crate::{Client, Scheme};
+use crate::{Client, Config, Scheme};
 
 /// How long a stopping manager lets its controllers and runnables finish,
 /// unless configured (controller-runtime's `GracefulShutdownTimeout`).
@@ -28,6 +28,18 @@ pub const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The `/readyz` check that passes once every cache has synced.
 pub const READYZ_INFORMER_SYNC: &str = "informer-sync";
+
+/// Where the manager's client comes from.
+#[derive(Debug, Default)]
+enum ClientSource {
+    /// `KUBECONFIG`, `~/.kube/config`, then in-cluster.
+    #[default]
+    Infer,
+    /// A client made elsewhere.
+    Client(Client),
+    /// A configuration the client is made from at build.
+    Config(Box<Config>),
+}
 
 /// Where an endpoint listens: the default, an address, or off.
 #[derive(Clone, Debug)]
@@ -66,7 +78,7 @@ impl Bind {
 /// # }
 /// ```
 pub struct ManagerBuilder {
-    client: Option<Client>,
+    client: ClientSource,
     namespace: Option<String>,
     scheme: Option<Scheme>,
     metrics_address: Bind,
@@ -84,7 +96,13 @@ pub struct ManagerBuilder {
 
 impl std::fmt::Debug for ManagerBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let client = match &self.client {
+            ClientSource::Infer => "inferred",
+            ClientSource::Client(_) => "given",
+            ClientSource::Config(_) => "from a config",
+        };
         f.debug_struct("ManagerBuilder")
+            .field("client", &client)
             .field("namespace", &self.namespace)
             .field("metrics_address", &self.metrics_address)
             .field("probe_address", &self.probe_address)
@@ -100,7 +118,7 @@ impl std::fmt::Debug for ManagerBuilder {
 impl Default for ManagerBuilder {
     fn default() -> Self {
         Self {
-            client: None,
+            client: ClientSource::Infer,
             namespace: None,
             scheme: None,
             metrics_address: Bind::Default(DEFAULT_METRICS_ADDRESS),
@@ -119,10 +137,36 @@ impl Default for ManagerBuilder {
 }
 
 impl ManagerBuilder {
-    /// The client to use; without one, [`build`](Self::build) infers it
-    /// (`KUBECONFIG`, `~/.kube/config`, then in-cluster).
+    /// The client to use; without one (or a [`config`](Self::config)),
+    /// [`build`](Self::build) infers it (`KUBECONFIG`, `~/.kube/config`,
+    /// then in-cluster). The last of `client` and `config` wins.
     pub fn client(mut self, client: Client) -> Self {
-        self.client = Some(client);
+        self.client = ClientSource::Client(client);
+        self
+    }
+
+    /// The cluster to connect to, e.g. from [`Config::infer_with`] with a
+    /// `--context` flag or [`Config::from_kubeconfig_file`] with a
+    /// `--kubeconfig` one; [`build`](Self::build) makes the client, and a
+    /// configuration that cannot make one is [`Error::Client`]. The last of
+    /// `client` and `config` wins.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> anyhow::Result<()> {
+    /// use kubeforge::client::config::KubeConfigOptions;
+    /// use kubeforge::{Config, Manager};
+    ///
+    /// let options = KubeConfigOptions { context: Some("staging".into()), ..Default::default() };
+    /// let mgr = Manager::builder()
+    ///     .config(Config::infer_with(&options).await?)
+    ///     .build()
+    ///     .await?;
+    /// # let _ = mgr;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn config(mut self, config: Config) -> Self {
+        self.client = ClientSource::Config(Box::new(config));
         self
     }
 
@@ -253,8 +297,9 @@ impl ManagerBuilder {
     /// addresses are known before [`Manager::run`]).
     pub async fn build(self) -> Result<Manager, Error> {
         let client = match self.client {
-            Some(client) => client,
-            None => Client::try_default().await.map_err(Error::Client)?,
+            ClientSource::Client(client) => client,
+            ClientSource::Config(config) => Client::try_from(*config).map_err(Error::Client)?,
+            ClientSource::Infer => Client::try_default().await.map_err(Error::Client)?,
         };
         let mut factory = SharedInformerFactory::builder(client.clone());
         if let Some(ns) = &self.namespace {

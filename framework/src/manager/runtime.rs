@@ -109,7 +109,6 @@ impl Leadership {
 ///
 /// ```no_run
 /// use kubeforge::prelude::*;
-/// use kubeforge::controller::events::{object_reference, EventType};
 /// use kubeforge::k8s_openapi::api::apps::v1::Deployment;
 ///
 /// /// A memcached cluster.
@@ -131,8 +130,8 @@ impl Leadership {
 /// const FINALIZER: &str = "cache.example.com/cleanup";
 ///
 /// async fn reconcile(mc: Arc<Memcached>, ctx: Arc<Context<()>>) -> Result<Action, kubeforge::controller::Error> {
-///     let client = ctx.client();
-///     let outcome = client.finalizer(FINALIZER, mc, |event| async {
+///     let outcome = ctx.finalizer(FINALIZER, mc, |event, ctx| async move {
+///         let client = ctx.client();
 ///         match event {
 ///             FinalizerEvent::Apply(mc) => {
 ///                 let ns = mc.metadata.namespace.clone().unwrap_or_default();
@@ -151,9 +150,11 @@ impl Leadership {
 ///                 Ok(Action::requeue_after(Duration::from_secs(300)))
 ///             }
 ///             FinalizerEvent::Cleanup(mc) => {
-///                 let regarding = object_reference(&*mc, &());
 ///                 ctx.recorder()
-///                     .publish(&regarding, EventType::Normal, "Deleted", "Cleanup", "cleaned up")
+///                     .event(&*mc)
+///                     .normal("Deleted", "Cleanup")
+///                     .note("cleaned up")
+///                     .publish()
 ///                     .await;
 ///                 Ok(Action::done())
 ///             }

@@ -96,4 +96,16 @@ pub enum Error {
     /// The server rejected an object (the `Status` message).
     #[error("rejected: {0}")]
     Rejected(String),
+    /// `#[derive(CustomResource)]` could not build the CRD to install.
+    #[error("cannot build the CRD: {0}")]
+    Crd(#[from] crate::crd::CrdError),
+    /// An object to install did not serialize to JSON.
+    #[error("cannot encode {what} as JSON: {source}")]
+    Json {
+        /// What was being encoded.
+        what: &'static str,
+        /// The serializer's error.
+        #[source]
+        source: serde_json::Error,
+    },
 }

@@ -375,8 +375,16 @@ impl ApiServer {
 
     /// Creates (or replaces the spec of) a CustomResourceDefinition
     /// in-process, as `kubectl apply` would; its resource is served when
-    /// this returns.
-    pub fn install_crd(&self, crd: serde_json::Value) -> Result<(), Error> {
+    /// this returns. `crd` is anything that serializes to a CRD: a
+    /// `serde_json::Value` read from a manifest, or a
+    /// `&CustomResourceDefinition` (e.g. several versions combined with
+    /// `kubeforge::crd::combine`). For one derived kind,
+    /// [`install_crd_for`](Self::install_crd_for) is shorter.
+    pub fn install_crd(&self, crd: impl serde::Serialize) -> Result<(), Error> {
+        let crd = serde_json::to_value(crd).map_err(|source| Error::Json {
+            what: "the CustomResourceDefinition",
+            source,
+        })?;
         let def = self
             .shared
             .registry()
@@ -402,6 +410,27 @@ impl ApiServer {
             }
             Err(e) => Err(Error::Rejected(e.message)),
         }
+    }
+
+    /// Installs the CRD `#[derive(CustomResource)]` made for `K` (its
+    /// [`try_crd`](crate::crd::CustomResource::try_crd)): a CRD the derive
+    /// cannot build is [`Error::Crd`], one the server refuses is
+    /// [`Error::Rejected`]. The CRD enters as JSON, through the same
+    /// validation as any other, so the server still checks the derive.
+    ///
+    /// ```no_run
+    /// # use kubeforge::prelude::*;
+    /// # #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
+    /// # #[crd(group = "cache.example.com", version = "v1alpha1", kind = "Memcached")]
+    /// # pub struct MemcachedSpec { pub size: i32 }
+    /// # async fn demo() -> Result<(), kubeforge::testing::Error> {
+    /// let server = kubeforge::testing::ApiServer::start().await?;
+    /// server.install_crd_for::<Memcached>()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn install_crd_for<K: crate::crd::CustomResource>(&self) -> Result<(), Error> {
+        self.install_crd(&K::try_crd()?)
     }
 
     /// Stops accepting connections and closes the open ones.

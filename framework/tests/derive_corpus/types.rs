@@ -2,9 +2,6 @@
 //! every field marker and every Rust-type mapping the derive supports.
 
 #![allow(dead_code)]
-// clippy reads `type = "string"` in two printcolumn(...) lists of one #[crd]
-// as a duplicated attribute (rust-clippy#12537).
-#![allow(clippy::duplicated_attributes)]
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -27,7 +24,7 @@ use kubeforge::serde_json::{self, Value};
     shortname = "mc",
     derive = "PartialEq",
     scale(spec = ".spec.size", status = ".status.replicas"),
-    printcolumn(name = "Size", type = "integer", json_path = ".spec.size")
+    printcolumn(name = "Size", type = integer, json_path = ".spec.size")
 )]
 pub struct MemcachedSpec {
     /// Number of memcached pods.
@@ -539,18 +536,18 @@ pub struct Mirrors {
     ),
     printcolumn(
         name = "Host",
-        type = "string",
+        type = string,
         json_path = ".spec.host",
         description = "served host"
     ),
     printcolumn(
         name = "Replicas",
-        type = "integer",
+        type = integer,
         json_path = ".spec.replicas",
-        format = "int32"
+        format = int32
     ),
-    printcolumn(name = "Tier", type = "string", json_path = ".spec.tier", priority = 1),
-    printcolumn(name = "Age", type = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(name = "Tier", type = string, json_path = ".spec.tier", priority = 1),
+    printcolumn(name = "Age", type = date, json_path = ".metadata.creationTimestamp")
 )]
 pub struct SiteSpec {
     pub host: String,

@@ -1353,4 +1353,162 @@ contexts:
             "{err}"
         );
     }
+
+    fn bearer(config: &Config) -> &str {
+        match &config.auth {
+            crate::client::config::Auth::Bearer(t) => t.expose(),
+            other => panic!("unexpected auth {other:?}"),
+        }
+    }
+
+    /// client-go's `ClientConfigLoadingRules` + `ConfigOverrides`: the
+    /// files merge first (first wins), then the override picks the context,
+    /// whose cluster and user come from the merged result.
+    #[test]
+    fn infer_with_applies_the_overrides_to_the_merged_kubeconfig() {
+        let dir = tempfile::tempdir().unwrap();
+        let sa = dir.path().join("sa");
+        let a = write(dir.path(), "a", FIRST);
+        let b = write(dir.path(), "b", SECOND);
+        let list = std::env::join_paths([&b, &a])
+            .unwrap()
+            .into_string()
+            .unwrap();
+        let env = Environment::fixed(&[("KUBECONFIG", &list)], None, &sa);
+
+        // b's current-context without an override.
+        let config = infer_in(&env, &KubeConfigOptions::default()).unwrap();
+        assert_eq!(config.cluster_url, "https://only-second.example/");
+
+        // --context first: a's context, the merged (b's) `shared` entries.
+        let first = KubeConfigOptions {
+            context: Some("first".into()),
+            ..Default::default()
+        };
+        let config = infer_in(&env, &first).unwrap();
+        assert_eq!(config.cluster_url, "https://second.example:6443/");
+        assert_eq!(bearer(&config), "second-token");
+        assert_eq!(config.default_namespace, "team-a");
+
+        // --cluster and --user on top of the current context.
+        let overridden = KubeConfigOptions {
+            context: None,
+            cluster: Some("only-first".into()),
+            user: Some("shared".into()),
+        };
+        let config = infer_in(&env, &overridden).unwrap();
+        assert_eq!(config.cluster_url, "https://only-first.example/");
+        assert_eq!(bearer(&config), "second-token");
+
+        // A context no file has is an error naming it.
+        let missing = KubeConfigOptions {
+            context: Some("nope".into()),
+            ..Default::default()
+        };
+        let err = infer_in(&env, &missing).unwrap_err().to_string();
+        assert!(err.contains("context \"nope\" not found"), "{err}");
+    }
+
+    /// In a pod, no kubeconfig means the service account — but a named
+    /// context, cluster or user exists only in a kubeconfig, so asking for
+    /// one without a kubeconfig is an error (kubectl --context x says so
+    /// too), not a silent switch to in-cluster.
+    #[test]
+    fn infer_with_a_named_context_and_no_kubeconfig_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        fs::create_dir_all(&home).unwrap();
+        let sa = dir.path().join("sa");
+        fs::create_dir_all(&sa).unwrap();
+        fs::write(sa.join("token"), "sa-token").unwrap();
+        fs::write(sa.join("ca.crt"), ca_pem()).unwrap();
+        let env = Environment::fixed(
+            &[
+                ("KUBERNETES_SERVICE_HOST", "10.96.0.1"),
+                ("KUBERNETES_SERVICE_PORT", "443"),
+            ],
+            Some(&home),
+            &sa,
+        );
+        let config = infer_in(&env, &KubeConfigOptions::default()).unwrap();
+        assert_eq!(config.cluster_url, "https://10.96.0.1:443/");
+
+        for (field, options) in [
+            (
+                "context \"staging\"",
+                KubeConfigOptions {
+                    context: Some("staging".into()),
+                    ..Default::default()
+                },
+            ),
+            (
+                "cluster \"prod\"",
+                KubeConfigOptions {
+                    cluster: Some("prod".into()),
+                    ..Default::default()
+                },
+            ),
+            (
+                "user \"admin\"",
+                KubeConfigOptions {
+                    user: Some("admin".into()),
+                    ..Default::default()
+                },
+            ),
+        ] {
+            let err = infer_in(&env, &options).unwrap_err().to_string();
+            assert!(
+                err.contains(field) && err.contains(".kube/config"),
+                "{field}: {err}"
+            );
+        }
+        // An empty name is no override.
+        let empty = KubeConfigOptions {
+            context: Some(String::new()),
+            ..Default::default()
+        };
+        assert!(infer_in(&env, &empty).is_ok());
+    }
+
+    /// `--kubeconfig PATH` (client-go's `ExplicitPath`): that file alone,
+    /// with the overrides; a missing file is an error naming it.
+    #[tokio::test]
+    async fn from_kubeconfig_file_reads_that_file_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = write(dir.path(), "a", FIRST);
+        let config = Config::from_kubeconfig_file(&a, &KubeConfigOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(config.cluster_url, "https://first.example:6443/");
+        assert_eq!(bearer(&config), "first-token");
+
+        let b = write(dir.path(), "b", SECOND);
+        let shared = KubeConfigOptions {
+            context: Some("second".into()),
+            user: Some("shared".into()),
+            ..Default::default()
+        };
+        let config = Config::from_kubeconfig_file(&b, &shared).await.unwrap();
+        assert_eq!(config.cluster_url, "https://only-second.example/");
+        assert_eq!(bearer(&config), "second-token");
+
+        // The context of another file is not there.
+        let first = KubeConfigOptions {
+            context: Some("first".into()),
+            ..Default::default()
+        };
+        let err = Config::from_kubeconfig_file(&b, &first)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("context \"first\" not found"), "{err}");
+        assert!(err.contains(&b.display().to_string()), "{err}");
+
+        let missing = dir.path().join("missing");
+        let err = Config::from_kubeconfig_file(&missing, &KubeConfigOptions::default())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&missing.display().to_string()), "{err}");
+    }
 }

@@ -60,8 +60,43 @@ impl Config {
     /// wins), else `~/.kube/config`, and when those give nothing, the
     /// in-cluster service account.
     pub async fn infer() -> Result<Self, Error> {
+        Self::infer_with(&KubeConfigOptions::default()).await
+    }
+
+    /// [`Config::infer`] with a context, cluster or user chosen over the
+    /// kubeconfig's own (a `--context` flag), as client-go's
+    /// `ClientConfigLoadingRules` with `ConfigOverrides` do: the overrides
+    /// apply to the kubeconfig the environment points at, and without one
+    /// the in-cluster service account is used — unless an override names a
+    /// context, cluster or user, which only a kubeconfig can have: then
+    /// the missing kubeconfig is the error, as `kubectl --context x` says.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), kubeforge::Error> {
+    /// use kubeforge::client::config::KubeConfigOptions;
+    /// use kubeforge::Config;
+    ///
+    /// let options = KubeConfigOptions { context: Some("staging".into()), ..Default::default() };
+    /// let config = Config::infer_with(&options).await?;
+    /// # let _ = config;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn infer_with(options: &KubeConfigOptions) -> Result<Self, Error> {
         let env = Environment::process();
-        Ok(infer_in(&env, &KubeConfigOptions::default())?)
+        Ok(infer_in(&env, options)?)
+    }
+
+    /// Loads the kubeconfig file `path` alone (a `--kubeconfig` flag:
+    /// `KUBECONFIG` and `~/.kube/config` are not read, as with client-go's
+    /// `ExplicitPath`), with `options`' context, cluster or user. A missing
+    /// or unreadable file is an error naming it; relative paths inside it
+    /// resolve against its directory.
+    pub async fn from_kubeconfig_file(
+        path: impl AsRef<std::path::Path>,
+        options: &KubeConfigOptions,
+    ) -> Result<Self, Error> {
+        Ok(from_file(path.as_ref(), options)?)
     }
 
     /// Loads the kubeconfig the environment points at (`KUBECONFIG` or
@@ -134,7 +169,9 @@ impl Environment {
 }
 
 /// client-go's deferred loading: kubeconfig files first; an empty result
-/// (no file, or files without entries) falls back to in-cluster.
+/// (no file, or files without entries) falls back to in-cluster, unless
+/// `options` name a context, cluster or user (client-go: a named context
+/// that does not exist is an error, not an empty config).
 pub(crate) fn infer_in(
     env: &Environment,
     options: &KubeConfigOptions,
@@ -143,10 +180,6 @@ pub(crate) fn infer_in(
     if !kc.is_empty() {
         return kc.to_config(options);
     }
-    if env.var(incluster::SERVICE_HOST_ENV).is_some() {
-        tracing::debug!("no kubeconfig found; using the in-cluster service account");
-        return incluster::load(env);
-    }
     let searched = match env.var("KUBECONFIG") {
         Some(list) => format!("KUBECONFIG={list}"),
         None => match &env.home {
@@ -154,11 +187,35 @@ pub(crate) fn infer_in(
             None => "~/.kube/config (no home directory)".to_owned(),
         },
     };
+    let named = [
+        ("context", &options.context),
+        ("cluster", &options.cluster),
+        ("user", &options.user),
+    ]
+    .into_iter()
+    .find_map(|(what, name)| Some((what, name.as_deref().filter(|n| !n.is_empty())?)));
+    if let Some((what, name)) = named {
+        return Err(ConfigError::new(format!(
+            "{what} {name:?} was asked for, but no kubeconfig was found (looked in {searched})"
+        )));
+    }
+    if env.var(incluster::SERVICE_HOST_ENV).is_some() {
+        tracing::debug!("no kubeconfig found; using the in-cluster service account");
+        return incluster::load(env);
+    }
     Err(ConfigError::new(format!(
         "no kubeconfig found (looked in {searched}) and not running in a cluster \
          ({} is not set)",
         incluster::SERVICE_HOST_ENV
     )))
+}
+
+/// One kubeconfig file, explicitly named: no merging, no fallback.
+pub(crate) fn from_file(
+    path: &std::path::Path,
+    options: &KubeConfigOptions,
+) -> Result<Config, ConfigError> {
+    Kubeconfig::read_from(path)?.to_config(options)
 }
 
 /// How requests authenticate.

@@ -261,6 +261,20 @@ impl ResourceKey {
     }
 }
 
+/// Says (at debug level) that `K` now has two informers, one of each form:
+/// two watches and, for the full one, a copy of every object — usually an
+/// `owns::<K>()` watch (metadata-only) next to cached reads of whole `K`s.
+fn second_informer<K: CachedObject>(starting: &str, existing: &str) {
+    let kind = K::kind(&());
+    tracing::debug!(
+        kind = %kind,
+        "starting a {starting} informer of {kind}, which already has a {existing} one: a second \
+         watch of {kind}; a controller that watches {kind} with owns() and reads whole {kind} \
+         objects from the cache keeps one informer with owns_objects::<{kind}>() instead \
+         (or reads only metadata with get_metadata_opt)"
+    );
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Every critical section is a map insert or look-up: a panic cannot
     // leave the map half-changed.
@@ -350,7 +364,15 @@ impl CachedClient {
     /// The informer of `K` that reads use (and controllers watching `K`
     /// share), created on first use. It starts once the factory is started.
     pub fn informer<K: CachedObject>(&self) -> SharedInformer<K> {
-        self.cached_informer(|| self.inner.factory.informer_with(self.informer_options()))
+        self.cached_informer(
+            TypeId::of::<PartialObjectMeta<K>>(),
+            |metadata_only_exists| {
+                if metadata_only_exists {
+                    second_informer::<K>("full", "metadata-only");
+                }
+                self.inner.factory.informer_with(self.informer_options())
+            },
+        )
     }
 
     /// The informer of `K` for `options` (namespace, selectors), caching
@@ -369,16 +391,23 @@ impl CachedClient {
     /// The metadata-only informer of `K` that metadata reads use (and
     /// `owns()` watches share).
     pub fn metadata_informer<K: CachedObject>(&self) -> SharedInformer<PartialObjectMeta<K>> {
-        self.cached_informer(|| {
+        self.cached_informer(TypeId::of::<K>(), |full_exists| {
+            if full_exists {
+                second_informer::<K>("metadata-only", "full");
+            }
             self.inner
                 .factory
                 .metadata_informer::<K>(self.informer_options())
         })
     }
 
+    /// The informer of `C` this client reads through, created by `create`
+    /// on first use; `create` is told whether the informer of the same
+    /// resource in its other form (`other`: full or metadata-only) exists.
     fn cached_informer<C: Send + Sync + 'static>(
         &self,
-        create: impl FnOnce() -> SharedInformer<C>,
+        other: TypeId,
+        create: impl FnOnce(bool) -> SharedInformer<C>,
     ) -> SharedInformer<C> {
         let mut informers = lock(&self.inner.informers);
         if let Some(found) = informers
@@ -387,7 +416,7 @@ impl CachedClient {
         {
             return found.clone();
         }
-        let informer = create();
+        let informer = create(informers.contains_key(&other));
         informers.insert(TypeId::of::<C>(), Box::new(informer.clone()));
         informer
     }
@@ -649,5 +678,93 @@ mod tests {
             options.fields,
             [("spec.nodeName".to_owned(), "n1".to_owned())]
         );
+    }
+
+    #[derive(Clone, Default)]
+    struct Capture(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Capture {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            lock(&self.0).extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Capture {
+        fn second_informer_notes(&self) -> Vec<String> {
+            String::from_utf8_lossy(&lock(&self.0))
+                .lines()
+                .filter(|l| l.contains("which already has"))
+                .map(str::to_owned)
+                .collect()
+        }
+    }
+
+    /// A client for an address nothing listens on: informers are created
+    /// but never started, so nothing is sent.
+    fn offline_client() -> CachedClient {
+        let config = crate::Config::new(http::Uri::from_static("https://127.0.0.1:9"));
+        let client = Client::try_from(config).expect("client");
+        CachedClient::new(client.clone(), SharedInformerFactory::new(client))
+    }
+
+    /// `owns()` watches metadata only; a full read of the same kind starts
+    /// a second informer, and the debug log says so (once) and what to use
+    /// instead. Each form alone, or asked for again, says nothing.
+    #[test]
+    fn a_second_informer_of_a_kind_in_the_other_form_is_logged() {
+        use k8s_openapi::api::apps::v1::Deployment;
+        use k8s_openapi::api::core::v1::ConfigMap;
+
+        let capture = Capture::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .with_writer({
+                let c = capture.clone();
+                move || c.clone()
+            })
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            let cached = offline_client();
+            let metadata = cached.metadata_informer::<Deployment>();
+            assert!(capture.second_informer_notes().is_empty());
+            let full = cached.informer::<Deployment>();
+            let notes = capture.second_informer_notes();
+            assert_eq!(notes.len(), 1, "{notes:?}");
+            assert!(
+                notes[0].contains("starting a full informer of Deployment")
+                    && notes[0].contains("owns_objects::<Deployment>()"),
+                "{}",
+                notes[0]
+            );
+            // Two informers in the factory, one of each form.
+            let forms: Vec<_> = cached
+                .factory()
+                .informer_ids()
+                .into_iter()
+                .filter(|id| id.kind == "Deployment")
+                .map(|id| id.form)
+                .collect();
+            assert_eq!(forms.len(), 2, "{forms:?}");
+            assert_ne!(forms[0], forms[1]);
+            // Asked for again: the same informers, nothing new logged.
+            let _ = (
+                cached.informer::<Deployment>(),
+                cached.metadata_informer::<Deployment>(),
+            );
+            assert_eq!(capture.second_informer_notes().len(), 1);
+            drop((metadata, full));
+
+            // The other order says so too.
+            let _ = cached.informer::<ConfigMap>();
+            let _ = cached.metadata_informer::<ConfigMap>();
+            let notes = capture.second_informer_notes();
+            assert_eq!(notes.len(), 2, "{notes:?}");
+            assert!(notes[1].contains("starting a metadata-only informer of ConfigMap"));
+        });
     }
 }

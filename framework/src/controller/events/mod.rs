@@ -1,8 +1,11 @@
 //! An event recorder for `events.k8s.io/v1` `Event`s, with client-go's
 //! series aggregation (`tools/events`).
 //!
-//! [`Recorder::publish`] writes an event about an object (the `regarding`
-//! [`ObjectReference`], built by [`object_reference`] from any resource).
+//! [`Recorder::event`] starts an event about an object and names its parts
+//! (`recorder.event(&obj).normal("Scaled", "Scale").note("...").publish()`,
+//! see [`EventBuilder`]); [`Recorder::publish`] takes the `regarding`
+//! [`ObjectReference`] (built by [`object_reference`] from any resource)
+//! and the parts as positional strings.
 //! Repeats are aggregated as client-go's event broadcaster does:
 //!
 //! - events are *isomorphic* when type, action, reason, reporting
@@ -44,6 +47,9 @@ use kube_core::Resource;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::{Api, Client};
+
+mod builder;
+pub use builder::{EventBuilder, EventRegarding};
 
 /// The API server's limit on `note` (events validation `NoteLengthLimit`).
 pub const NOTE_LENGTH_LIMIT: usize = 1024;
@@ -358,13 +364,15 @@ impl Inner {
 /// to clone; clones share the aggregation cache.
 ///
 /// ```no_run
-/// # use kubeforge::controller::events::{object_reference, EventType, Recorder};
+/// # use kubeforge::controller::events::Recorder;
 /// # use kubeforge::k8s_openapi::api::apps::v1::Deployment;
 /// # async fn demo(client: kubeforge::Client, deploy: Deployment) {
 /// let recorder = Recorder::new(client, "memcached-controller", "memcached-controller-pod-0");
-/// let regarding = object_reference(&deploy, &());
 /// recorder
-///     .publish(&regarding, EventType::Normal, "Scaled", "Scale", "scaled to 3 replicas")
+///     .event(&deploy)
+///     .normal("Scaled", "Scale")
+///     .note("scaled to 3 replicas")
+///     .publish()
 ///     .await;
 /// # }
 /// ```
