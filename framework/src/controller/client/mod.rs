@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use kube_core::{NamespaceScope, PartialObjectMeta, Resource, Selector, SelectorExt as _};
 use serde::de::DeserializeOwned;
-use tokio::time::Instant;
 
 use super::{Error, DEFAULT_CACHE_SYNC_TIMEOUT};
 use crate::cache::{
@@ -281,11 +280,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Whether having seen resourceVersion `seen` means `wanted` was seen.
-fn covers(seen: &str, wanted: &str) -> bool {
-    seen == wanted || !newer(wanted, seen) && seen.parse::<u64>().is_ok()
-}
-
 /// Whether `candidate` is a later resourceVersion than `current`: as
 /// numbers when both parse (kube-apiserver's are etcd revisions), else the
 /// newest write wins.
@@ -487,38 +481,12 @@ impl CachedClient {
                 .map_err(|e| Error::CacheSync(Box::new(e)))?;
         }
         if let Some(rv) = self.written_version(&ResourceKey::of::<K>()) {
-            let deadline = Instant::now() + self.inner.freshness_timeout;
+            // The informer announces a resourceVersion only once its store
+            // holds the change, so the store is at least this fresh now.
             informer
                 .wait_for_resource_version(&rv, self.inner.freshness_timeout)
                 .await
                 .map_err(Error::StaleCache)?;
-            // The informer announces a resourceVersion just before its store
-            // takes the object in (both under the informer's lock, which
-            // readers do not take): confirm with the store itself, which
-            // records the version in the same write as the object.
-            let store = informer.store();
-            let mut spins = 0_u32;
-            while !store
-                .last_sync_resource_version()
-                .is_some_and(|seen| covers(&seen, &rv))
-            {
-                if Instant::now() >= deadline {
-                    return Err(Error::StaleCache(
-                        crate::cache::Error::ResourceVersionTimeout {
-                            informer: informer.name().to_owned(),
-                            wanted: rv,
-                            seen: store.last_sync_resource_version(),
-                            waited: self.inner.freshness_timeout,
-                        },
-                    ));
-                }
-                spins += 1;
-                if spins < 64 {
-                    tokio::task::yield_now().await;
-                } else {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-            }
         }
         Ok(())
     }
@@ -660,12 +628,6 @@ mod tests {
         assert!(!newer("10", "10"));
         assert!(newer("abc", "10"));
         assert!(!newer("abc", "abc"));
-        assert!(covers("10", "9"));
-        assert!(covers("10", "10"));
-        assert!(!covers("9", "10"));
-        assert!(covers("abc", "abc"));
-        assert!(!covers("abc", "10"));
-        assert!(!covers("10", "abc"));
     }
 
     #[test]
