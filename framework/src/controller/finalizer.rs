@@ -56,7 +56,8 @@ use kube_core::Resource;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::{object_key, Error};
+use super::Error;
+use crate::cache::ObjectKey;
 use crate::Api;
 
 /// What the reconciler is asked to do.
@@ -270,12 +271,12 @@ where
     };
     if obj.meta().deletion_timestamp.is_some() {
         return Err(Error::BeingDeleted {
-            object: object_key(obj),
+            object: ObjectKey::of(obj).to_string(),
             finalizer: name.to_owned(),
         });
     }
     send(api, obj, patch, || {
-        format!("add finalizer {name:?} to {}", object_key(obj))
+        format!("add finalizer {name:?} to {}", ObjectKey::of(obj))
     })
     .await
     .map(Some)
@@ -292,7 +293,7 @@ where
         return Ok(None);
     };
     send(api, obj, patch, || {
-        format!("remove finalizer {name:?} from {}", object_key(obj))
+        format!("remove finalizer {name:?} from {}", ObjectKey::of(obj))
     })
     .await
     .map(Some)
@@ -369,7 +370,7 @@ where
                 Ok(None) => obj,
                 Err(e) => return Err(FinalizerError::AddFinalizer(e)),
             };
-            tracing::debug!(object = %object_key(&*updated), finalizer = name, "added finalizer");
+            tracing::debug!(object = %ObjectKey::of(&*updated), finalizer = name, "added finalizer");
             reconcile(Event::Apply(updated))
                 .await
                 .map(|value| Outcome::Applied {
@@ -386,7 +387,7 @@ where
             remove_finalizer(api, &obj, name)
                 .await
                 .map_err(FinalizerError::RemoveFinalizer)?;
-            tracing::debug!(object = %object_key(&*obj), finalizer = name, "removed finalizer after cleanup");
+            tracing::debug!(object = %ObjectKey::of(&*obj), finalizer = name, "removed finalizer after cleanup");
             Ok(Outcome::CleanedUp(value))
         }
         Step::Skip => Ok(Outcome::Skipped),

@@ -355,15 +355,6 @@ impl Error {
     }
 }
 
-/// `namespace/name` of an object, for messages and logs.
-pub(crate) fn object_key<K: kube_core::Resource>(obj: &K) -> String {
-    let meta = obj.meta();
-    match meta.namespace.as_deref() {
-        Some(ns) if !ns.is_empty() => format!("{ns}/{}", meta.name.as_deref().unwrap_or("")),
-        _ => meta.name.clone().unwrap_or_default(),
-    }
-}
-
 /// Whether `K` is cluster-scoped (known from its type).
 pub(crate) fn is_cluster_scoped<K: kube_core::Resource>() -> bool
 where

@@ -17,12 +17,13 @@ use kube_core::{Request, Resource};
 use serde::Serialize;
 
 use super::{CachedClient, CachedObject};
+use crate::cache::ObjectKey;
 use crate::client::api::object_or_status;
 use crate::controller::apply::{apply_body, apply_params, mutate_keeping_key, to_json};
 use crate::controller::finalizer::{
     add_finalizer_patch, plan, remove_finalizer_patch, Event, FinalizerError, Outcome, Step,
 };
-use crate::controller::{object_key, Error, OperationResult};
+use crate::controller::{Error, OperationResult};
 
 fn request<K: Resource<DynamicType = ()>>(namespace: Option<&str>) -> Request {
     Request::new(K::url_path(&(), namespace.filter(|ns| !ns.is_empty())))
@@ -34,7 +35,7 @@ fn name_of<K: Resource<DynamicType = ()>>(obj: &K) -> Result<&str, Error> {
         .as_deref()
         .filter(|n| !n.is_empty())
         .ok_or_else(|| Error::MissingMetadata {
-            object: format!("{} {}", K::kind(&()), object_key(obj)),
+            object: format!("{} {}", K::kind(&()), ObjectKey::of(obj)),
             field: "metadata.name",
         })
 }
@@ -304,7 +305,7 @@ impl CachedClient {
                             .patch(&namespace, object_name, &PatchParams::default(), &patch)
                             .await
                             .map_err(FinalizerError::AddFinalizer)?;
-                        tracing::debug!(object = %object_key(&updated), finalizer = name, "added finalizer");
+                        tracing::debug!(object = %ObjectKey::of(&updated), finalizer = name, "added finalizer");
                         Arc::new(updated)
                     }
                     None => obj,
@@ -327,7 +328,7 @@ impl CachedClient {
                     self.patch::<K, _>(&namespace, object_name, &PatchParams::default(), &patch)
                         .await
                         .map_err(FinalizerError::RemoveFinalizer)?;
-                    tracing::debug!(object = %object_key(&*obj), finalizer = name, "removed finalizer after cleanup");
+                    tracing::debug!(object = %ObjectKey::of(&*obj), finalizer = name, "removed finalizer after cleanup");
                 }
                 Ok(Outcome::CleanedUp(value))
             }
