@@ -285,7 +285,7 @@ fn validate_owner<K: Resource>(owner_namespace: Option<&str>, obj: &K) -> Result
 /// The group of an `apiVersion` (`apps/v1` -> `apps`, `v1` -> ``), `None`
 /// when it is not a valid group/version (apimachinery's
 /// `ParseGroupVersion`).
-fn group_of(api_version: &str) -> Option<&str> {
+pub(crate) fn group_of(api_version: &str) -> Option<&str> {
     match api_version.split_once('/') {
         None => Some(""),
         Some((_, version)) if version.contains('/') => None,
