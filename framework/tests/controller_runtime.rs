@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kubeforge::cache::{ObjectKey, SharedInformerFactory};
+use kubeforge::cache::{ObjectForm, ObjectKey, SharedInformerFactory};
 use kubeforge::controller::predicate::GenerationChanged;
 use kubeforge::controller::{
     Action, CachedClient, Context, Controller, ControllerMetrics, Error, Owns, TerminalError, Watch,
@@ -290,8 +290,18 @@ async fn an_owned_object_wakes_its_controller_owner_through_a_metadata_only_watc
         log.count("owner") == 3
     })
     .await;
-    // A metadata-only watch: one watch on secrets, asking for metadata.
+    // A metadata-only watch: one watch on secrets, through an informer that
+    // holds metadata only (a full one would also wake the owner).
     assert_eq!(h.server.faults().open_watches_for("", "secrets"), 1);
+    let secret_informers: Vec<ObjectForm> = h
+        .cached
+        .factory()
+        .informer_ids()
+        .into_iter()
+        .filter(|id| id.plural == "secrets")
+        .map(|id| id.form)
+        .collect();
+    assert_eq!(secret_informers, [ObjectForm::MetadataOnly]);
     sleep(Duration::from_millis(200)).await;
     assert_eq!(
         log.count("bystander"),
