@@ -458,6 +458,17 @@ async fn wait_for_leader(candidates: [&Candidate; 2]) -> usize {
     }
 }
 
+async fn lease_holder(server: &ApiServer) -> String {
+    let lease: Lease = Api::namespaced(server.client().unwrap(), NS)
+        .get("shared-lease")
+        .await
+        .unwrap();
+    lease
+        .spec
+        .and_then(|s| s.holder_identity)
+        .unwrap_or_default()
+}
+
 async fn leader_election_scenario(release: bool) {
     init_tracing();
     let server = ApiServer::start().await.unwrap();
@@ -500,24 +511,26 @@ async fn leader_election_scenario(release: bool) {
     assert!(follower.other_runnable_started.load(Ordering::SeqCst));
     assert!(!follower.leader_runnable_started.load(Ordering::SeqCst));
     assert!(leader.leader_runnable_started.load(Ordering::SeqCst));
-    let lease: Lease = Api::namespaced(server.client().unwrap(), NS)
-        .get("shared-lease")
-        .await
-        .unwrap();
-    let holder = lease.spec.unwrap().holder_identity.unwrap();
-    assert_eq!(
-        Some(holder.as_str()),
-        leader
-            .leadership
-            .handle()
-            .map(|h| h.status().identity)
-            .as_deref()
-    );
+    let leader_identity = leader
+        .leadership
+        .handle()
+        .map(|h| h.status().identity)
+        .expect("the leader's election handle");
+    assert_eq!(lease_holder(&server).await, leader_identity);
 
     // Stop the leader; the follower takes over.
     let stopped = Instant::now();
     leader.stop.cancel();
     leader.task.await.unwrap().unwrap();
+    if release {
+        // Released before the manager returned: the lease names nobody (or
+        // already the follower), never the stopped leader.
+        assert_ne!(
+            lease_holder(&server).await,
+            leader_identity,
+            "the stopped leader did not release the lease"
+        );
+    }
     wait_for_leader([&follower, &follower]).await;
     let takeover = stopped.elapsed();
     // client-go's bound: the lease must look unrenewed for a whole lease
