@@ -642,7 +642,8 @@ impl<K: CachedObject> BuilderParts<K> {
             Recorder::new(
                 client.live().clone(),
                 name.to_string(),
-                super::context::reporting_instance(),
+                // client-go's recorders report the host (pod) name.
+                super::hostname(),
             )
         });
         let context = Arc::new(Context::new(

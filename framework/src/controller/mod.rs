@@ -63,6 +63,7 @@ mod client;
 mod context;
 pub mod filter;
 mod handler;
+mod ids;
 mod metrics;
 mod runner;
 
@@ -107,7 +108,7 @@ pub use metrics::{ControllerLabels, ControllerMetrics, ResultLabels};
 pub use runner::Controller;
 
 pub(crate) use builder::default_error_policy;
-pub(crate) use context::reporting_instance;
+pub(crate) use ids::{hostname, random_uuid};
 
 use crate::cache::SyncError;
 
