@@ -113,10 +113,7 @@ where
     I: FnOnce() -> K,
     F: FnOnce(&mut K),
 {
-    let describe = || match api.namespace() {
-        Some(ns) => format!("{ns}/{name}"),
-        None => name.to_owned(),
-    };
+    let describe = || qualified(api, name);
     let existing = api
         .get_opt(name)
         .await
