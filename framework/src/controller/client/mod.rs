@@ -135,10 +135,12 @@ impl ListOptions {
 /// - **Uncached reads**: [`live`](CachedClient::live) is the plain
 ///   [`Client`]; [`api`](CachedClient::api) an [`Api`] over it.
 ///
-/// Informers created here strip `managedFields` before caching (20-25% of
-/// a typical object) unless the client was built with
-/// [`keep_managed_fields`](CachedClientBuilder::keep_managed_fields); read
-/// them live when you need them.
+/// Informers created here, and those of the controllers built on this
+/// client, strip `managedFields` before caching (20-25% of a typical
+/// object) unless the client was built with
+/// [`keep_managed_fields`](CachedClientBuilder::keep_managed_fields) or the
+/// informer's options set a transform of their own; read them live when
+/// you need them.
 ///
 /// ```no_run
 /// # async fn demo(client: kubeforge::Client) -> Result<(), kubeforge::controller::Error> {
@@ -346,13 +348,17 @@ impl CachedClient {
         self.inner.sync_timeout
     }
 
-    fn informer_options<C: Resource + 'static>(&self) -> InformerOptions<C> {
-        let options = InformerOptions::default();
-        if self.inner.strip_managed_fields {
-            options.transform(strip_managed_fields())
-        } else {
-            options
+    /// `options` caching as this client does: without `managedFields`
+    /// (unless it keeps them), when `options` sets no transform of its own.
+    /// Every informer a controller watches through is made with it.
+    pub(crate) fn caching<C: Resource + 'static>(
+        &self,
+        mut options: InformerOptions<C>,
+    ) -> InformerOptions<C> {
+        if options.transform.is_none() && self.inner.strip_managed_fields {
+            options.transform = Some(strip_managed_fields());
         }
+        options
     }
 
     /// The informer of `K` that reads use (and controllers watching `K`
@@ -364,7 +370,9 @@ impl CachedClient {
                 if metadata_only_exists {
                     second_informer::<K>("full", "metadata-only");
                 }
-                self.inner.factory.informer_with(self.informer_options())
+                self.inner
+                    .factory
+                    .informer_with(self.caching(InformerOptions::default()))
             },
         )
     }
@@ -372,14 +380,8 @@ impl CachedClient {
     /// The informer of `K` for `options` (namespace, selectors), caching
     /// as this client does (without `managedFields`) unless `options` sets
     /// its own transform.
-    pub fn informer_with<K: CachedObject>(
-        &self,
-        mut options: InformerOptions<K>,
-    ) -> SharedInformer<K> {
-        if options.transform.is_none() {
-            options.transform = self.informer_options::<K>().transform;
-        }
-        self.inner.factory.informer_with(options)
+    pub fn informer_with<K: CachedObject>(&self, options: InformerOptions<K>) -> SharedInformer<K> {
+        self.inner.factory.informer_with(self.caching(options))
     }
 
     /// The metadata-only informer of `K` that metadata reads use (and
@@ -391,7 +393,7 @@ impl CachedClient {
             }
             self.inner
                 .factory
-                .metadata_informer::<K>(self.informer_options())
+                .metadata_informer::<K>(self.caching(InformerOptions::default()))
         })
     }
 
