@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kubeforge::cache::{ObjectKey, SharedInformerFactory};
+use kubeforge::cache::{ObjectForm, ObjectKey, SharedInformerFactory};
 use kubeforge::controller::predicate::GenerationChanged;
 use kubeforge::controller::{
     Action, CachedClient, Context, Controller, ControllerMetrics, Error, Owns, TerminalError, Watch,
@@ -290,8 +290,18 @@ async fn an_owned_object_wakes_its_controller_owner_through_a_metadata_only_watc
         log.count("owner") == 3
     })
     .await;
-    // A metadata-only watch: one watch on secrets, asking for metadata.
+    // A metadata-only watch: one watch on secrets, through an informer that
+    // holds metadata only (a full one would also wake the owner).
     assert_eq!(h.server.faults().open_watches_for("", "secrets"), 1);
+    let secret_informers: Vec<ObjectForm> = h
+        .cached
+        .factory()
+        .informer_ids()
+        .into_iter()
+        .filter(|id| id.plural == "secrets")
+        .map(|id| id.form)
+        .collect();
+    assert_eq!(secret_informers, [ObjectForm::MetadataOnly]);
     sleep(Duration::from_millis(200)).await;
     assert_eq!(
         log.count("bystander"),
@@ -1071,5 +1081,62 @@ async fn dynamic_and_metadata_only_watches_map_to_keys() {
     .await;
     // Two informers on secrets (full dynamic objects and metadata only).
     assert_eq!(h.server.faults().open_watches_for("", "secrets"), 2);
+    stop(token, task).await;
+}
+
+/// Every watch caches as the cached client does, without `managedFields`:
+/// dynamic watches and metadata-only watches with their own informer
+/// options too, not only the client's default informers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mapped_watches_cache_objects_without_managed_fields() {
+    use kubeforge::kube_core::{ApiResource, DynamicObject, PartialObjectMeta};
+
+    #[derive(Default)]
+    struct Seen {
+        mapped: AtomicUsize,
+        with_managed_fields: AtomicUsize,
+    }
+    impl Seen {
+        fn note(&self, meta: &ObjectMeta) -> Vec<ObjectKey> {
+            self.mapped.fetch_add(1, Ordering::SeqCst);
+            if meta.managed_fields.is_some() {
+                self.with_managed_fields.fetch_add(1, Ordering::SeqCst);
+            }
+            Vec::new()
+        }
+    }
+
+    let h = harness().await;
+    let (dynamic, metadata) = (Arc::new(Seen::default()), Arc::new(Seen::default()));
+    let (d, m) = (Arc::clone(&dynamic), Arc::clone(&metadata));
+    let controller = Controller::<ConfigMap>::builder(h.cached.clone())
+        .watches_dynamic(
+            ApiResource::erase::<Secret>(&()),
+            Watch::new(move |s: &DynamicObject| d.note(&s.metadata)),
+        )
+        .watches_metadata(
+            Watch::new(move |s: &PartialObjectMeta<Secret>| m.note(&s.metadata)).labels("app"),
+        )
+        .reconcile(log_reconcile, Arc::new(Log::default()));
+    let (token, task) = spawn(controller);
+
+    let secrets: Api<Secret> = Api::namespaced(h.client.clone(), NS);
+    let mut secret = Secret::default();
+    secret.metadata.name = Some("labelled".into());
+    secret.metadata.labels = Some([("app".to_owned(), "web".to_owned())].into());
+    let created = secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    assert!(
+        created.metadata.managed_fields.is_some(),
+        "the server tracks managed fields, so there is something to strip"
+    );
+    eventually("both watches to map the secret", || {
+        dynamic.mapped.load(Ordering::SeqCst) >= 1 && metadata.mapped.load(Ordering::SeqCst) >= 1
+    })
+    .await;
+    assert_eq!(dynamic.with_managed_fields.load(Ordering::SeqCst), 0);
+    assert_eq!(metadata.with_managed_fields.load(Ordering::SeqCst), 0);
     stop(token, task).await;
 }

@@ -4,7 +4,8 @@
 //! reconcile (and abandons one past the timeout), leader election between
 //! two managers on one Lease (exactly one reconciles; the other takes over
 //! when the leader stops, with and without releasing the lease; never two
-//! leaders at once), losing the lease stops the manager with an error, and
+//! leaders at once), losing the lease stops the controllers at once (no
+//! grace for a reconcile in flight) and the manager with an error, and
 //! start-up failures are named.
 
 use std::collections::BTreeMap;
@@ -381,7 +382,14 @@ const LEASE: Duration = Duration::from_secs(2);
 const RENEW: Duration = Duration::from_millis(1500);
 const RETRY: Duration = Duration::from_millis(250);
 
-async fn candidate(server: &ApiServer, name: &'static str, release: bool) -> Candidate {
+/// Its reconcile records every object and never finishes one named
+/// `stuck`; `grace` is the graceful shutdown timeout.
+async fn candidate(
+    server: &ApiServer,
+    name: &'static str,
+    release: bool,
+    grace: Duration,
+) -> Candidate {
     let mgr = builder(server)
         .leader_election("shared-lease")
         .leader_election_namespace(NS)
@@ -389,16 +397,18 @@ async fn candidate(server: &ApiServer, name: &'static str, release: bool) -> Can
         .renew_deadline(RENEW)
         .retry_period(RETRY)
         .leader_election_release_on_cancel(release)
-        .graceful_shutdown_timeout(Duration::from_secs(5))
+        .graceful_shutdown_timeout(grace)
         .build()
         .await
         .unwrap();
     let reconciled = Arc::new(Mutex::new(Vec::new()));
     mgr.controller::<ConfigMap>().reconcile(
         |cm: Arc<ConfigMap>, ctx: Arc<Context<Arc<Mutex<Vec<String>>>>>| async move {
-            ctx.lock()
-                .unwrap()
-                .push(cm.metadata.name.clone().unwrap_or_default());
+            let name = cm.metadata.name.clone().unwrap_or_default();
+            ctx.lock().unwrap().push(name.clone());
+            if name == "stuck" {
+                std::future::pending::<()>().await;
+            }
             Ok::<_, Never>(Action::done())
         },
         Arc::clone(&reconciled),
@@ -458,6 +468,17 @@ async fn wait_for_leader(candidates: [&Candidate; 2]) -> usize {
     }
 }
 
+async fn lease_holder(server: &ApiServer) -> String {
+    let lease: Lease = Api::namespaced(server.client().unwrap(), NS)
+        .get("shared-lease")
+        .await
+        .unwrap();
+    lease
+        .spec
+        .and_then(|s| s.holder_identity)
+        .unwrap_or_default()
+}
+
 async fn leader_election_scenario(release: bool) {
     init_tracing();
     let server = ApiServer::start().await.unwrap();
@@ -467,8 +488,8 @@ async fn leader_election_scenario(release: bool) {
             .await
             .unwrap();
     }
-    let a = candidate(&server, "a", release).await;
-    let b = candidate(&server, "b", release).await;
+    let a = candidate(&server, "a", release, Duration::from_secs(5)).await;
+    let b = candidate(&server, "b", release, Duration::from_secs(5)).await;
     let (overlaps, stop_watching) =
         watch_for_split_brain(a.leadership.clone(), b.leadership.clone());
 
@@ -500,24 +521,26 @@ async fn leader_election_scenario(release: bool) {
     assert!(follower.other_runnable_started.load(Ordering::SeqCst));
     assert!(!follower.leader_runnable_started.load(Ordering::SeqCst));
     assert!(leader.leader_runnable_started.load(Ordering::SeqCst));
-    let lease: Lease = Api::namespaced(server.client().unwrap(), NS)
-        .get("shared-lease")
-        .await
-        .unwrap();
-    let holder = lease.spec.unwrap().holder_identity.unwrap();
-    assert_eq!(
-        Some(holder.as_str()),
-        leader
-            .leadership
-            .handle()
-            .map(|h| h.status().identity)
-            .as_deref()
-    );
+    let leader_identity = leader
+        .leadership
+        .handle()
+        .map(|h| h.status().identity)
+        .expect("the leader's election handle");
+    assert_eq!(lease_holder(&server).await, leader_identity);
 
     // Stop the leader; the follower takes over.
     let stopped = Instant::now();
     leader.stop.cancel();
     leader.task.await.unwrap().unwrap();
+    if release {
+        // Released before the manager returned: the lease names nobody (or
+        // already the follower), never the stopped leader.
+        assert_ne!(
+            lease_holder(&server).await,
+            leader_identity,
+            "the stopped leader did not release the lease"
+        );
+    }
     wait_for_leader([&follower, &follower]).await;
     let takeover = stopped.elapsed();
     // client-go's bound: the lease must look unrenewed for a whole lease
@@ -559,8 +582,18 @@ async fn a_released_lease_is_taken_over_at_once() {
 async fn losing_the_lease_stops_the_controllers_and_fails_the_manager() {
     init_tracing();
     let server = ApiServer::start().await.unwrap();
-    let a = candidate(&server, "a", false).await;
+    // A grace period far beyond PATIENCE: only stopping the controllers at
+    // once, without waiting for the reconcile in flight, ends in time.
+    let a = candidate(&server, "a", false, Duration::from_secs(600)).await;
     wait_for_leader([&a, &a]).await;
+    let api: Api<ConfigMap> = Api::namespaced(server.client().unwrap(), NS);
+    api.create(&PostParams::default(), &cm("stuck"))
+        .await
+        .unwrap();
+    eventually("the reconcile that never finishes to start", || {
+        a.reconciled.lock().unwrap().iter().any(|n| n == "stuck")
+    })
+    .await;
     // Every renewal fails from now on: after the renew deadline the leader
     // must give up.
     server.faults().fail_next(
@@ -571,7 +604,7 @@ async fn losing_the_lease_stops_the_controllers_and_fails_the_manager() {
     let failing = Instant::now();
     let result = tokio::time::timeout(PATIENCE, a.task)
         .await
-        .unwrap()
+        .expect("the controllers are stopped at once, not drained, when the lease is lost")
         .unwrap();
     match result {
         Err(Error::LeadershipLost { lease }) => assert_eq!(lease, "default/shared-lease"),
@@ -584,7 +617,6 @@ async fn losing_the_lease_stops_the_controllers_and_fails_the_manager() {
     assert!(!a.leadership.is_leader());
     // Its controllers are gone: a new object is not reconciled.
     let before = a.reconciled.lock().unwrap().len();
-    let api: Api<ConfigMap> = Api::namespaced(server.client().unwrap(), NS);
     api.create(&PostParams::default(), &cm("after-loss"))
         .await
         .unwrap();

@@ -21,7 +21,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{object_key, Error};
+use super::Error;
+use crate::cache::ObjectKey;
 use crate::Api;
 
 /// What [`create_or_update`] did; the names complete the sentence
@@ -112,10 +113,7 @@ where
     I: FnOnce() -> K,
     F: FnOnce(&mut K),
 {
-    let describe = || match api.namespace() {
-        Some(ns) => format!("{ns}/{name}"),
-        None => name.to_owned(),
-    };
+    let describe = || qualified(api, name);
     let existing = api
         .get_opt(name)
         .await
@@ -153,11 +151,14 @@ pub(crate) fn mutate_keeping_key<K: Resource>(
     obj: &mut K,
     mutate: impl FnOnce(&mut K),
 ) -> Result<(), Error> {
-    let before = object_key(obj);
+    let before = ObjectKey::of(obj);
     mutate(obj);
-    let after = object_key(obj);
+    let after = ObjectKey::of(obj);
     if before != after {
-        return Err(Error::MutatedKey { before, after });
+        return Err(Error::MutatedKey {
+            before: before.to_string(),
+            after: after.to_string(),
+        });
     }
     Ok(())
 }

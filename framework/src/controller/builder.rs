@@ -128,7 +128,8 @@ impl<W: 'static> Watch<W> {
     }
 
     /// The informer options (namespace, selectors, transform, and for
-    /// dynamic watches the scope).
+    /// dynamic watches the scope). Without a transform, objects are cached
+    /// as the cached client caches them (without `managedFields`).
     pub fn options(mut self, options: InformerOptions<W>) -> Self {
         self.options = options;
         self
@@ -436,7 +437,9 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
             let informer = if is_default(&watch.options) {
                 env.client.metadata_informer::<W>()
             } else {
-                env.client.factory().metadata_informer::<W>(watch.options)
+                env.client
+                    .factory()
+                    .metadata_informer::<W>(env.client.caching(watch.options))
             };
             env.source(informer, watch.predicates, watch.mapper, true)
         }));
@@ -451,7 +454,7 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
             let informer = env
                 .client
                 .factory()
-                .dynamic_informer(&resource, watch.options);
+                .dynamic_informer(&resource, env.client.caching(watch.options));
             env.source(informer, watch.predicates, watch.mapper, true)
         }));
         self
@@ -642,7 +645,8 @@ impl<K: CachedObject> BuilderParts<K> {
             Recorder::new(
                 client.live().clone(),
                 name.to_string(),
-                super::context::reporting_instance(),
+                // client-go's recorders report the host (pod) name.
+                super::hostname(),
             )
         });
         let context = Arc::new(Context::new(

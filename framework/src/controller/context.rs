@@ -145,15 +145,3 @@ impl<T: fmt::Debug> fmt::Debug for Context<T> {
             .finish_non_exhaustive()
     }
 }
-
-/// The default `reportingInstance` of a controller's events: the host name
-/// (the pod name in a cluster), as client-go's recorders use.
-pub(crate) fn reporting_instance() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .into_iter()
-        .chain(std::env::var("HOSTNAME").ok())
-        .map(|s| s.trim().to_owned())
-        .find(|s| !s.is_empty())
-        .unwrap_or_else(|| "localhost".to_owned())
-}

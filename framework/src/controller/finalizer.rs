@@ -56,7 +56,8 @@ use kube_core::Resource;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::{object_key, Error};
+use super::Error;
+use crate::cache::ObjectKey;
 use crate::Api;
 
 /// What the reconciler is asked to do.
@@ -270,12 +271,12 @@ where
     };
     if obj.meta().deletion_timestamp.is_some() {
         return Err(Error::BeingDeleted {
-            object: object_key(obj),
+            object: ObjectKey::of(obj).to_string(),
             finalizer: name.to_owned(),
         });
     }
     send(api, obj, patch, || {
-        format!("add finalizer {name:?} to {}", object_key(obj))
+        format!("add finalizer {name:?} to {}", ObjectKey::of(obj))
     })
     .await
     .map(Some)
@@ -292,7 +293,7 @@ where
         return Ok(None);
     };
     send(api, obj, patch, || {
-        format!("remove finalizer {name:?} from {}", object_key(obj))
+        format!("remove finalizer {name:?} from {}", ObjectKey::of(obj))
     })
     .await
     .map(Some)
@@ -351,6 +352,37 @@ where
     Fut: Future<Output = Result<T, E>>,
     E: StdError + 'static,
 {
+    flow(
+        name,
+        obj,
+        reconcile,
+        |obj: Arc<K>| async move { add_finalizer(api, &obj, name).await },
+        |obj: Arc<K>| async move { remove_finalizer(api, &obj, name).await },
+    )
+    .await
+}
+
+/// The flow of [`finalizer`], with the finalizer edits left to the caller:
+/// `add` and `remove` send the patch for the object they are handed (through
+/// an [`Api`], or through the cached client so its reads see the edit) and
+/// return the object the server answered with, `None` when nothing was sent.
+pub(crate) async fn flow<K, F, Fut, T, E, A, AddFut, R, RemoveFut>(
+    name: &str,
+    obj: Arc<K>,
+    reconcile: F,
+    add: A,
+    remove: R,
+) -> Result<Outcome<T>, FinalizerError<E>>
+where
+    K: Resource,
+    F: FnOnce(Event<K>) -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    E: StdError + 'static,
+    A: FnOnce(Arc<K>) -> AddFut,
+    AddFut: Future<Output = Result<Option<K>, Error>>,
+    R: FnOnce(Arc<K>) -> RemoveFut,
+    RemoveFut: Future<Output = Result<Option<K>, Error>>,
+{
     if obj.meta().name.as_deref().is_none_or(str::is_empty) {
         return Err(FinalizerError::Unnamed);
     }
@@ -363,13 +395,17 @@ where
             })
             .map_err(FinalizerError::Apply),
         Step::AddFinalizerThenApply => {
-            let updated = match add_finalizer(api, &obj, name).await {
-                Ok(Some(updated)) => Arc::new(updated),
+            let updated = match add(Arc::clone(&obj))
+                .await
+                .map_err(FinalizerError::AddFinalizer)?
+            {
+                Some(updated) => {
+                    tracing::debug!(object = %ObjectKey::of(&updated), finalizer = name, "added finalizer");
+                    Arc::new(updated)
+                }
                 // Unreachable by `plan`, but harmless: apply what we have.
-                Ok(None) => obj,
-                Err(e) => return Err(FinalizerError::AddFinalizer(e)),
+                None => obj,
             };
-            tracing::debug!(object = %object_key(&*updated), finalizer = name, "added finalizer");
             reconcile(Event::Apply(updated))
                 .await
                 .map(|value| Outcome::Applied {
@@ -380,13 +416,15 @@ where
         }
         Step::CleanupThenRemove { .. } => {
             // Cleanup must succeed before the finalizer may go.
-            let value = reconcile(Event::Cleanup(obj.clone()))
+            let value = reconcile(Event::Cleanup(Arc::clone(&obj)))
                 .await
                 .map_err(FinalizerError::Cleanup)?;
-            remove_finalizer(api, &obj, name)
+            let removed = remove(Arc::clone(&obj))
                 .await
                 .map_err(FinalizerError::RemoveFinalizer)?;
-            tracing::debug!(object = %object_key(&*obj), finalizer = name, "removed finalizer after cleanup");
+            if removed.is_some() {
+                tracing::debug!(object = %ObjectKey::of(&*obj), finalizer = name, "removed finalizer after cleanup");
+            }
             Ok(Outcome::CleanedUp(value))
         }
         Step::Skip => Ok(Outcome::Skipped),

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use kube_core::Resource;
 
 use super::filter::{passes_all, SharedMetaPredicate};
+use super::owner::group_of;
 use super::predicate::{BoxPredicate, Event, Predicate};
 use crate::cache::{DeletedObject, EventHandler, ObjectKey};
 use crate::workqueue::WorkQueue;
@@ -45,7 +46,7 @@ impl OwnerMatch {
         let refs = meta.owner_references.as_deref().unwrap_or(&[]);
         refs.iter()
             .filter(|r| self.every_owner || r.controller == Some(true))
-            .filter(|r| r.kind == self.kind && group_of(&r.api_version) == self.group)
+            .filter(|r| r.kind == self.kind && group_of(&r.api_version) == Some(&*self.group))
             .filter(|r| !r.name.is_empty())
             .map(|r| {
                 let namespace = if self.cluster_scoped {
@@ -57,11 +58,6 @@ impl OwnerMatch {
             })
             .collect()
     }
-}
-
-/// The group of an `apiVersion`: `apps` of `apps/v1`, `""` of `v1`.
-fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map_or("", |(group, _)| group)
 }
 
 /// Enqueues the keys of the objects its informer reports, filtered.
@@ -185,7 +181,5 @@ mod tests {
             every_owner: false,
         };
         assert_eq!(m.owners(&d), [ObjectKey::cluster_scoped("team")]);
-        assert_eq!(group_of("apps/v1"), "apps");
-        assert_eq!(group_of("v1"), "");
     }
 }

@@ -63,6 +63,7 @@ mod client;
 mod context;
 pub mod filter;
 mod handler;
+mod ids;
 mod metrics;
 mod runner;
 
@@ -107,7 +108,7 @@ pub use metrics::{ControllerLabels, ControllerMetrics, ResultLabels};
 pub use runner::Controller;
 
 pub(crate) use builder::default_error_policy;
-pub(crate) use context::reporting_instance;
+pub(crate) use ids::{hostname, random_uuid};
 
 use crate::cache::SyncError;
 
@@ -352,15 +353,6 @@ impl Error {
             context: context.into(),
             source,
         }
-    }
-}
-
-/// `namespace/name` of an object, for messages and logs.
-pub(crate) fn object_key<K: kube_core::Resource>(obj: &K) -> String {
-    let meta = obj.meta();
-    match meta.namespace.as_deref() {
-        Some(ns) if !ns.is_empty() => format!("{ns}/{}", meta.name.as_deref().unwrap_or("")),
-        _ => meta.name.clone().unwrap_or_default(),
     }
 }
 

@@ -20,6 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube_core::Resource;
 
 use super::Error;
+use crate::cache::ObjectKey;
 
 /// Options for the reference being set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,7 +122,7 @@ where
     if let Some(existing) = get_controller_of(obj) {
         if !refer_same_object(existing, &reference) {
             return Err(Error::AlreadyOwned {
-                object: object_key(obj),
+                object: ObjectKey::of(obj).to_string(),
                 owner: Box::new(existing.clone()),
             });
         }
@@ -284,7 +285,7 @@ fn validate_owner<K: Resource>(owner_namespace: Option<&str>, obj: &K) -> Result
 /// The group of an `apiVersion` (`apps/v1` -> `apps`, `v1` -> ``), `None`
 /// when it is not a valid group/version (apimachinery's
 /// `ParseGroupVersion`).
-fn group_of(api_version: &str) -> Option<&str> {
+pub(crate) fn group_of(api_version: &str) -> Option<&str> {
     match api_version.split_once('/') {
         None => Some(""),
         Some((_, version)) if version.contains('/') => None,
@@ -298,15 +299,6 @@ fn refer_same_object(a: &OwnerReference, b: &OwnerReference) -> bool {
         (Some(ga), Some(gb)) => ga == gb && a.kind == b.kind && a.name == b.name,
         _ => false,
     }
-}
-
-fn object_key<K: Resource>(obj: &K) -> String {
-    let meta = obj.meta();
-    format!(
-        "{}/{}",
-        meta.namespace.as_deref().unwrap_or(""),
-        meta.name.as_deref().unwrap_or("")
-    )
 }
 
 #[cfg(test)]

@@ -148,12 +148,6 @@ impl<K> PredicateExt for All<K> {}
 impl<K> PredicateExt for Any<K> {}
 impl<K> PredicateExt for Funcs<K> {}
 
-/// Dispatches `event` to the method of `predicate` for its kind; works for
-/// unsized predicates such as `dyn Predicate<K>`.
-pub fn evaluate<K, P: Predicate<K> + ?Sized>(predicate: &P, event: Event<'_, K>) -> bool {
-    predicate.matches(event)
-}
-
 /// A type-erased predicate.
 pub type BoxPredicate<K> = Box<dyn Predicate<K>>;
 
@@ -904,8 +898,8 @@ mod tests {
         assert!(!p.matches(Event::Generic(&c)));
         // Through a trait object too.
         let dynamic: BoxPredicate<ConfigMap> = Box::new(p);
-        assert!(evaluate(&*dynamic, Event::Create(&c)));
-        assert!(!evaluate(&dynamic, Event::Generic(&c)));
+        assert!(dynamic.matches(Event::Create(&c)));
+        assert!(!dynamic.matches(Event::Generic(&c)));
         let shared: Arc<dyn Predicate<ConfigMap>> = Arc::new(GenerationChanged);
         assert!(shared.matches(Event::Create(&c)));
     }

@@ -37,7 +37,7 @@ use tracing::Instrument as _;
 use super::action::ErrorChain;
 use super::builder::Source;
 use super::metrics::Handles;
-use super::{Action, CachedClient, CachedObject, Error};
+use super::{random_uuid, Action, CachedClient, CachedObject, Error};
 use crate::cache::{ObjectKey, SharedInformer};
 use crate::workqueue::WorkQueue;
 
@@ -290,23 +290,6 @@ async fn worker<K: CachedObject>(
     }
 }
 
-/// A reconcile id in UUID (version 4) form, as controller-runtime's
-/// `reconcileID`.
-fn reconcile_id() -> String {
-    let hi = fastrand::u64(..);
-    let lo = fastrand::u64(..);
-    let hi = (hi & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000;
-    let lo = (lo & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
-    format!(
-        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-        hi >> 32,
-        (hi >> 16) & 0xffff,
-        hi & 0xffff,
-        lo >> 48,
-        lo & 0xffff_ffff_ffff
-    )
-}
-
 fn panic_message(payload: &(dyn Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()
@@ -355,7 +338,7 @@ impl<K: CachedObject> Runtime<K> {
             controller = %self.name,
             namespace = key.namespace_or_empty(),
             name = %key.name,
-            reconcile_id = %reconcile_id(),
+            reconcile_id = %random_uuid(),
         );
         self.metrics.active_workers.inc();
         let started = Instant::now();
@@ -425,22 +408,6 @@ impl<K: CachedObject> Runtime<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn reconcile_ids_are_version_4_uuids() {
-        let id = reconcile_id();
-        let groups: Vec<&str> = id.split('-').collect();
-        assert_eq!(
-            groups.iter().map(|g| g.len()).collect::<Vec<_>>(),
-            [8, 4, 4, 4, 12]
-        );
-        assert!(groups[2].starts_with('4'));
-        assert!(matches!(
-            groups[3].chars().next(),
-            Some('8' | '9' | 'a' | 'b')
-        ));
-        assert_ne!(reconcile_id(), id);
-    }
 
     #[test]
     fn panic_messages_are_read_from_str_and_string_payloads() {

@@ -24,7 +24,7 @@ use super::{
 };
 use crate::cache::SharedInformerFactory;
 use crate::client::BoxError;
-use crate::controller::{default_error_policy, reporting_instance};
+use crate::controller::{default_error_policy, hostname};
 use crate::controller::{
     Action, CachedClient, CachedObject, Context, Controller, ControllerBuilder, ControllerMetrics,
     Recorder,
@@ -343,7 +343,8 @@ impl Manager {
                 Recorder::new(
                     self.parts.client.clone(),
                     name.to_owned(),
-                    reporting_instance(),
+                    // client-go's recorders report the host (pod) name.
+                    hostname(),
                 )
             })
             .clone()

@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use kube_core::{NamespaceScope, PartialObjectMeta, Resource, Selector, SelectorExt as _};
 use serde::de::DeserializeOwned;
-use tokio::time::Instant;
 
 use super::{Error, DEFAULT_CACHE_SYNC_TIMEOUT};
 use crate::cache::{
@@ -136,10 +135,12 @@ impl ListOptions {
 /// - **Uncached reads**: [`live`](CachedClient::live) is the plain
 ///   [`Client`]; [`api`](CachedClient::api) an [`Api`] over it.
 ///
-/// Informers created here strip `managedFields` before caching (20-25% of
-/// a typical object) unless the client was built with
-/// [`keep_managed_fields`](CachedClientBuilder::keep_managed_fields); read
-/// them live when you need them.
+/// Informers created here, and those of the controllers built on this
+/// client, strip `managedFields` before caching (20-25% of a typical
+/// object) unless the client was built with
+/// [`keep_managed_fields`](CachedClientBuilder::keep_managed_fields) or the
+/// informer's options set a transform of their own; read them live when
+/// you need them.
 ///
 /// ```no_run
 /// # async fn demo(client: kubeforge::Client) -> Result<(), kubeforge::controller::Error> {
@@ -281,11 +282,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Whether having seen resourceVersion `seen` means `wanted` was seen.
-fn covers(seen: &str, wanted: &str) -> bool {
-    seen == wanted || !newer(wanted, seen) && seen.parse::<u64>().is_ok()
-}
-
 /// Whether `candidate` is a later resourceVersion than `current`: as
 /// numbers when both parse (kube-apiserver's are etcd revisions), else the
 /// newest write wins.
@@ -352,13 +348,17 @@ impl CachedClient {
         self.inner.sync_timeout
     }
 
-    fn informer_options<C: Resource + 'static>(&self) -> InformerOptions<C> {
-        let options = InformerOptions::default();
-        if self.inner.strip_managed_fields {
-            options.transform(strip_managed_fields())
-        } else {
-            options
+    /// `options` caching as this client does: without `managedFields`
+    /// (unless it keeps them), when `options` sets no transform of its own.
+    /// Every informer a controller watches through is made with it.
+    pub(crate) fn caching<C: Resource + 'static>(
+        &self,
+        mut options: InformerOptions<C>,
+    ) -> InformerOptions<C> {
+        if options.transform.is_none() && self.inner.strip_managed_fields {
+            options.transform = Some(strip_managed_fields());
         }
+        options
     }
 
     /// The informer of `K` that reads use (and controllers watching `K`
@@ -370,7 +370,9 @@ impl CachedClient {
                 if metadata_only_exists {
                     second_informer::<K>("full", "metadata-only");
                 }
-                self.inner.factory.informer_with(self.informer_options())
+                self.inner
+                    .factory
+                    .informer_with(self.caching(InformerOptions::default()))
             },
         )
     }
@@ -378,14 +380,8 @@ impl CachedClient {
     /// The informer of `K` for `options` (namespace, selectors), caching
     /// as this client does (without `managedFields`) unless `options` sets
     /// its own transform.
-    pub fn informer_with<K: CachedObject>(
-        &self,
-        mut options: InformerOptions<K>,
-    ) -> SharedInformer<K> {
-        if options.transform.is_none() {
-            options.transform = self.informer_options::<K>().transform;
-        }
-        self.inner.factory.informer_with(options)
+    pub fn informer_with<K: CachedObject>(&self, options: InformerOptions<K>) -> SharedInformer<K> {
+        self.inner.factory.informer_with(self.caching(options))
     }
 
     /// The metadata-only informer of `K` that metadata reads use (and
@@ -397,7 +393,7 @@ impl CachedClient {
             }
             self.inner
                 .factory
-                .metadata_informer::<K>(self.informer_options())
+                .metadata_informer::<K>(self.caching(InformerOptions::default()))
         })
     }
 
@@ -487,38 +483,12 @@ impl CachedClient {
                 .map_err(|e| Error::CacheSync(Box::new(e)))?;
         }
         if let Some(rv) = self.written_version(&ResourceKey::of::<K>()) {
-            let deadline = Instant::now() + self.inner.freshness_timeout;
+            // The informer announces a resourceVersion only once its store
+            // holds the change, so the store is at least this fresh now.
             informer
                 .wait_for_resource_version(&rv, self.inner.freshness_timeout)
                 .await
                 .map_err(Error::StaleCache)?;
-            // The informer announces a resourceVersion just before its store
-            // takes the object in (both under the informer's lock, which
-            // readers do not take): confirm with the store itself, which
-            // records the version in the same write as the object.
-            let store = informer.store();
-            let mut spins = 0_u32;
-            while !store
-                .last_sync_resource_version()
-                .is_some_and(|seen| covers(&seen, &rv))
-            {
-                if Instant::now() >= deadline {
-                    return Err(Error::StaleCache(
-                        crate::cache::Error::ResourceVersionTimeout {
-                            informer: informer.name().to_owned(),
-                            wanted: rv,
-                            seen: store.last_sync_resource_version(),
-                            waited: self.inner.freshness_timeout,
-                        },
-                    ));
-                }
-                spins += 1;
-                if spins < 64 {
-                    tokio::task::yield_now().await;
-                } else {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-            }
         }
         Ok(())
     }
@@ -660,12 +630,6 @@ mod tests {
         assert!(!newer("10", "10"));
         assert!(newer("abc", "10"));
         assert!(!newer("abc", "abc"));
-        assert!(covers("10", "9"));
-        assert!(covers("10", "10"));
-        assert!(!covers("9", "10"));
-        assert!(covers("abc", "abc"));
-        assert!(!covers("abc", "10"));
-        assert!(!covers("10", "abc"));
     }
 
     #[test]

@@ -12,17 +12,19 @@ use std::future::Future;
 use std::sync::Arc;
 
 use either::Either;
+use json_patch::Patch as JsonPatch;
 use kube_core::params::{DeleteParams, Patch, PatchParams, PostParams};
 use kube_core::{Request, Resource};
 use serde::Serialize;
 
 use super::{CachedClient, CachedObject};
+use crate::cache::ObjectKey;
 use crate::client::api::object_or_status;
 use crate::controller::apply::{apply_body, apply_params, mutate_keeping_key, to_json};
 use crate::controller::finalizer::{
-    add_finalizer_patch, plan, remove_finalizer_patch, Event, FinalizerError, Outcome, Step,
+    self, add_finalizer_patch, remove_finalizer_patch, Event, FinalizerError, Outcome,
 };
-use crate::controller::{object_key, Error, OperationResult};
+use crate::controller::{Error, OperationResult};
 
 fn request<K: Resource<DynamicType = ()>>(namespace: Option<&str>) -> Request {
     Request::new(K::url_path(&(), namespace.filter(|ns| !ns.is_empty())))
@@ -34,7 +36,7 @@ fn name_of<K: Resource<DynamicType = ()>>(obj: &K) -> Result<&str, Error> {
         .as_deref()
         .filter(|n| !n.is_empty())
         .ok_or_else(|| Error::MissingMetadata {
-            object: format!("{} {}", K::kind(&()), object_key(obj)),
+            object: format!("{} {}", K::kind(&()), ObjectKey::of(obj)),
             field: "metadata.name",
         })
 }
@@ -284,54 +286,41 @@ impl CachedClient {
         Fut: Future<Output = Result<T, E>>,
         E: StdError + 'static,
     {
-        let Ok(object_name) = name_of(&*obj) else {
-            return Err(FinalizerError::Unnamed);
+        finalizer::flow(
+            name,
+            obj,
+            reconcile,
+            |obj: Arc<K>| async move {
+                self.patch_finalizers(&*obj, add_finalizer_patch(&*obj, name))
+                    .await
+            },
+            |obj: Arc<K>| async move {
+                self.patch_finalizers(&*obj, remove_finalizer_patch(&*obj, name))
+                    .await
+            },
+        )
+        .await
+    }
+
+    /// Sends a finalizer edit of `obj` (a JSON patch guarded by its `test`
+    /// operations); `None` when there is nothing to send.
+    async fn patch_finalizers<K: CachedObject>(
+        &self,
+        obj: &K,
+        patch: Option<JsonPatch>,
+    ) -> Result<Option<K>, Error> {
+        let Some(patch) = patch else {
+            return Ok(None);
         };
-        let namespace = obj.meta().namespace.clone().unwrap_or_default();
-        match plan(&*obj, name) {
-            Step::Apply => reconcile(Event::Apply(obj))
-                .await
-                .map(|value| Outcome::Applied {
-                    value,
-                    finalizer_added: false,
-                })
-                .map_err(FinalizerError::Apply),
-            Step::AddFinalizerThenApply => {
-                let updated = match add_finalizer_patch(&*obj, name) {
-                    Some(patch) => {
-                        let patch: Patch<()> = Patch::Json(patch);
-                        let updated: K = self
-                            .patch(&namespace, object_name, &PatchParams::default(), &patch)
-                            .await
-                            .map_err(FinalizerError::AddFinalizer)?;
-                        tracing::debug!(object = %object_key(&updated), finalizer = name, "added finalizer");
-                        Arc::new(updated)
-                    }
-                    None => obj,
-                };
-                reconcile(Event::Apply(updated))
-                    .await
-                    .map(|value| Outcome::Applied {
-                        value,
-                        finalizer_added: true,
-                    })
-                    .map_err(FinalizerError::Apply)
-            }
-            Step::CleanupThenRemove { .. } => {
-                // Cleanup must succeed before the finalizer may go.
-                let value = reconcile(Event::Cleanup(Arc::clone(&obj)))
-                    .await
-                    .map_err(FinalizerError::Cleanup)?;
-                if let Some(patch) = remove_finalizer_patch(&*obj, name) {
-                    let patch: Patch<()> = Patch::Json(patch);
-                    self.patch::<K, _>(&namespace, object_name, &PatchParams::default(), &patch)
-                        .await
-                        .map_err(FinalizerError::RemoveFinalizer)?;
-                    tracing::debug!(object = %object_key(&*obj), finalizer = name, "removed finalizer after cleanup");
-                }
-                Ok(Outcome::CleanedUp(value))
-            }
-            Step::Skip => Ok(Outcome::Skipped),
-        }
+        let meta = obj.meta();
+        let patch: Patch<()> = Patch::Json(patch);
+        self.patch(
+            meta.namespace.as_deref().unwrap_or_default(),
+            meta.name.as_deref().unwrap_or_default(),
+            &PatchParams::default(),
+            &patch,
+        )
+        .await
+        .map(Some)
     }
 }
