@@ -322,7 +322,8 @@ fn non_empty(s: Option<String>) -> Option<String> {
     s.filter(|s| !s.is_empty())
 }
 
-fn is_cluster_scoped<K: Resource>() -> bool
+/// Whether `K` is cluster-scoped, known from its type.
+pub(crate) fn is_cluster_scoped<K: Resource>() -> bool
 where
     K::Scope: 'static,
 {

@@ -54,6 +54,7 @@ pub mod transform;
 
 pub use error::Error;
 pub use event::{DeletedObject, Event, EventHandler, HandlerFns};
+pub(crate) use factory::is_cluster_scoped;
 pub use factory::{InformerOptions, SharedInformerFactory, SharedInformerFactoryBuilder};
 pub use index::{IndexFn, NAMESPACE_INDEX};
 pub use informer::{

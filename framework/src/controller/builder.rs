@@ -526,7 +526,7 @@ fn owner_match<K: CachedObject>(every_owner: bool) -> OwnerMatch {
     OwnerMatch {
         group: K::group(&()).into_owned(),
         kind: K::kind(&()).into_owned(),
-        cluster_scoped: super::is_cluster_scoped::<K>(),
+        cluster_scoped: crate::cache::is_cluster_scoped::<K>(),
         every_owner,
     }
 }

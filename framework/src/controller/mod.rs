@@ -355,12 +355,3 @@ impl Error {
         }
     }
 }
-
-/// Whether `K` is cluster-scoped (known from its type).
-pub(crate) fn is_cluster_scoped<K: kube_core::Resource>() -> bool
-where
-    K::Scope: 'static,
-{
-    std::any::TypeId::of::<K::Scope>()
-        == std::any::TypeId::of::<k8s_openapi::ClusterResourceScope>()
-}
