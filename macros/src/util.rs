@@ -136,6 +136,14 @@ pub fn number(meta: &ParseNestedMeta, name: &str) -> syn::Result<(f64, Span)> {
         Lit::Float(f) => f.base10_parse::<f64>()?,
         _ => return Err(bad(&e)),
     };
+    // `1e999` parses as infinity, which no JSON schema can hold and which
+    // `quote` refuses to emit (it panics on a non-finite float).
+    if !value.is_finite() {
+        return Err(syn::Error::new_spanned(
+            &e,
+            format!("`{name}` is out of range: it must be a finite number"),
+        ));
+    }
     Ok((if negative { -value } else { value }, span))
 }
 
