@@ -103,7 +103,11 @@ async fn orphan_deletion_keeps_dependents_and_drops_the_reference() {
         k.get(&format!("{CMS}/owner")).await.code() == 404
     })
     .await;
-    let child = k.get(&format!("{CMS}/child")).await.json();
+    // The dependent must still be there: a 404 Status has empty metadata
+    // too, so the reference check alone would pass if it had been deleted.
+    let child = k.get(&format!("{CMS}/child")).await;
+    assert_eq!(child.code(), 200, "the dependent is kept");
+    let child = child.json();
     assert!(
         child["metadata"].get("ownerReferences").is_none(),
         "{child}"
