@@ -200,14 +200,17 @@ async fn list_and_watch_requests_follow_client_go() {
 
 #[tokio::test]
 async fn retry_after_is_honoured_and_other_errors_back_off() {
+    // The 429 comes first: the first backoff is 0.8-1.6 s, so only
+    // Retry-After can explain a 2 s wait. (Second, the backoff would be
+    // 1.6-3.2 s and a wait of 2 s would prove nothing.)
     let steps: Vec<Step> = vec![
-        Box::new(|_| status(500, "InternalError", "etcd is sad")),
         Box::new(|_| {
             let mut resp = status(429, "TooManyRequests", "slow down");
             resp.headers_mut()
                 .insert("retry-after", http::HeaderValue::from_static("2"));
             resp
         }),
+        Box::new(|_| status(500, "InternalError", "etcd is sad")),
         Box::new(|_| list("3", vec![cm("a", "2")], None)),
     ];
     let (fixture, arrivals) = scripted_timed(steps).await;
@@ -217,16 +220,16 @@ async fn retry_after_is_honoured_and_other_errors_back_off() {
     let results = factory.wait_for_cache_sync(Duration::from_secs(30)).await;
     assert!(results[0].1.is_ok(), "{:?}", results[0].1);
     assert_eq!(keys(&informer.store()), ["ns/a"]);
-    // The retry after the 500 waited for the backoff (800 ms at least), the
-    // one after the 429 for Retry-After.
+    // The retry after the 429 waited for Retry-After, the one after the
+    // 500 for the backoff (800 ms at least).
     let times = arrivals.lock().unwrap().clone();
     assert!(
-        times[1] - times[0] >= Duration::from_millis(800),
+        times[1] - times[0] >= Duration::from_secs(2),
         "{:?}",
         times[1] - times[0]
     );
     assert!(
-        times[2] - times[1] >= Duration::from_secs(2),
+        times[2] - times[1] >= Duration::from_millis(800),
         "{:?}",
         times[2] - times[1]
     );
