@@ -191,6 +191,20 @@ async fn crd_documents_follow_the_crd() {
         ]
     );
     // A status-only CRD write keeps the document; a schema change replaces it.
+    let status = k
+        .merge(
+            &format!("{CRDS}/widgets.ex.com/status"),
+            &json!({"status": {"conditions": [{"type": "Example", "status": "True",
+                "reason": "Test", "message": "a status-only write",
+                "lastTransitionTime": "2025-01-01T00:00:00Z"}]}}),
+        )
+        .await;
+    assert_eq!(
+        status.code(),
+        200,
+        "{}",
+        String::from_utf8_lossy(&status.body)
+    );
     let unchanged = url(&index(&k).await, "apis/ex.com/v1").to_owned();
     assert_eq!(unchanged, first);
     let mut changed = k.get(&format!("{CRDS}/widgets.ex.com")).await.json();
