@@ -155,6 +155,9 @@ async fn many_watches_share_one_http2_connection() {
         watches.push(k.watch(&format!("{CMS}?watch=1&resourceVersion=1")).await);
     }
     assert_eq!(k.server.faults().open_watches_for("", "configmaps"), 150);
+    // Streams of one HTTP/2 connection (the client pools one per host);
+    // over HTTP/1.1 each watch would hold a connection of its own.
+    assert!(watches.iter().all(|w| w.version == http::Version::HTTP_2));
     k.configmap("default", "seen", json!({})).await;
     for w in &mut watches {
         assert_eq!(w.next().await["object"]["metadata"]["name"], "seen");

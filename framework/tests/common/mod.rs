@@ -246,6 +246,7 @@ impl Kube {
             .expect("watch request succeeds");
         assert_eq!(resp.status(), StatusCode::OK, "watch status");
         Watch {
+            version: resp.version(),
             body: resp.into_body(),
             buf: Vec::new(),
             ended: false,
@@ -267,6 +268,8 @@ impl Kube {
 
 /// An open watch, decoded one newline-terminated event at a time.
 pub struct Watch {
+    /// The HTTP version the server answered with.
+    pub version: Version,
     body: Incoming,
     buf: Vec<u8>,
     ended: bool,
