@@ -475,9 +475,11 @@ async fn relist_after_compaction_delivers_vanished_objects_as_deletions() {
     informer
         .add_handler(
             HandlerFns::new().on_delete(move |d: kubeforge::cache::DeletedObject<ConfigMap>| {
-                seen.lock()
-                    .unwrap()
-                    .push((ObjectKey::of(d.object.as_ref()).to_string(), d.object.uid()));
+                seen.lock().unwrap().push((
+                    ObjectKey::of(d.object.as_ref()).to_string(),
+                    d.object.uid(),
+                    d.final_state_unknown,
+                ));
             }),
             None,
         )
@@ -513,16 +515,19 @@ async fn relist_after_compaction_delivers_vanished_objects_as_deletions() {
     })
     .await;
     let got: BTreeSet<_> = deletes.lock().unwrap().iter().cloned().collect();
+    // Learnt from the relist (final state unknown), not from watch events:
+    // otherwise the faults missed the gap and the relist went untested.
+    assert!(got.iter().all(|(_, _, unknown)| *unknown), "{got:?}");
     let gone_uid = got
         .iter()
-        .find(|(k, _)| k == "gap/gone")
-        .and_then(|(_, u)| u.clone());
+        .find(|(k, _, _)| k == "gap/gone")
+        .and_then(|(_, u, _)| u.clone());
     assert!(
         gone_uid.is_some(),
         "the vanished object's last known state: {got:?}"
     );
     assert!(
-        got.contains(&("gap/recreated".to_owned(), old_uid)),
+        got.contains(&("gap/recreated".to_owned(), old_uid, true)),
         "{got:?}"
     );
     assert_eq!(
