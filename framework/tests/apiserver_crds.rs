@@ -3,6 +3,7 @@
 #![cfg(feature = "testing")]
 
 mod common;
+mod poll;
 
 use common::{ev, rv, Kube};
 use serde_json::json;
@@ -159,16 +160,13 @@ async fn a_terminating_crd_waits_for_its_objects_and_refuses_new_ones() {
         &json!([{"op": "remove", "path": "/metadata/finalizers"}]),
     )
     .await;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while k
-        .get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.ex.com")
-        .await
-        .code()
-        != 404
-    {
-        assert!(std::time::Instant::now() < deadline, "CRD never went away");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    poll::eventually("the CRD to go away", async || {
+        k.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.ex.com")
+            .await
+            .code()
+            == 404
+    })
+    .await;
     assert_eq!(k.get(things).await.code(), 404);
 }
 

@@ -4,24 +4,13 @@
 #![cfg(feature = "testing")]
 
 mod common;
-
-use std::time::{Duration, Instant};
+mod poll;
 
 use common::Kube;
+use poll::eventually;
 use serde_json::{json, Value};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
-
-async fn eventually(what: &str, mut f: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline {
-        if f().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
 
 async fn owned(k: &Kube, name: &str, owner: &Value, block: bool) -> Value {
     let r = k

@@ -5,6 +5,7 @@
 #![cfg(feature = "testing")]
 
 mod common;
+mod poll;
 
 use common::Kube;
 use serde_json::{json, Value};
@@ -226,13 +227,9 @@ async fn crd_documents_follow_the_crd() {
     assert_eq!(k.get(&first).await.code(), 301);
     // Gone with the CRD.
     k.delete(&format!("{CRDS}/widgets.ex.com")).await;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while index(&k).await.get("apis/ex.com/v1").is_some() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "document never went away"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    poll::eventually("the document to go away", async || {
+        index(&k).await.get("apis/ex.com/v1").is_none()
+    })
+    .await;
     assert_eq!(k.get("/openapi/v3/apis/ex.com/v1").await.code(), 404);
 }

@@ -7,6 +7,7 @@
 //! at once — answers the in-process server cannot give on demand.
 
 mod client_support;
+mod poll;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,6 +19,7 @@ use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeforge::cache::{ObjectKey, SharedInformerFactory, SyncError};
 use kubeforge::Client;
+use poll::eventually;
 use serde_json::{json, Value};
 
 fn query(r: &Recorded) -> BTreeMap<String, String> {
@@ -91,14 +93,6 @@ fn client(fixture: &Fixture) -> Client {
     Client::new(fixture.config("token")).unwrap()
 }
 
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 fn keys(store: &kubeforge::cache::Store<ConfigMap>) -> Vec<String> {
     let mut keys: Vec<String> = store
         .list()
@@ -153,8 +147,8 @@ async fn list_and_watch_requests_follow_client_go() {
     let factory = SharedInformerFactory::new(client(&fixture));
     let informer = factory.informer::<ConfigMap>();
     factory.start();
-    eventually("eight requests", || fixture.recorded().len() >= 8).await;
-    eventually("the final state", || {
+    eventually("eight requests", async || fixture.recorded().len() >= 8).await;
+    eventually("the final state", async || {
         keys(&informer.store()) == ["ns/a", "ns/b", "ns/c"]
             && informer.last_sync_resource_version().as_deref() == Some("21")
     })
@@ -299,7 +293,7 @@ async fn streaming_list_falls_back_to_list_when_the_server_refuses_it() {
     let results = factory.wait_for_cache_sync(Duration::from_secs(30)).await;
     assert!(results[0].1.is_ok(), "{:?}", results[0].1);
     assert_eq!(keys(&informer.store()), ["ns/a"]);
-    eventually("the watch", || fixture.recorded().len() >= 3).await;
+    eventually("the watch", async || fixture.recorded().len() >= 3).await;
     let reqs = fixture.recorded();
     let q0 = query(&reqs[0]);
     assert!(is_watch(&reqs[0]));

@@ -10,8 +10,7 @@
 mod common;
 #[path = "derive_corpus/mod.rs"]
 mod corpus;
-
-use std::time::{Duration, Instant};
+mod poll;
 
 use common::Kube;
 use corpus::{entries, Entry};
@@ -40,21 +39,14 @@ fn served(crd: &Value, api_version: &str) -> bool {
 }
 
 async fn established(k: &Kube, name: &str) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
+    poll::holds(async || {
         let crd = k.get(&format!("{CRDS}/{name}")).await.json();
-        let ok = crd["status"]["conditions"].as_array().is_some_and(|cs| {
+        crd["status"]["conditions"].as_array().is_some_and(|cs| {
             cs.iter()
                 .any(|c| c["type"] == "Established" && c["status"] == "True")
-        });
-        if ok {
-            return true;
-        }
-        if Instant::now() > deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        })
+    })
+    .await
 }
 
 /// The sample under a name of its own (entries sharing a CRD share
