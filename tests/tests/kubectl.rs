@@ -441,6 +441,11 @@ async fn label_selectors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_watch_sees_changes() {
     let env = Env::shared("watching").await;
+    env.create(
+        "marker.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: marker\n",
+    )
+    .await;
     let mut child = env
         .command(&[
             "get",
@@ -454,8 +459,18 @@ async fn get_watch_sees_changes() {
         .expect("kubectl get -w");
     let stdout = child.stdout.take().expect("stdout");
     let mut lines = BufReader::new(stdout).lines();
-    // Let the watch start, then change things.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Once the initial list is printed, the watch goes on from its
+    // resourceVersion: every later change is seen.
+    loop {
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("kubectl prints the initial list")
+            .expect("kubectl output")
+            .expect("a line before the end");
+        if line.contains("marker") {
+            break;
+        }
+    }
     env.create(
         "w.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: watched\n",
