@@ -565,8 +565,14 @@ async fn delete_with_a_finalizer_waits_until_it_is_removed() {
     env.ok(&["delete", "cm", "held", "--wait=false"]).await;
     let cm = env.json(&["get", "cm", "held"]).await;
     assert!(cm["metadata"]["deletionTimestamp"].is_string());
-    let waiting = env.run(&["delete", "cm", "held", "--timeout=2s"]).await;
-    assert!(!waiting.ok, "kubectl delete waits for the finalizer");
+    let waiting = env.run(&["delete", "cm", "held", "--timeout=1s"]).await;
+    assert!(
+        !waiting.ok
+            && waiting
+                .stderr
+                .contains("timed out waiting for the condition on configmaps/held"),
+        "kubectl delete waits for the finalizer: {waiting:?}"
+    );
     env.ok(&[
         "patch",
         "cm",
