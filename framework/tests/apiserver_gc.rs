@@ -166,13 +166,7 @@ async fn crds_register_at_once_and_their_deletion_deletes_custom_resources() {
             "versions": [{"name": "v1", "served": true, "storage": true,
                 "additionalPrinterColumns": [{"name": "Color", "type": "string", "jsonPath": ".spec.color"}],
                 "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
-    let r = k
-        .post(
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-            &crd,
-        )
-        .await;
-    assert_eq!(r.code(), 201);
+    k.create_crd(&crd).await;
     let stored = k
         .get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.ex.com")
         .await

@@ -7,10 +7,8 @@
 mod common;
 mod poll;
 
-use common::Kube;
+use common::{Kube, CRDS};
 use serde_json::{json, Value};
-
-const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 
 fn crd(description: &str) -> Value {
     json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -163,7 +161,7 @@ async fn hashed_urls_are_immutable_and_stale_hashes_redirect() {
 async fn crd_documents_follow_the_crd() {
     let k = Kube::start().await;
     assert!(index(&k).await.get("apis/ex.com/v1").is_none());
-    assert_eq!(k.post(CRDS, &crd("Parts.")).await.code(), 201);
+    k.create_crd(&crd("Parts.")).await;
     let idx = index(&k).await;
     let first = url(&idx, "apis/ex.com/v1").to_owned();
     let doc = k.get(&first).await.json();

@@ -12,11 +12,9 @@ mod common;
 mod corpus;
 mod poll;
 
-use common::Kube;
+use common::{Kube, CRDS};
 use corpus::{entries, Entry};
 use serde_json::{json, Value};
-
-const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 
 /// Where the objects of an entry's CRD live, at the sample's version.
 fn collection(crd: &Value, api_version: &str) -> String {
