@@ -1252,7 +1252,29 @@ fn kubeforge_binary() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = std::process::Command::new(cargo)
+    let mut build = std::process::Command::new(cargo);
+    // Cargo gives this test process the package's CARGO_MANIFEST_DIR and
+    // CARGO_PKG_*; ring's build script reruns when those change
+    // (rerun-if-env-changed), so a nested cargo that inherited them rebuilt
+    // ring and everything above it (rustls, kubeforge, every test binary),
+    // here and again in the next outer build.
+    for (key, _) in std::env::vars_os() {
+        let set_for_this_test = key.to_str().is_some_and(|k| {
+            k.starts_with("CARGO_PKG_")
+                || k.starts_with("CARGO_MANIFEST_")
+                || matches!(
+                    k,
+                    "CARGO_CRATE_NAME"
+                        | "CARGO_PRIMARY_PACKAGE"
+                        | "CARGO_TARGET_TMPDIR"
+                        | "OUT_DIR"
+                )
+        });
+        if set_for_this_test {
+            build.env_remove(key);
+        }
+    }
+    let status = build
         .args([
             "build",
             "--quiet",
