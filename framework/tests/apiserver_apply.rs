@@ -430,7 +430,10 @@ async fn strategic_merge_patch_directives_on_a_deployment() {
 #[tokio::test]
 async fn strategic_merge_patch_keeps_server_defaults_and_validates() {
     let k = Kube::start().await;
-    k.post(DEPLOYS, &deployment("web", 2)).await;
+    // Not the default (10), so that removing it is seen.
+    let mut d = deployment("web", 2);
+    d["spec"]["revisionHistoryLimit"] = json!(3);
+    assert_eq!(k.post(DEPLOYS, &d).await.code(), 201);
     let path = format!("{DEPLOYS}/web");
     // Removing a defaulted field brings the default back, as decoding does.
     let r = k

@@ -305,7 +305,6 @@ async fn hostile_requests_get_answers_not_panics() {
         "/api/v1/namespaces/default/configmaps?watch=maybe",
         "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=99999999999999999999",
         "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=abc",
-        "/api/v1/namespaces/default/configmaps?resourceVersion=18446744073709551615&resourceVersionMatch=Exact",
         "/api/v1/namespaces/default/configmaps?labelSelector=%C3%A9%3D%C3%A9",
         "/api/v1/namespaces/default/configmaps?fieldSelector=%C3%A9%3D1,metadata.name%3D%C3%A9",
         "/api/v1/namespaces/default/configmaps?continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MSwic3RhcnQiOjF9",
@@ -316,8 +315,23 @@ async fn hostile_requests_get_answers_not_panics() {
     ];
     for p in paths {
         let r = k.get(p).await;
-        assert!(r.code() >= 200 && r.code() < 600, "{p}");
+        // An answer, and never a server error: kube-apiserver meets bad
+        // input with a 4xx (or serves it, as a list in a namespace with an
+        // odd name).
+        assert!(
+            r.code() < 500,
+            "{p}: {} {}",
+            r.code(),
+            String::from_utf8_lossy(&r.body)
+        );
     }
+    // The one 5xx: a resourceVersion the server has not reached, even
+    // u64::MAX, is kube-apiserver's 504 "Too large resource version" after
+    // its wait, not an overflow.
+    let r = k
+        .get("/api/v1/namespaces/default/configmaps?resourceVersion=18446744073709551615&resourceVersionMatch=Exact")
+        .await;
+    assert_eq!(r.code(), 504, "{}", String::from_utf8_lossy(&r.body));
     let deep = format!("{}1{}", "[".repeat(10_000), "]".repeat(10_000));
     let deep_map = format!("{}1{}", "{a: ".repeat(5_000), "}".repeat(5_000));
     let yaml_bomb = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: [*e, *e, *e, *e, *e, *e, *e, *e, *e]\n";

@@ -3,6 +3,7 @@
 #![cfg(feature = "testing")]
 
 mod common;
+mod poll;
 
 use common::{ev, rv, Kube};
 use serde_json::json;
@@ -25,13 +26,7 @@ async fn install(k: &Kube) {
                      "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
                               "properties": {"color": {"type": "string"}}},
                      "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]}});
-    let r = k
-        .post(
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-            &crd,
-        )
-        .await;
-    assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+    k.create_crd(&crd).await;
 }
 
 #[tokio::test]
@@ -159,16 +154,13 @@ async fn a_terminating_crd_waits_for_its_objects_and_refuses_new_ones() {
         &json!([{"op": "remove", "path": "/metadata/finalizers"}]),
     )
     .await;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while k
-        .get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.ex.com")
-        .await
-        .code()
-        != 404
-    {
-        assert!(std::time::Instant::now() < deadline, "CRD never went away");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    poll::eventually("the CRD to go away", async || {
+        k.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.ex.com")
+            .await
+            .code()
+            == 404
+    })
+    .await;
     assert_eq!(k.get(things).await.code(), 404);
 }
 

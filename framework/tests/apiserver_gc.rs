@@ -4,24 +4,13 @@
 #![cfg(feature = "testing")]
 
 mod common;
-
-use std::time::{Duration, Instant};
+mod poll;
 
 use common::Kube;
+use poll::eventually;
 use serde_json::{json, Value};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
-
-async fn eventually(what: &str, mut f: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline {
-        if f().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
 
 async fn owned(k: &Kube, name: &str, owner: &Value, block: bool) -> Value {
     let r = k
@@ -103,7 +92,11 @@ async fn orphan_deletion_keeps_dependents_and_drops_the_reference() {
         k.get(&format!("{CMS}/owner")).await.code() == 404
     })
     .await;
-    let child = k.get(&format!("{CMS}/child")).await.json();
+    // The dependent must still be there: a 404 Status has empty metadata
+    // too, so the reference check alone would pass if it had been deleted.
+    let child = k.get(&format!("{CMS}/child")).await;
+    assert_eq!(child.code(), 200, "the dependent is kept");
+    let child = child.json();
     assert!(
         child["metadata"].get("ownerReferences").is_none(),
         "{child}"
@@ -173,13 +166,7 @@ async fn crds_register_at_once_and_their_deletion_deletes_custom_resources() {
             "versions": [{"name": "v1", "served": true, "storage": true,
                 "additionalPrinterColumns": [{"name": "Color", "type": "string", "jsonPath": ".spec.color"}],
                 "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
-    let r = k
-        .post(
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-            &crd,
-        )
-        .await;
-    assert_eq!(r.code(), 201);
+    k.create_crd(&crd).await;
     let stored = k
         .get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.ex.com")
         .await

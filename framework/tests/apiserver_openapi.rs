@@ -5,11 +5,10 @@
 #![cfg(feature = "testing")]
 
 mod common;
+mod poll;
 
-use common::Kube;
+use common::{Kube, CRDS};
 use serde_json::{json, Value};
-
-const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 
 fn crd(description: &str) -> Value {
     json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -162,7 +161,7 @@ async fn hashed_urls_are_immutable_and_stale_hashes_redirect() {
 async fn crd_documents_follow_the_crd() {
     let k = Kube::start().await;
     assert!(index(&k).await.get("apis/ex.com/v1").is_none());
-    assert_eq!(k.post(CRDS, &crd("Parts.")).await.code(), 201);
+    k.create_crd(&crd("Parts.")).await;
     let idx = index(&k).await;
     let first = url(&idx, "apis/ex.com/v1").to_owned();
     let doc = k.get(&first).await.json();
@@ -191,6 +190,20 @@ async fn crd_documents_follow_the_crd() {
         ]
     );
     // A status-only CRD write keeps the document; a schema change replaces it.
+    let status = k
+        .merge(
+            &format!("{CRDS}/widgets.ex.com/status"),
+            &json!({"status": {"conditions": [{"type": "Example", "status": "True",
+                "reason": "Test", "message": "a status-only write",
+                "lastTransitionTime": "2025-01-01T00:00:00Z"}]}}),
+        )
+        .await;
+    assert_eq!(
+        status.code(),
+        200,
+        "{}",
+        String::from_utf8_lossy(&status.body)
+    );
     let unchanged = url(&index(&k).await, "apis/ex.com/v1").to_owned();
     assert_eq!(unchanged, first);
     let mut changed = k.get(&format!("{CRDS}/widgets.ex.com")).await.json();
@@ -212,13 +225,9 @@ async fn crd_documents_follow_the_crd() {
     assert_eq!(k.get(&first).await.code(), 301);
     // Gone with the CRD.
     k.delete(&format!("{CRDS}/widgets.ex.com")).await;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while index(&k).await.get("apis/ex.com/v1").is_some() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "document never went away"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    poll::eventually("the document to go away", async || {
+        index(&k).await.get("apis/ex.com/v1").is_none()
+    })
+    .await;
     assert_eq!(k.get("/openapi/v3/apis/ex.com/v1").await.code(), 404);
 }

@@ -8,10 +8,9 @@
 
 mod common;
 
-use common::{Kube, Resp};
+use common::{Kube, Resp, CRDS};
 use serde_json::{json, Value};
 
-const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 const GADGETS: &str = "/apis/ex.com/v1/namespaces/default/gadgets";
 
 fn gadget_schema() -> Value {
@@ -44,8 +43,7 @@ fn gadget_crd(schema: Value) -> Value {
 }
 
 async fn install(k: &Kube) {
-    let r = k.post(CRDS, &gadget_crd(gadget_schema())).await;
-    assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+    k.create_crd(&gadget_crd(gadget_schema())).await;
 }
 
 fn gadget(name: &str, spec: Value) -> Value {

@@ -31,13 +31,7 @@ async fn widget_crd(k: &Kube) {
                     "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
                              "properties": {"color": {"type": "string"}}},
                     "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]}});
-    let r = k
-        .post(
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-            &crd,
-        )
-        .await;
-    assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+    k.create_crd(&crd).await;
 }
 
 fn widget(name: &str) -> Value {

@@ -2,6 +2,8 @@
 //! drive it: event order (client-go's RealFIFO), late handlers, resync,
 //! slow and removed handlers, sync tracking and object sharing.
 
+mod poll;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -450,8 +452,12 @@ async fn removal_stops_delivery() {
     w.apply(Delta::Added(cm("a", "z", 3)));
     assert_quiet(&mut rx).await;
 
-    // The stuck handler holds a/x; a/y and a/z are queued when it is removed.
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    // The stuck handler holds a/x; a/y and a/z are queued when it is removed
+    // (its backlog is what waits behind the event in hand).
+    poll::eventually("the stuck handler to take a/x", async || {
+        stuck_reg.backlog() == 2
+    })
+    .await;
     assert!(stuck_reg.remove());
     gate.add_permits(10);
     assert_eq!(take(&mut stuck_rx, 1).await, ["add a/x 1"]);

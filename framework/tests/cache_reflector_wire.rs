@@ -7,6 +7,7 @@
 //! at once — answers the in-process server cannot give on demand.
 
 mod client_support;
+mod poll;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,6 +19,7 @@ use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeforge::cache::{ObjectKey, SharedInformerFactory, SyncError};
 use kubeforge::Client;
+use poll::eventually;
 use serde_json::{json, Value};
 
 fn query(r: &Recorded) -> BTreeMap<String, String> {
@@ -91,14 +93,6 @@ fn client(fixture: &Fixture) -> Client {
     Client::new(fixture.config("token")).unwrap()
 }
 
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 fn keys(store: &kubeforge::cache::Store<ConfigMap>) -> Vec<String> {
     let mut keys: Vec<String> = store
         .list()
@@ -153,8 +147,8 @@ async fn list_and_watch_requests_follow_client_go() {
     let factory = SharedInformerFactory::new(client(&fixture));
     let informer = factory.informer::<ConfigMap>();
     factory.start();
-    eventually("eight requests", || fixture.recorded().len() >= 8).await;
-    eventually("the final state", || {
+    eventually("eight requests", async || fixture.recorded().len() >= 8).await;
+    eventually("the final state", async || {
         keys(&informer.store()) == ["ns/a", "ns/b", "ns/c"]
             && informer.last_sync_resource_version().as_deref() == Some("21")
     })
@@ -200,14 +194,17 @@ async fn list_and_watch_requests_follow_client_go() {
 
 #[tokio::test]
 async fn retry_after_is_honoured_and_other_errors_back_off() {
+    // The 429 comes first: the first backoff is 0.8-1.6 s, so only
+    // Retry-After can explain a 2 s wait. (Second, the backoff would be
+    // 1.6-3.2 s and a wait of 2 s would prove nothing.)
     let steps: Vec<Step> = vec![
-        Box::new(|_| status(500, "InternalError", "etcd is sad")),
         Box::new(|_| {
             let mut resp = status(429, "TooManyRequests", "slow down");
             resp.headers_mut()
                 .insert("retry-after", http::HeaderValue::from_static("2"));
             resp
         }),
+        Box::new(|_| status(500, "InternalError", "etcd is sad")),
         Box::new(|_| list("3", vec![cm("a", "2")], None)),
     ];
     let (fixture, arrivals) = scripted_timed(steps).await;
@@ -217,16 +214,16 @@ async fn retry_after_is_honoured_and_other_errors_back_off() {
     let results = factory.wait_for_cache_sync(Duration::from_secs(30)).await;
     assert!(results[0].1.is_ok(), "{:?}", results[0].1);
     assert_eq!(keys(&informer.store()), ["ns/a"]);
-    // The retry after the 500 waited for the backoff (800 ms at least), the
-    // one after the 429 for Retry-After.
+    // The retry after the 429 waited for Retry-After, the one after the
+    // 500 for the backoff (800 ms at least).
     let times = arrivals.lock().unwrap().clone();
     assert!(
-        times[1] - times[0] >= Duration::from_millis(800),
+        times[1] - times[0] >= Duration::from_secs(2),
         "{:?}",
         times[1] - times[0]
     );
     assert!(
-        times[2] - times[1] >= Duration::from_secs(2),
+        times[2] - times[1] >= Duration::from_millis(800),
         "{:?}",
         times[2] - times[1]
     );
@@ -296,7 +293,7 @@ async fn streaming_list_falls_back_to_list_when_the_server_refuses_it() {
     let results = factory.wait_for_cache_sync(Duration::from_secs(30)).await;
     assert!(results[0].1.is_ok(), "{:?}", results[0].1);
     assert_eq!(keys(&informer.store()), ["ns/a"]);
-    eventually("the watch", || fixture.recorded().len() >= 3).await;
+    eventually("the watch", async || fixture.recorded().len() >= 3).await;
     let reqs = fixture.recorded();
     let q0 = query(&reqs[0]);
     assert!(is_watch(&reqs[0]));

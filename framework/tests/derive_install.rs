@@ -10,14 +10,11 @@
 mod common;
 #[path = "derive_corpus/mod.rs"]
 mod corpus;
+mod poll;
 
-use std::time::{Duration, Instant};
-
-use common::Kube;
+use common::{Kube, CRDS};
 use corpus::{entries, Entry};
 use serde_json::{json, Value};
-
-const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 
 /// Where the objects of an entry's CRD live, at the sample's version.
 fn collection(crd: &Value, api_version: &str) -> String {
@@ -40,21 +37,14 @@ fn served(crd: &Value, api_version: &str) -> bool {
 }
 
 async fn established(k: &Kube, name: &str) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
+    poll::holds(async || {
         let crd = k.get(&format!("{CRDS}/{name}")).await.json();
-        let ok = crd["status"]["conditions"].as_array().is_some_and(|cs| {
+        crd["status"]["conditions"].as_array().is_some_and(|cs| {
             cs.iter()
                 .any(|c| c["type"] == "Established" && c["status"] == "True")
-        });
-        if ok {
-            return true;
-        }
-        if Instant::now() > deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        })
+    })
+    .await
 }
 
 /// The sample under a name of its own (entries sharing a CRD share

@@ -52,7 +52,7 @@ pub fn has_crd_identity(attrs: &[Attribute]) -> bool {
             {
                 found = true;
             }
-            crate::schema::skip_value(&meta)
+            util::skip_value(&meta)
         });
     }
     found
@@ -400,7 +400,8 @@ fn parse_path(meta: &syn::meta::ParseNestedMeta, name: &str) -> syn::Result<syn:
 
 fn parse(input: &DeriveInput) -> syn::Result<Opts> {
     let mut opts = Opts {
-        krate: quote!(::kubeforge),
+        // The crate path first: option expressions name it.
+        krate: util::crate_option(&input.attrs)?,
         group: None,
         version: None,
         kind: None,
@@ -431,16 +432,6 @@ fn parse(input: &DeriveInput) -> syn::Result<Opts> {
         .iter()
         .filter(|a| a.path().is_ident("crd"))
         .collect();
-    for attr in &crd_attrs {
-        attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident("crate") {
-                opts.krate = util::crate_path(&util::string(&meta, "crate")?)?;
-            } else {
-                crate::schema::skip_value(&meta)?;
-            }
-            Ok(())
-        })?;
-    }
     let krate = opts.krate.clone();
     let mut seen = Seen::default();
     let mut all_known: Vec<&str> = CRD_OPTIONS.to_vec();
@@ -458,7 +449,7 @@ fn parse(input: &DeriveInput) -> syn::Result<Opts> {
                 seen.once(&meta, &name)?;
             }
             match name.as_str() {
-                "crate" => crate::schema::skip_value(&meta)?,
+                "crate" => util::skip_value(&meta)?,
                 "group" => {
                     let lit = util::string(&meta, "group")?;
                     let v = lit.value();
@@ -600,7 +591,7 @@ fn parse(input: &DeriveInput) -> syn::Result<Opts> {
                 "schema_fn" => opts.schema_fn = Some(parse_path(&meta, "schema_fn")?),
                 other if TYPE_MARKERS.contains(&other) => {
                     opts.has_markers = true;
-                    crate::schema::skip_value(&meta)?;
+                    util::skip_value(&meta)?;
                 }
                 _ => return Err(util::unknown(&meta, "option", &all_known)),
             }

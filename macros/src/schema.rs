@@ -32,12 +32,7 @@ fn serde_word(attrs: &[Attribute], word: &str) -> Option<Span> {
             if meta.path.is_ident(word) && !meta.input.peek(syn::Token![=]) {
                 found = Some(meta.path.span());
             }
-            if meta.input.peek(syn::Token![=]) {
-                let _ = meta.value()?.parse::<syn::Expr>()?;
-            } else if meta.input.peek(syn::token::Paren) {
-                let _ = meta.input.parse::<proc_macro2::Group>();
-            }
-            Ok(())
+            util::skip_value(&meta)
         });
     }
     found
@@ -53,12 +48,7 @@ fn serde_has_key(attrs: &[Attribute], key: &str) -> bool {
             if meta.path.is_ident(key) {
                 found = true;
             }
-            if meta.input.peek(syn::Token![=]) {
-                let _ = meta.value()?.parse::<syn::Expr>()?;
-            } else if meta.input.peek(syn::token::Paren) {
-                let _ = meta.input.parse::<proc_macro2::Group>();
-            }
-            Ok(())
+            util::skip_value(&meta)
         });
     }
     found
@@ -68,20 +58,10 @@ fn serde_has_key(attrs: &[Attribute], key: &str) -> bool {
 /// CRD options are left to `#[derive(CustomResource)]`, which also reports
 /// unknown options when the type is a CRD spec (it has group/version/kind).
 fn container(input: &DeriveInput) -> syn::Result<(Markers, TokenStream)> {
-    let mut krate = quote!(::kubeforge);
+    // The crate path first: marker expressions need it.
+    let krate = util::crate_option(&input.attrs)?;
     let mut markers = Markers::default();
     let is_spec = crate::crd_opts::has_crd_identity(&input.attrs);
-    // First pass: the crate path, which marker expressions need.
-    for attr in input.attrs.iter().filter(|a| a.path().is_ident("crd")) {
-        attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident("crate") {
-                krate = util::crate_path(&util::string(&meta, "crate")?)?;
-            } else {
-                skip_value(&meta)?;
-            }
-            Ok(())
-        })?;
-    }
     for attr in input.attrs.iter().filter(|a| a.path().is_ident("crd")) {
         attr.parse_nested_meta(|meta| {
             let name = util::key(&meta);
@@ -93,10 +73,10 @@ fn container(input: &DeriveInput) -> syn::Result<(Markers, TokenStream)> {
                         "`{name}` is a custom resource option: it needs #[derive(CustomResource)] and group/version/kind"
                     )));
                 }
-                skip_value(&meta)
+                util::skip_value(&meta)
             } else if is_spec {
                 // #[derive(CustomResource)] reports it, with a suggestion.
-                skip_value(&meta)
+                util::skip_value(&meta)
             } else if FIELD_MARKERS.contains(&name.as_str()) {
                 Err(meta.error(format!("`{name}` is a field marker; put it on a field")))
             } else {
@@ -106,16 +86,6 @@ fn container(input: &DeriveInput) -> syn::Result<(Markers, TokenStream)> {
     }
     markers.finish()?;
     Ok((markers, krate))
-}
-
-/// Consume whatever follows an option name.
-pub fn skip_value(meta: &syn::meta::ParseNestedMeta) -> syn::Result<()> {
-    if meta.input.peek(syn::Token![=]) {
-        meta.value()?.parse::<syn::Expr>()?;
-    } else if meta.input.peek(syn::token::Paren) {
-        meta.input.parse::<proc_macro2::Group>()?;
-    }
-    Ok(())
 }
 
 struct FieldInfo {
@@ -278,7 +248,7 @@ fn is_schemaless(field: &syn::Field) -> bool {
             if meta.path.is_ident("schemaless") || meta.path.is_ident("preserve_unknown_fields") {
                 found = true;
             }
-            skip_value(&meta)
+            util::skip_value(&meta)
         });
     }
     found

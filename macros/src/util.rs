@@ -4,7 +4,7 @@
 use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned;
-use syn::{Expr, ExprLit, ExprUnary, Lit, LitStr, UnOp};
+use syn::{Attribute, Expr, ExprLit, ExprUnary, Lit, LitStr, UnOp};
 
 /// Levenshtein distance, for suggestions.
 pub fn distance(a: &str, b: &str) -> usize {
@@ -136,6 +136,14 @@ pub fn number(meta: &ParseNestedMeta, name: &str) -> syn::Result<(f64, Span)> {
         Lit::Float(f) => f.base10_parse::<f64>()?,
         _ => return Err(bad(&e)),
     };
+    // `1e999` parses as infinity, which no JSON schema can hold and which
+    // `quote` refuses to emit (it panics on a non-finite float).
+    if !value.is_finite() {
+        return Err(syn::Error::new_spanned(
+            &e,
+            format!("`{name}` is out of range: it must be a finite number"),
+        ));
+    }
     Ok((if negative { -value } else { value }, span))
 }
 
@@ -235,8 +243,31 @@ pub fn respan(tokens: TokenStream, span: Span) -> TokenStream {
         .collect()
 }
 
-/// `crate = "path"`: where generated code finds kubeforge.
-pub fn crate_path(lit: &LitStr) -> syn::Result<TokenStream> {
-    let path: syn::Path = lit.parse()?;
-    Ok(quote::quote!(#path))
+/// `crate = "path"` among a container's `#[crd(...)]` options: where
+/// generated code finds kubeforge (`::kubeforge` unless set). Read before
+/// the other options, whose expressions name it.
+pub fn crate_option(attrs: &[Attribute]) -> syn::Result<TokenStream> {
+    let mut krate = quote::quote!(::kubeforge);
+    for attr in attrs.iter().filter(|a| a.path().is_ident("crd")) {
+        attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("crate") {
+                let path: syn::Path = string(&meta, "crate")?.parse()?;
+                krate = quote::quote!(#path);
+                Ok(())
+            } else {
+                skip_value(&meta)
+            }
+        })?;
+    }
+    Ok(krate)
+}
+
+/// Consumes whatever follows an option name (`= value` or `(...)`).
+pub fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
+    if meta.input.peek(syn::Token![=]) {
+        meta.value()?.parse::<Expr>()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        meta.input.parse::<proc_macro2::Group>()?;
+    }
+    Ok(())
 }

@@ -441,6 +441,11 @@ async fn label_selectors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_watch_sees_changes() {
     let env = Env::shared("watching").await;
+    env.create(
+        "marker.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: marker\n",
+    )
+    .await;
     let mut child = env
         .command(&[
             "get",
@@ -454,8 +459,18 @@ async fn get_watch_sees_changes() {
         .expect("kubectl get -w");
     let stdout = child.stdout.take().expect("stdout");
     let mut lines = BufReader::new(stdout).lines();
-    // Let the watch start, then change things.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Once the initial list is printed, the watch goes on from its
+    // resourceVersion: every later change is seen.
+    loop {
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("kubectl prints the initial list")
+            .expect("kubectl output")
+            .expect("a line before the end");
+        if line.contains("marker") {
+            break;
+        }
+    }
     env.create(
         "w.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: watched\n",
@@ -550,8 +565,14 @@ async fn delete_with_a_finalizer_waits_until_it_is_removed() {
     env.ok(&["delete", "cm", "held", "--wait=false"]).await;
     let cm = env.json(&["get", "cm", "held"]).await;
     assert!(cm["metadata"]["deletionTimestamp"].is_string());
-    let waiting = env.run(&["delete", "cm", "held", "--timeout=2s"]).await;
-    assert!(!waiting.ok, "kubectl delete waits for the finalizer");
+    let waiting = env.run(&["delete", "cm", "held", "--timeout=1s"]).await;
+    assert!(
+        !waiting.ok
+            && waiting
+                .stderr
+                .contains("timed out waiting for the condition on configmaps/held"),
+        "kubectl delete waits for the finalizer: {waiting:?}"
+    );
     env.ok(&[
         "patch",
         "cm",
@@ -1231,7 +1252,29 @@ fn kubeforge_binary() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = std::process::Command::new(cargo)
+    let mut build = std::process::Command::new(cargo);
+    // Cargo gives this test process the package's CARGO_MANIFEST_DIR and
+    // CARGO_PKG_*; ring's build script reruns when those change
+    // (rerun-if-env-changed), so a nested cargo that inherited them rebuilt
+    // ring and everything above it (rustls, kubeforge, every test binary),
+    // here and again in the next outer build.
+    for (key, _) in std::env::vars_os() {
+        let set_for_this_test = key.to_str().is_some_and(|k| {
+            k.starts_with("CARGO_PKG_")
+                || k.starts_with("CARGO_MANIFEST_")
+                || matches!(
+                    k,
+                    "CARGO_CRATE_NAME"
+                        | "CARGO_PRIMARY_PACKAGE"
+                        | "CARGO_TARGET_TMPDIR"
+                        | "OUT_DIR"
+                )
+        });
+        if set_for_this_test {
+            build.env_remove(key);
+        }
+    }
+    let status = build
         .args([
             "build",
             "--quiet",

@@ -19,6 +19,9 @@ use serde_json::Value;
 
 type Https = hyper_rustls::HttpsConnector<HttpConnector>;
 
+/// The CustomResourceDefinition collection.
+pub const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
 /// A running server and a client for it.
 pub struct Kube {
     pub server: ApiServer,
@@ -246,10 +249,17 @@ impl Kube {
             .expect("watch request succeeds");
         assert_eq!(resp.status(), StatusCode::OK, "watch status");
         Watch {
+            version: resp.version(),
             body: resp.into_body(),
             buf: Vec::new(),
             ended: false,
         }
+    }
+
+    /// Creates a CustomResourceDefinition, which must be accepted.
+    pub async fn create_crd(&self, crd: &Value) {
+        let r = self.post(CRDS, crd).await;
+        assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
     }
 
     /// Creates a ConfigMap in `ns` and returns it.
@@ -267,6 +277,8 @@ impl Kube {
 
 /// An open watch, decoded one newline-terminated event at a time.
 pub struct Watch {
+    /// The HTTP version the server answered with.
+    pub version: Version,
     body: Incoming,
     buf: Vec<u8>,
     ended: bool,
