@@ -85,10 +85,12 @@ impl<'a> Lexer<'a> {
                     }
                 }
                 if start == self.pos {
-                    return Err(format!(
-                        "unable to parse requirement: found '{}'",
-                        c as char
-                    ));
+                    // Name the whole character, not its first UTF-8 byte.
+                    let found = String::from_utf8_lossy(&self.s[self.pos..])
+                        .chars()
+                        .next()
+                        .unwrap_or(char::REPLACEMENT_CHARACTER);
+                    return Err(format!("found '{found}'"));
                 }
                 let word = String::from_utf8_lossy(&self.s[start..self.pos]).into_owned();
                 return Ok(match word.as_str() {
@@ -447,6 +449,12 @@ mod tests {
 
     fn obj(labels: Value) -> Value {
         json!({"metadata": {"name": "a", "labels": labels}, "status": {"phase": "Running"}, "spec": {"hostNetwork": true}})
+    }
+
+    #[test]
+    fn an_unexpected_character_is_named_whole() {
+        let err = LabelSelector::parse("é=x").expect_err("rejected");
+        assert_eq!(err, "found 'é'");
     }
 
     #[test]
