@@ -15,7 +15,7 @@
 //!   `serde_json::from_slice::<ObjectList<ConfigMap>>`, and the heap the
 //!   decoded list holds.
 //!
-//! Run with `cargo bench -p kubeforge --features testing --bench cache_informer`
+//! Run with `cargo bench -p kubeforge --bench cache_informer`
 //! (`CACHE_BENCH_SIZES=10000` to run one size). The server shares the
 //! process (and the allocator); heap figures are measured as the bytes
 //! freed by dropping the cache, so they exclude the server.
@@ -34,7 +34,7 @@ use kubeforge::cache::{
     strip_managed_fields, Backoff, DeltaSink, HandlerFns, InformerOptions, SharedInformer,
     SharedInformerFactory,
 };
-use kubeforge::testing::{ApiServer, Failure, RequestMatch};
+use kubeforge::testing::{ApiServer, ApiServerExt, Failure, RequestMatch};
 use kubeforge::{Api, Client};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 

@@ -10,7 +10,7 @@
 //!   itself does nothing but count, so the figures are the framework's
 //!   overhead.
 //!
-//! Run with `cargo bench -p kubeforge --features testing --bench controller`
+//! Run with `cargo bench -p kubeforge --bench controller`
 //! (`CONTROLLER_BENCH_OBJECTS=2000` for a quicker run). The server shares
 //! the process and the cores.
 
@@ -26,7 +26,7 @@ use kube_core::ObjectMeta;
 use kubeforge::cache::SharedInformerFactory;
 use kubeforge::controller::{Action, CachedClient, Context, Controller};
 use kubeforge::manager::CancellationToken;
-use kubeforge::testing::ApiServer;
+use kubeforge::testing::{ApiServer, ApiServerExt};
 use kubeforge::{Api, Client};
 use serde_json::json;
 

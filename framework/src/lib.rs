@@ -11,7 +11,8 @@
 //! - [`controller`]: the reconcile loop and its helpers.
 //! - [`manager`]: runs controllers with a shared cache, leader election,
 //!   probes, metrics and graceful shutdown.
-//! - `testing` (feature `testing`): an in-process API server for tests.
+//! - `testing` (feature `testing`): the in-process API server of the
+//!   `kubeforge-apiserver` crate, with a [`Client`] for it.
 
 pub mod cache;
 pub mod client;

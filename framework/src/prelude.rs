@@ -23,6 +23,11 @@ pub use crate::crd::CustomResource;
 pub use crate::manager::Manager;
 #[doc(no_inline)]
 pub use crate::scheme::Scheme;
+/// `server.client()` and `server.install_crd_for::<K>()` on the in-process
+/// API server.
+#[cfg(feature = "testing")]
+#[doc(no_inline)]
+pub use crate::testing::ApiServerExt as _;
 #[doc(no_inline)]
 pub use crate::{Api, Client};
 #[doc(no_inline)]

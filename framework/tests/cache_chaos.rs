@@ -8,7 +8,6 @@
 //!
 //! `CACHE_CHAOS_SEEDS=N` runs N seeds (default 50), `CACHE_CHAOS_SEED=S`
 //! only seed S. A failure names its seed.
-#![cfg(feature = "testing")]
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -19,7 +18,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube_core::params::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube_core::{ObjectMeta, ResourceExt};
 use kubeforge::cache::{Backoff, Event, HandlerFns, ObjectKey, SharedInformerFactory};
-use kubeforge::testing::{ApiServer, Failure, RequestMatch};
+use kubeforge::testing::{ApiServer, ApiServerExt, Failure, RequestMatch};
 use kubeforge::{Api, Client};
 use serde_json::json;
 

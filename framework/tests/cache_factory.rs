@@ -3,8 +3,8 @@
 //! index look-ups after real writes, resync, read-your-own-writes,
 //! namespaces and selectors, transforms, dynamic and metadata-only
 //! informers, streaming lists, and named sync failures.
-#![cfg(feature = "testing")]
 
+#[path = "../apiserver/tests/poll/mod.rs"]
 mod poll;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -18,7 +18,7 @@ use kubeforge::cache::{
     strip_managed_fields, Event, HandlerFns, InformerOptions, ObjectKey, SharedInformer,
     SharedInformerFactory, SyncError, Transform,
 };
-use kubeforge::testing::ApiServer;
+use kubeforge::testing::{ApiServer, ApiServerExt};
 use kubeforge::{Api, Client, Config};
 use poll::eventually;
 use serde_json::json;

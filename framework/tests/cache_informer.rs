@@ -2,6 +2,7 @@
 //! drive it: event order (client-go's RealFIFO), late handlers, resync,
 //! slow and removed handlers, sync tracking and object sharing.
 
+#[path = "../apiserver/tests/poll/mod.rs"]
 mod poll;
 
 use std::collections::{BTreeMap, HashMap};

@@ -7,6 +7,7 @@
 //! at once — answers the in-process server cannot give on demand.
 
 mod client_support;
+#[path = "../apiserver/tests/poll/mod.rs"]
 mod poll;
 
 use std::collections::BTreeMap;

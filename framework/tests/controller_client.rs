@@ -17,7 +17,7 @@ use kubeforge::cache::SharedInformerFactory;
 use kubeforge::controller::{CachedClient, Error, ListOptions, OperationResult};
 use kubeforge::kube_core::params::{DeleteParams, Patch, PatchParams, PostParams};
 use kubeforge::kube_core::ObjectMeta;
-use kubeforge::testing::ApiServer;
+use kubeforge::testing::{ApiServer, ApiServerExt};
 use kubeforge::{Api, Client};
 use serde_json::json;
 

@@ -27,7 +27,7 @@ use kubeforge::manager::CancellationToken;
 use kubeforge::prelude::{
     set_controller_reference, CustomResource, Deserialize, FinalizerEvent, JsonSchema, Serialize,
 };
-use kubeforge::testing::ApiServer;
+use kubeforge::testing::{ApiServer, ApiServerExt};
 use kubeforge::workqueue::ItemExponentialFailure;
 use kubeforge::{Api, Client};
 use prometheus_client::registry::Registry;

@@ -5,11 +5,12 @@
 //! invalid sample is refused with a 422 naming the field — CEL rules
 //! included, since the server evaluates them. One server for the whole
 //! corpus: the entries do not share names.
-#![cfg(feature = "testing")]
 
+#[path = "../apiserver/tests/common/mod.rs"]
 mod common;
 #[path = "derive_corpus/mod.rs"]
 mod corpus;
+#[path = "../apiserver/tests/poll/mod.rs"]
 mod poll;
 
 use common::{Kube, CRDS};

@@ -19,7 +19,7 @@ use kubeforge::controller::{Action, Context};
 use kubeforge::kube_core::params::{Patch, PatchParams, PostParams};
 use kubeforge::kube_core::ObjectMeta;
 use kubeforge::manager::{CancellationToken, Error, Leadership, Manager, ManagerBuilder};
-use kubeforge::testing::{ApiServer, Failure, RequestMatch};
+use kubeforge::testing::{ApiServer, ApiServerExt, Failure, RequestMatch};
 use kubeforge::Api;
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};

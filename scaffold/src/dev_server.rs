@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use kubeforge::testing::ApiServer;
+use kubeforge_apiserver::ApiServer;
 
 /// Options of `kubeforge dev-server`.
 #[derive(clap::Args, Debug)]

@@ -82,7 +82,7 @@ pub fn desired_deployment(mc: &Memcached) -> Result<Deployment, Error> {
             labels: Some(labels(mc)),
             ..Default::default()
         },
-        spec: Some(DeploymentSpec {
+        spec: DeploymentSpec {
             replicas: Some(spec.size),
             selector: LabelSelector {
                 match_labels: Some(selector_labels(mc)),
@@ -133,7 +133,7 @@ pub fn desired_deployment(mc: &Memcached) -> Result<Deployment, Error> {
                 }),
             },
             ..Default::default()
-        }),
+        },
         status: None,
     };
     set_controller_reference(mc, &mut deployment)?;
@@ -207,7 +207,7 @@ mod tests {
         let d = desired_deployment(&mc).unwrap();
         assert_eq!(d.metadata.name.as_deref(), Some("cache"));
         assert_eq!(d.metadata.namespace.as_deref(), Some("shop"));
-        let spec = d.spec.as_ref().unwrap();
+        let spec = &d.spec;
         assert_eq!(spec.replicas, Some(3));
         let selector = spec.selector.match_labels.as_ref().unwrap();
         let pod_labels = spec

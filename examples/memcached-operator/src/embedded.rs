@@ -9,7 +9,7 @@
 
 use std::net::SocketAddr;
 
-use kubeforge::testing::ApiServer;
+use kubeforge::testing::{ApiServer, ApiServerExt};
 
 use crate::{Error, Memcached};
 

@@ -85,6 +85,11 @@ pub enum Error {
     #[cfg(feature = "embedded")]
     #[error("embedded API server: {0}")]
     Server(#[from] kubeforge::testing::Error),
+
+    /// The embedded API server refused the CRD, or the derive could not build it.
+    #[cfg(feature = "embedded")]
+    #[error("embedded API server: {0}")]
+    InstallCrd(#[from] kubeforge::testing::InstallError),
 }
 
 /// The Memcached CustomResourceDefinition, as the derive builds it.

@@ -168,6 +168,8 @@ async fn run_embedded(_: Cli) -> anyhow::Result<()> {
 /// operator; the server stops after the operator has.
 #[cfg(feature = "embedded")]
 async fn run_embedded(cli: Cli) -> anyhow::Result<()> {
+    use kubeforge::testing::ApiServerExt as _;
+
     if !cli.listen.ip().is_loopback() {
         tracing::warn!(listen = %cli.listen, "the embedded API server listens beyond loopback: anyone who can reach it and has the token can use it");
     }

@@ -35,7 +35,6 @@ pub const DEGRADED: &str = "Degraded";
 pub fn selector_text(deployment: &Deployment) -> Option<String> {
     let labels = deployment
         .spec
-        .as_ref()?
         .selector
         .match_labels
         .as_ref()
@@ -59,7 +58,7 @@ fn deployment_condition<'a>(
         .conditions
         .as_ref()?
         .iter()
-        .find(|c| c.type_ == type_)
+        .find(|c| c.type_.as_deref() == Some(type_))
 }
 
 /// The status `mc` should have, given its Deployment `deployment` as the
@@ -82,10 +81,12 @@ pub fn observe(mc: &Memcached, deployment: &Deployment, now: Timestamp) -> Memca
         _ => false,
     };
 
-    let stalled = deployment_condition(deployment, "Progressing")
-        .filter(|c| c.status == "False" && c.reason.as_deref() == Some("ProgressDeadlineExceeded"));
-    let replica_failure =
-        deployment_condition(deployment, "ReplicaFailure").filter(|c| c.status == "True");
+    let stalled = deployment_condition(deployment, "Progressing").filter(|c| {
+        c.status.as_deref() == Some("False")
+            && c.reason.as_deref() == Some("ProgressDeadlineExceeded")
+    });
+    let replica_failure = deployment_condition(deployment, "ReplicaFailure")
+        .filter(|c| c.status.as_deref() == Some("True"));
 
     let mut conditions = mc
         .status
@@ -182,7 +183,7 @@ mod tests {
     fn deployment(generation: i64, status: Option<DeploymentStatus>) -> Deployment {
         let mut d = Deployment::default();
         d.metadata.generation = Some(generation);
-        d.spec = Some(DeploymentSpec {
+        d.spec = DeploymentSpec {
             selector: LabelSelector {
                 match_labels: Some(
                     [
@@ -196,7 +197,7 @@ mod tests {
                 ..Default::default()
             },
             ..Default::default()
-        });
+        };
         d.status = status;
         d
     }
@@ -370,8 +371,8 @@ mod tests {
         let mut status = rolled_out(1, 3);
         status.available_replicas = Some(2);
         status.conditions = Some(vec![DeploymentCondition {
-            type_: "Progressing".into(),
-            status: "False".into(),
+            type_: Some("Progressing".into()),
+            status: Some("False".into()),
             reason: Some("ProgressDeadlineExceeded".into()),
             message: Some("ReplicaSet \"cache-5d\" has timed out progressing.".into()),
             ..Default::default()
@@ -400,8 +401,8 @@ mod tests {
         let mut status = rolled_out(1, 3);
         status.available_replicas = Some(0);
         status.conditions = Some(vec![DeploymentCondition {
-            type_: "ReplicaFailure".into(),
-            status: "True".into(),
+            type_: Some("ReplicaFailure".into()),
+            status: Some("True".into()),
             reason: Some("FailedCreate".into()),
             message: Some("pods \"cache-x\" is forbidden: exceeded quota".into()),
             ..Default::default()

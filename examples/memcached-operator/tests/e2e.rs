@@ -17,7 +17,7 @@ use kubeforge::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kubeforge::kube_core::params::ListParams;
 use kubeforge::manager::CancellationToken;
 use kubeforge::prelude::*;
-use kubeforge::testing::ApiServer;
+use kubeforge::testing::{ApiServer, ApiServerExt};
 use memcached_operator::controller::{CONTROLLER_NAME, FIELD_MANAGER, FINALIZED_REASON};
 use memcached_operator::status::{AVAILABLE, DEGRADED, PROGRESSING};
 use memcached_operator::{register, Memcached, MemcachedSpec, Settings, FINALIZER};
@@ -110,7 +110,7 @@ fn has_condition(mc: &Memcached, type_: &str, status: &str, reason: &str) -> boo
 }
 
 fn replicas(d: &Deployment) -> Option<i32> {
-    d.spec.as_ref()?.replicas
+    d.spec.replicas
 }
 
 /// What the Deployment controller would write once `n` pods run the
@@ -164,15 +164,7 @@ async fn create_report_scale_reject_and_delete_a_memcached() {
     );
     assert_eq!(owner.uid, uid);
     assert_eq!(owner.controller, Some(true));
-    let container = &deployment
-        .spec
-        .as_ref()
-        .unwrap()
-        .template
-        .spec
-        .as_ref()
-        .unwrap()
-        .containers[0];
+    let container = &deployment.spec.template.spec.as_ref().unwrap().containers[0];
     assert_eq!(
         container.image.as_deref(),
         Some(memcached_operator::api::DEFAULT_IMAGE)

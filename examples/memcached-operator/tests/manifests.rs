@@ -106,12 +106,7 @@ fn the_manager_role_grants_what_the_operator_does_and_no_more() {
 #[test]
 fn the_manager_deployment_serves_its_probes_beyond_loopback() {
     let deployment: Deployment = one::<Deployment>("config/manager/manager.yaml", "Deployment");
-    let pod = deployment
-        .spec
-        .expect("spec")
-        .template
-        .spec
-        .expect("pod spec");
+    let pod = deployment.spec.template.spec.expect("pod spec");
     assert_eq!(
         pod.service_account_name.as_deref(),
         Some("memcached-operator-controller-manager")

@@ -139,10 +139,7 @@ impl Leadership {
 ///                 let mut deploy = Deployment::default();
 ///                 deploy.metadata.name = Some(name.clone());
 ///                 deploy.metadata.namespace = Some(ns.clone());
-///                 deploy.spec = Some(Default::default());
-///                 if let Some(spec) = deploy.spec.as_mut() {
-///                     spec.replicas = Some(mc.spec.size);
-///                 }
+///                 deploy.spec.replicas = Some(mc.spec.size);
 ///                 set_controller_reference(&*mc, &mut deploy)?;
 ///                 let deploy = client.apply(&deploy).await?; // server-side apply, forced
 ///                 let replicas = deploy.status.and_then(|s| s.ready_replicas).unwrap_or(0);

@@ -1,0 +1,270 @@
+//! Request entry point: authentication, routing, fault injection, and
+//! dispatch to the per-verb handlers ([`read`]: get, list, watch;
+//! [`write`]: create, update, patch; [`delete`]; [`scale`]) and to the
+//! OpenAPI documents ([`openapi`]).
+
+mod delete;
+mod jsonpatch;
+mod openapi;
+mod read;
+mod scale;
+mod write;
+
+use std::sync::Arc;
+
+use http::request::Parts;
+use http::{header, HeaderValue, Method, Request, Response};
+use hyper::body::Incoming;
+use serde_json::json;
+
+use super::discovery;
+use super::faults::Failure;
+use super::http::{self as h, Body, Query};
+use super::registry::ResourceDef;
+use super::routing::{self, ResourcePath, Route};
+use super::state::Shared;
+use super::status::ApiError;
+
+/// Handles one request; never fails (errors become `Status` responses).
+pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    let (parts, body) = req.into_parts();
+    let method = parts.method.clone();
+    let path = parts.uri.path().to_owned();
+    let resp = match handle_inner(&shared, parts, body).await {
+        Ok(r) => r,
+        Err(e) => h::error(&e),
+    };
+    tracing::debug!(%method, %path, status = resp.status().as_u16(), "request");
+    resp
+}
+
+fn authenticated(shared: &Shared, parts: &Parts) -> bool {
+    parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let (scheme, token) = v.trim().split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+        })
+        .is_some_and(|t| shared.token_matches(t))
+}
+
+fn version_doc() -> serde_json::Value {
+    json!({
+        "major": "1",
+        "minor": "33",
+        "emulationMajor": "1",
+        "emulationMinor": "33",
+        "minCompatibilityMajor": "1",
+        "minCompatibilityMinor": "32",
+        "gitVersion": "v1.33.0+kubeforge",
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2025-04-23T00:00:00Z",
+        "goVersion": "go1.24.2",
+        "compiler": "gc",
+        "platform": format!("{}/{}", std::env::consts::OS, match std::env::consts::ARCH {
+            "x86_64" => "amd64",
+            "aarch64" => "arm64",
+            other => other,
+        }),
+    })
+}
+
+fn only_get(parts: &Parts) -> Result<(), ApiError> {
+    if parts.method == Method::GET || parts.method == Method::HEAD {
+        Ok(())
+    } else {
+        Err(ApiError::method_not_allowed())
+    }
+}
+
+async fn handle_inner(
+    shared: &Arc<Shared>,
+    parts: Parts,
+    body: Incoming,
+) -> Result<Response<Body>, ApiError> {
+    if !authenticated(shared, &parts) {
+        return Err(ApiError::unauthorized());
+    }
+    let route = routing::route(parts.uri.path());
+    let query = Query::parse(parts.uri.query());
+    match route {
+        Route::Version => {
+            only_get(&parts)?;
+            Ok(h::json(200, &version_doc()))
+        }
+        Route::Health => {
+            only_get(&parts)?;
+            let mut resp = Response::new(h::full("ok"));
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            Ok(resp)
+        }
+        Route::CoreDiscovery => {
+            only_get(&parts)?;
+            match h::negotiate_discovery(&parts.headers)? {
+                Some(v) => Ok(discovery::aggregated(&shared.registry(), true, v)),
+                None => Ok(discovery::legacy(&discovery::api_versions(
+                    &shared.server_address,
+                ))),
+            }
+        }
+        Route::GroupsDiscovery => {
+            only_get(&parts)?;
+            match h::negotiate_discovery(&parts.headers)? {
+                Some(v) => Ok(discovery::aggregated(&shared.registry(), false, v)),
+                None => Ok(discovery::legacy(&discovery::api_group_list(
+                    &shared.registry(),
+                ))),
+            }
+        }
+        Route::Group(g) => {
+            only_get(&parts)?;
+            let doc = discovery::api_group_doc(&shared.registry(), &g)
+                .ok_or_else(ApiError::page_not_found)?;
+            Ok(discovery::legacy(&doc))
+        }
+        Route::GroupVersion { group, version } => {
+            only_get(&parts)?;
+            let reg = shared.registry();
+            if !reg.has_group_version(&group, &version) {
+                return Err(ApiError::page_not_found());
+            }
+            Ok(discovery::legacy(&discovery::resource_list(
+                &reg, &group, &version,
+            )))
+        }
+        Route::Resource(p) => resource(shared, parts, query, p, body).await,
+        Route::OpenApiV3Index => {
+            only_get(&parts)?;
+            openapi::index(shared, &parts).await
+        }
+        Route::OpenApiV3Doc(key) => {
+            only_get(&parts)?;
+            openapi::document(shared, &parts, &query, &key).await
+        }
+        // kubectl reads v2 only as protobuf and uses it only when v3 is
+        // missing; v3 is served, so v2 is not.
+        Route::OpenApiV2 => {
+            only_get(&parts)?;
+            Err(ApiError::page_not_found())
+        }
+        Route::NotFound => Err(ApiError::page_not_found()),
+    }
+}
+
+/// The verb kube-apiserver's request-info resolver assigns.
+fn verb(method: &Method, p: &ResourcePath, watch: bool) -> Result<&'static str, ApiError> {
+    let named = p.name.is_some();
+    Ok(match (method.as_str(), named) {
+        ("GET" | "HEAD", true) if watch => "watch",
+        ("GET" | "HEAD", true) => "get",
+        ("GET" | "HEAD", false) if watch => "watch",
+        ("GET" | "HEAD", false) => "list",
+        ("POST", false) => "create",
+        ("PUT", true) => "update",
+        ("PATCH", true) => "patch",
+        ("DELETE", true) => "delete",
+        ("DELETE", false) => "deletecollection",
+        _ => return Err(ApiError::method_not_allowed()),
+    })
+}
+
+/// Everything a resource handler needs.
+pub(crate) struct Ctx {
+    pub shared: Arc<Shared>,
+    pub def: Arc<ResourceDef>,
+    pub path: ResourcePath,
+    pub query: Query,
+    pub parts: Parts,
+}
+
+impl Ctx {
+    pub fn key(&self) -> (String, String) {
+        (
+            self.path.namespace.clone().unwrap_or_default(),
+            self.path.name.clone().unwrap_or_default(),
+        )
+    }
+}
+
+async fn resource(
+    shared: &Arc<Shared>,
+    parts: Parts,
+    query: Query,
+    p: ResourcePath,
+    body: Incoming,
+) -> Result<Response<Body>, ApiError> {
+    let def = {
+        let reg = shared.registry();
+        if !reg.has_group_version(&p.group, &p.version) {
+            return Err(ApiError::page_not_found());
+        }
+        reg.get(&p.group, &p.version, &p.resource)
+            .ok_or_else(ApiError::resource_not_found)?
+    };
+    if (p.namespace.is_some() && !def.namespaced)
+        || (def.namespaced && p.namespace.is_none() && p.name.is_some())
+    {
+        return Err(ApiError::resource_not_found());
+    }
+    match p.subresource.as_deref() {
+        None => {}
+        Some("status") if def.status => {}
+        Some("scale") if def.scale.is_some() => {}
+        Some("finalize") if def.builtin().is_some() && def.plural == "namespaces" => {}
+        Some(_) => return Err(ApiError::resource_not_found()),
+    }
+    let watch = p.watch_prefix || query.flag("watch")? == Some(true);
+    let verb = verb(&parts.method, &p, watch)?;
+    if let Some(latency) = shared.faults.latency() {
+        tokio::time::sleep(latency).await;
+    }
+    let fault_resource = match &p.subresource {
+        Some(s) => format!("{}/{s}", p.resource),
+        None => p.resource.clone(),
+    };
+    if let Some(f) = shared.faults.take(verb, &fault_resource) {
+        let error = f.to_error(verb, &p.group, &fault_resource, p.namespace.as_deref());
+        if verb == "watch" && f == Failure::Expired {
+            return Ok(super::watch::error_stream(&error));
+        }
+        return Err(error);
+    }
+    let base_verb_ok = match verb {
+        "watch" | "list" | "get" => def.has_verb(verb) || p.subresource.is_some(),
+        _ => def.has_verb(verb),
+    };
+    if !base_verb_ok {
+        return Err(ApiError::method_not_allowed());
+    }
+    let ctx = Ctx {
+        shared: shared.clone(),
+        def,
+        path: p,
+        query,
+        parts,
+    };
+    let sub = ctx.path.subresource.clone();
+    match (verb, sub.as_deref()) {
+        ("get", Some("scale")) => scale::get(&ctx),
+        ("update", Some("scale")) => scale::update(&ctx, body).await,
+        ("patch", Some("scale")) => scale::patch(&ctx, body).await,
+        ("get", Some("finalize")) => Err(ApiError::method_not_allowed()),
+        ("get", _) => read::get(&ctx).await,
+        ("list", None) => read::list(&ctx).await,
+        ("watch", None) => read::watch(&ctx).await,
+        ("watch", Some(_)) | ("list", Some(_)) => Err(ApiError::method_not_allowed()),
+        ("create", None) => write::create(&ctx, body).await,
+        ("update", _) => write::update(&ctx, body).await,
+        ("patch", Some("finalize")) => Err(ApiError::method_not_allowed()),
+        ("patch", _) => write::patch(&ctx, body).await,
+        ("delete", None) => delete::delete(&ctx, body).await,
+        ("deletecollection", None) => delete::delete_collection(&ctx, body).await,
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}

@@ -1,0 +1,420 @@
+//! get, list and watch: resourceVersion semantics (unset, `0`, `X`,
+//! `resourceVersionMatch`), the 422 parameter rules, selectors, pagination
+//! with continue tokens at a constant resourceVersion, and the output
+//! formats (object, list, Table, metadata-only).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use bytes::{BufMut, Bytes, BytesMut};
+use http::Response;
+use serde_json::{json, Value};
+
+use super::Ctx;
+use crate::http::{self as h, Body, Format, Output};
+use crate::objects::{store_error, too_large};
+use crate::registry::ResourceDef;
+use crate::selectors::{FieldSelector, LabelSelector};
+use crate::status::{ApiError, Cause};
+use crate::storage::{Filter, ObjKey, StoreError, StoredObject, WatchFrom};
+use crate::table::{self, IncludeObject};
+use crate::watch::{self, WatchSpec};
+
+/// How long a read waits for a resourceVersion the server has not reached
+/// (the cacher's 3 s) before answering 504.
+const FRESHNESS_WAIT: Duration = Duration::from_secs(3);
+
+pub(super) fn parse_rv(s: &str) -> Result<u64, ApiError> {
+    s.parse::<u64>().map_err(|_| {
+        ApiError::bad_request(format!(
+            "Invalid value: \"{s}\": strconv.ParseUint: parsing \"{s}\": invalid syntax"
+        ))
+    })
+}
+
+/// The object as served at `version`: the stored bytes when that is the
+/// storage version.
+pub(super) fn render(def: &ResourceDef, version: &str, obj: &StoredObject) -> Bytes {
+    match converted(def, version, obj) {
+        Some(c) => c.bytes().clone(),
+        None => obj.bytes().clone(),
+    }
+}
+
+/// The object re-encoded for a version or group it is not stored at;
+/// `None` when the stored bytes serve as they are.
+fn converted(def: &ResourceDef, version: &str, obj: &StoredObject) -> Option<StoredObject> {
+    if version == def.storage_version && def.conversion().is_none() {
+        return None;
+    }
+    let mut v = def.view(&obj.value).unwrap_or_else(|| (*obj.value).clone());
+    v["apiVersion"] = json!(def.api_version(version));
+    Some(StoredObject::encode(v, obj.rv))
+}
+
+fn invalid_list_options(causes: Vec<Cause>) -> ApiError {
+    ApiError::invalid("ListOptions", "meta.k8s.io", "", causes)
+}
+
+/// Label and field selectors plus the namespace of the path.
+pub(super) fn filter(ctx: &Ctx) -> Result<Filter, ApiError> {
+    let labels = LabelSelector::parse(ctx.query.get("labelSelector").unwrap_or(""))
+        .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?;
+    let def = ctx.def.clone();
+    let mut fields = FieldSelector::parse(ctx.query.get("fieldSelector").unwrap_or(""), |l| {
+        def.field_label(l)
+    })
+    .map_err(ApiError::bad_request)?;
+    if let Some(name) = &ctx.path.name {
+        fields = fields.and(FieldSelector::name(name));
+    }
+    Ok(Filter {
+        namespace: ctx.path.namespace.clone(),
+        labels,
+        fields,
+    })
+}
+
+async fn wait_fresh(ctx: &Ctx, rv: u64) -> Result<(), ApiError> {
+    let current = ctx.shared.storage.lock().rv();
+    if rv <= current {
+        return Ok(());
+    }
+    if ctx.shared.storage.wait_for(rv, FRESHNESS_WAIT).await {
+        Ok(())
+    } else {
+        Err(too_large(rv, ctx.shared.storage.lock().rv()))
+    }
+}
+
+fn output(ctx: &Ctx) -> Result<(Output, IncludeObject), ApiError> {
+    let out = h::negotiate(&ctx.parts.headers)?;
+    let include =
+        IncludeObject::parse(ctx.query.get("includeObject")).map_err(ApiError::bad_request)?;
+    Ok((out, include))
+}
+
+pub(super) async fn get(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
+    let (out, include) = output(ctx)?;
+    if let Some(rv) = ctx.query.non_empty("resourceVersion").filter(|r| *r != "0") {
+        wait_fresh(ctx, parse_rv(rv)?).await?;
+    }
+    let key = ctx.key();
+    let obj = ctx
+        .shared
+        .storage
+        .lock()
+        .get(&ctx.def.key(), &key)
+        .ok_or_else(|| ApiError::not_found(&ctx.def.plural, &ctx.def.group, &key.1))?;
+    Ok(match out {
+        Output::Object(f) => h::respond(200, f, render(&ctx.def, &ctx.path.version, &obj)),
+        Output::Table { version } => {
+            let cols = table::columns(&ctx.def, &ctx.path.version);
+            let row = table::row(&ctx.def, &ctx.path.version, version, &obj.value, include);
+            h::json(
+                200,
+                &table::table(version, Some(cols), vec![row], &obj.rv.to_string(), None),
+            )
+        }
+        Output::Metadata { version } => h::json(200, &table::partial_metadata(&obj.value, version)),
+    })
+}
+
+fn encode_continue(rv: u64, key: &ObjKey) -> String {
+    let token =
+        json!({"v": "meta.k8s.io/v1", "rv": rv, "start": format!("{}/{}\u{0}", key.0, key.1)});
+    base64::engine::general_purpose::STANDARD.encode(token.to_string())
+}
+
+fn decode_continue(token: &str) -> Result<(u64, ObjKey), ApiError> {
+    let bad = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(token)
+        .or_else(|_| base64::engine::general_purpose::URL_SAFE.decode(token))
+        .map_err(|_| bad("not base64"))?;
+    let v: Value = serde_json::from_slice(&raw).map_err(|_| bad("not JSON"))?;
+    if v.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {
+        return Err(bad("server does not recognize this encoded key"));
+    }
+    let rv = v
+        .get("rv")
+        .and_then(Value::as_u64)
+        .filter(|r| *r > 0)
+        .ok_or_else(|| bad("incorrect encoded start resourceVersion"))?;
+    let start = v
+        .get("start")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("missing start"))?;
+    let start = start.trim_end_matches('\u{0}');
+    let (ns, name) = start
+        .split_once('/')
+        .ok_or_else(|| bad("invalid start key"))?;
+    Ok((rv, (ns.to_owned(), name.to_owned())))
+}
+
+const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue value from the response to get a consistent snapshot.";
+
+pub(super) async fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
+    let (out, include) = output(ctx)?;
+    let q = &ctx.query;
+    let rv = q.non_empty("resourceVersion");
+    let rvm = q.non_empty("resourceVersionMatch");
+    let cont = q.non_empty("continue");
+    let mut causes = Vec::new();
+    if let Some(m) = rvm {
+        if rv.is_none() {
+            causes.push(Cause::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
+        }
+        if cont.is_some() {
+            causes.push(Cause::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
+        }
+        if m != "Exact" && m != "NotOlderThan" {
+            causes.push(Cause {
+                reason: "FieldValueNotSupported".into(),
+                message: format!("Unsupported value: \"{m}\": supported values: \"Exact\", \"NotOlderThan\", \"\""),
+                field: "resourceVersionMatch".into(),
+            });
+        }
+        if m == "Exact" && rv == Some("0") {
+            causes.push(Cause::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            ));
+        }
+    }
+    if q.flag("sendInitialEvents")?.is_some() {
+        causes.push(Cause::forbidden(
+            "sendInitialEvents",
+            "sendInitialEvents is forbidden for list",
+        ));
+    }
+    if !causes.is_empty() {
+        return Err(invalid_list_options(causes));
+    }
+    let filter = filter(ctx)?;
+    let mut limit = q.int("limit")?.filter(|l| *l > 0).map(|l| l as usize);
+    let mut at = None;
+    let mut start_after = None;
+    let mut from_continue = false;
+    if let Some(token) = cont {
+        if rv.is_some_and(|r| r != "0") {
+            return Err(ApiError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
+        let (trv, key) = decode_continue(token)?;
+        at = Some(trv);
+        start_after = Some(key);
+        from_continue = true;
+    } else if let Some(rv) = rv {
+        if rv == "0" {
+            // Served from the watch cache, which ignores limit.
+            limit = None;
+        } else {
+            let n = parse_rv(rv)?;
+            let exact = rvm == Some("Exact") || (rvm.is_none() && limit.is_some());
+            if exact {
+                at = Some(n);
+            } else {
+                wait_fresh(ctx, n).await?;
+            }
+        }
+    }
+    let page = {
+        let store = ctx.shared.storage.lock();
+        store.list(&ctx.def.key(), &filter, at, start_after.as_ref(), limit)
+    };
+    let page = match page {
+        Ok(p) => p,
+        Err(StoreError::Expired { .. }) if from_continue => {
+            return Err(ApiError::expired(CONTINUE_EXPIRED))
+        }
+        Err(StoreError::Expired { .. }) => {
+            return Err(ApiError::expired(
+                "The resourceVersion for the provided list is too old.",
+            ))
+        }
+        Err(StoreError::TooLarge { requested, current }) => {
+            if ctx.shared.storage.wait_for(requested, FRESHNESS_WAIT).await {
+                return Box::pin(list(ctx)).await;
+            }
+            return Err(too_large(requested, current));
+        }
+        Err(e) => return Err(store_error(&ctx.def, "", e)),
+    };
+    let cont_token = page.next.as_ref().map(|k| encode_continue(page.rv, k));
+    let rv_s = page.rv.to_string();
+    Ok(match out {
+        Output::Object(f) => h::respond(
+            200,
+            f,
+            list_body(
+                &ctx.def,
+                &ctx.path.version,
+                &page.items,
+                &rv_s,
+                cont_token.as_deref(),
+            ),
+        ),
+        Output::Table { version } => {
+            let cols = table::columns(&ctx.def, &ctx.path.version);
+            let rows = page
+                .items
+                .iter()
+                .map(|o| table::row(&ctx.def, &ctx.path.version, version, &o.value, include))
+                .collect();
+            h::json(
+                200,
+                &table::table(version, Some(cols), rows, &rv_s, cont_token.as_deref()),
+            )
+        }
+        Output::Metadata { version } => {
+            let items: Vec<Value> = page
+                .items
+                .iter()
+                .map(|o| table::partial_metadata(&o.value, version))
+                .collect();
+            let mut meta = json!({"resourceVersion": rv_s});
+            if let Some(c) = &cont_token {
+                meta["continue"] = json!(c);
+            }
+            h::json(
+                200,
+                &json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": meta, "items": items}),
+            )
+        }
+    })
+}
+
+/// A `…List` body assembled from the stored bytes: built-in items without
+/// `kind`/`apiVersion` (kubernetes#3030), custom-resource items with them.
+pub(super) fn list_body(
+    def: &ResourceDef,
+    version: &str,
+    items: &[Arc<StoredObject>],
+    rv: &str,
+    cont: Option<&str>,
+) -> Bytes {
+    let mut meta = json!({"resourceVersion": rv});
+    if let Some(c) = cont {
+        meta["continue"] = json!(c);
+    }
+    let head =
+        json!({"kind": def.list_kind, "apiVersion": def.api_version(version), "metadata": meta});
+    let head = serde_json::to_vec(&head).unwrap_or_default();
+    let size: usize = items.iter().map(|o| o.bytes().len() + 1).sum::<usize>() + head.len() + 16;
+    let mut out = BytesMut::with_capacity(size);
+    // `{"kind":…,"metadata":{…}` then `,"items":[…]}`.
+    out.extend_from_slice(&head[..head.len().saturating_sub(1)]);
+    out.extend_from_slice(b",\"items\":[");
+    for (i, o) in items.iter().enumerate() {
+        if i > 0 {
+            out.put_u8(b',');
+        }
+        match (def.is_custom(), converted(def, version, o)) {
+            (true, Some(c)) => out.extend_from_slice(c.bytes()),
+            (true, None) => out.extend_from_slice(o.bytes()),
+            (false, Some(c)) => c.write_item(&mut out),
+            (false, None) => o.write_item(&mut out),
+        }
+    }
+    out.extend_from_slice(b"]}");
+    out.freeze()
+}
+
+pub(super) async fn watch(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
+    let (out, include) = output(ctx)?;
+    let q = &ctx.query;
+    let rv = q.non_empty("resourceVersion");
+    let rvm = q.non_empty("resourceVersionMatch");
+    let send_initial = q.flag("sendInitialEvents")?;
+    let bookmarks = q.flag("allowWatchBookmarks")?.unwrap_or(false);
+    let mut causes = Vec::new();
+    if send_initial.is_some() && rvm != Some("NotOlderThan") {
+        causes.push(Cause::forbidden(
+            "resourceVersionMatch",
+            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+        ));
+    }
+    if let Some(m) = rvm {
+        if send_initial.is_none() {
+            causes.push(Cause::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            ));
+        }
+        if m != "NotOlderThan" {
+            causes.push(Cause {
+                reason: "FieldValueNotSupported".into(),
+                message: format!("Unsupported value: \"{m}\": supported values: \"NotOlderThan\""),
+                field: "resourceVersionMatch".into(),
+            });
+        }
+        if q.non_empty("continue").is_some() {
+            causes.push(Cause::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
+        }
+    }
+    if !causes.is_empty() {
+        return Err(invalid_list_options(causes));
+    }
+    let filter = filter(ctx)?;
+    let timeout = match q.int("timeoutSeconds")? {
+        // Capped so the deadline never overflows.
+        Some(s) if s > 0 => Duration::from_secs((s as u64).min(u64::from(u32::MAX))),
+        _ => watch::default_timeout(),
+    };
+    let from = match (send_initial, rv) {
+        (Some(true), rv) => {
+            if let Some(r) = rv.filter(|r| *r != "0") {
+                wait_fresh(ctx, parse_rv(r)?).await?;
+            }
+            WatchFrom::Now { initial: true }
+        }
+        (_, None) | (_, Some("0")) => WatchFrom::Now {
+            initial: send_initial != Some(false),
+        },
+        (_, Some(r)) => {
+            let n = parse_rv(r)?;
+            wait_fresh(ctx, n).await?;
+            WatchFrom::After(n)
+        }
+    };
+    let sub = {
+        let mut store = ctx.shared.storage.lock();
+        store.watch(&ctx.def.key(), filter, from)
+    };
+    let sub = match sub {
+        Ok(s) => s,
+        Err(e @ StoreError::Expired { .. }) => {
+            return Ok(watch::error_stream(&store_error(&ctx.def, "", e)))
+        }
+        Err(e) => return Err(store_error(&ctx.def, "", e)),
+    };
+    let out = match out {
+        Output::Object(Format::Yaml) => Output::Object(Format::Json),
+        o => o,
+    };
+    Ok(watch::stream(
+        ctx.shared.clone(),
+        WatchSpec {
+            def: ctx.def.clone(),
+            version: ctx.path.version.clone(),
+            output: out,
+            include,
+            bookmarks,
+            initial_end: send_initial == Some(true),
+            timeout,
+        },
+        sub,
+    ))
+}

@@ -1,0 +1,304 @@
+//! create (POST), update (PUT) and patch (PATCH) over HTTP: body decoding
+//! (JSON, YAML), write options (`dryRun`, `fieldManager`,
+//! `fieldValidation`, `force`), the one place that dispatches on the patch
+//! content type, and `Warning` headers.
+
+use bytes::Bytes;
+use http::{HeaderValue, Response};
+use hyper::body::Incoming;
+use serde_json::Value;
+
+use super::read::{parse_rv, render};
+use super::Ctx;
+use crate::admission::{self, FieldValidation};
+use crate::http::{self as h, Body, Format, Output};
+use crate::objects::{self, Precondition, Sub, WriteOpts, Written};
+use crate::status::{ApiError, Cause};
+use crate::util;
+
+const PATCH_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+];
+const CR_PATCH_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
+];
+
+pub(super) fn write_opts(ctx: &Ctx, sub: Sub) -> Result<WriteOpts, ApiError> {
+    let dry_run = match ctx.query.get("dryRun") {
+        None | Some("") => false,
+        Some("All") => true,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "Invalid dry run value: {other}. Valid values: All"
+            )))
+        }
+    };
+    let validation = match ctx.query.get("fieldValidation") {
+        None | Some("") | Some("Warn") => FieldValidation::Warn,
+        Some("Ignore") => FieldValidation::Ignore,
+        Some("Strict") => FieldValidation::Strict,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "fieldValidation parameter unsupported: {other}"
+            )))
+        }
+    };
+    let ua = ctx
+        .parts
+        .headers
+        .get(http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok());
+    let manager = admission::field_manager(ctx.query.get("fieldManager"), ua);
+    Ok(WriteOpts {
+        dry_run,
+        manager,
+        sub,
+        validation,
+        version: ctx.path.version.clone(),
+        apply: false,
+    })
+}
+
+/// The object response of a write, with `Warning` headers.
+pub(super) fn written(ctx: &Ctx, code: u16, w: &Written) -> Result<Response<Body>, ApiError> {
+    let format = match h::negotiate(&ctx.parts.headers)? {
+        Output::Object(f) => f,
+        _ => Format::Json,
+    };
+    let mut resp = h::respond(code, format, render(&ctx.def, &ctx.path.version, &w.obj));
+    for warning in &w.warnings {
+        let escaped = warning.replace('\\', "\\\\").replace('"', "\\\"");
+        let text = format!("299 - \"{escaped}\"");
+        if let Ok(v) = HeaderValue::from_str(&text) {
+            resp.headers_mut().append(http::header::WARNING, v);
+        }
+    }
+    Ok(resp)
+}
+
+pub(super) async fn body_object(ctx: &Ctx, body: Incoming) -> Result<Value, ApiError> {
+    let bytes = h::read_body(body).await?;
+    let media = h::content_type(&ctx.parts.headers);
+    h::decode_object(&bytes, &media)
+}
+
+pub(super) async fn create(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, ApiError> {
+    let opts = write_opts(ctx, Sub::Main)?;
+    let obj = body_object(ctx, body).await?;
+    let w = objects::create(
+        &ctx.shared,
+        &ctx.def,
+        ctx.path.namespace.as_deref(),
+        obj,
+        &opts,
+    )?;
+    written(ctx, 201, &w)
+}
+
+fn sub_of(ctx: &Ctx) -> Sub {
+    match ctx.path.subresource.as_deref() {
+        Some("status") => Sub::Status,
+        Some("finalize") => Sub::Finalize,
+        Some("scale") => Sub::Scale,
+        _ => Sub::Main,
+    }
+}
+
+/// The name and namespace in a body must match the URL.
+fn check_identity(ctx: &Ctx, obj: &Value) -> Result<(), ApiError> {
+    let key = ctx.key();
+    let name = util::meta_str(obj, "name").unwrap_or("");
+    if name != key.1 {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({name}) does not match the name on the URL ({})",
+            key.1
+        )));
+    }
+    if ctx.def.namespaced {
+        if let Some(ns) = util::meta_str(obj, "namespace").filter(|n| !n.is_empty()) {
+            if ns != key.0 {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(super) async fn update(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, ApiError> {
+    let sub = sub_of(ctx);
+    let opts = write_opts(ctx, sub)?;
+    let obj = body_object(ctx, body).await?;
+    check_identity(ctx, &obj)?;
+    let pre = match util::meta_str(&obj, "resourceVersion").filter(|s| !s.is_empty()) {
+        Some(rv) => Precondition::Rv(parse_rv(rv)?),
+        None if ctx.def.is_custom() => {
+            return Err(ApiError::invalid(
+                &ctx.def.kind,
+                &ctx.def.group,
+                &ctx.key().1,
+                vec![Cause::invalid(
+                    "metadata.resourceVersion",
+                    "Invalid value: 0x0: must be specified for an update",
+                )],
+            ))
+        }
+        None => Precondition::None,
+    };
+    let key = ctx.key();
+    let w = objects::update(&ctx.shared, &ctx.def, &key, &opts, |_| {
+        Ok((obj.clone(), pre))
+    })?;
+    written(ctx, 200, &w)
+}
+
+/// A patch, parsed by content type.
+pub(super) enum Patch {
+    Merge(Value),
+    Json(json_patch::Patch),
+    Strategic(Value),
+    Apply(Value),
+}
+
+/// The one place that dispatches on the patch content type. Custom
+/// resources accept no strategic merge patch (apiextensions-apiserver's
+/// `customresource_handler.go`), so it is a 415 there.
+pub(super) fn parse_patch(ctx: &Ctx, bytes: &Bytes) -> Result<Patch, ApiError> {
+    let media = h::content_type(&ctx.parts.headers);
+    let accepted = if ctx.def.is_custom() {
+        CR_PATCH_TYPES
+    } else {
+        PATCH_TYPES
+    };
+    if !accepted.contains(&media.as_str()) {
+        return Err(ApiError::unsupported_media_type(accepted));
+    }
+    let bad = |e: serde_json::Error| ApiError::bad_request(format!("error decoding patch: {e}"));
+    match media.as_str() {
+        "application/merge-patch+json" => {
+            serde_json::from_slice(bytes).map(Patch::Merge).map_err(bad)
+        }
+        "application/json-patch+json" => {
+            serde_json::from_slice(bytes).map(Patch::Json).map_err(bad)
+        }
+        "application/strategic-merge-patch+json" => serde_json::from_slice(bytes)
+            .map(Patch::Strategic)
+            .map_err(bad),
+        _ => h::decode_object(bytes, "application/apply-patch+yaml").map(Patch::Apply),
+    }
+}
+
+/// Applies a patch to `cur`; an RV the patch sets becomes a precondition.
+pub(super) fn apply_patch(
+    ctx: &Ctx,
+    opts: &WriteOpts,
+    force: bool,
+    cur: &Value,
+    patch: &Patch,
+) -> Result<(Value, Precondition), ApiError> {
+    let mut next = cur.clone();
+    match patch {
+        Patch::Merge(p) => json_patch::merge(&mut next, p),
+        Patch::Json(p) => super::jsonpatch::apply(&mut next, p)?,
+        Patch::Strategic(p) => next = admission::strategic_merge(&ctx.def, cur, p)?,
+        Patch::Apply(config) => {
+            next = admission::server_side_apply(
+                &ctx.def,
+                Some(cur),
+                config,
+                &opts.manager,
+                force,
+                opts.sub.name(),
+                &util::now(),
+            )?
+        }
+    }
+    let before = util::meta_str(cur, "resourceVersion");
+    let pre = match util::meta_str(&next, "resourceVersion") {
+        Some(rv) if Some(rv) != before && !rv.is_empty() => Precondition::Rv(parse_rv(rv)?),
+        _ => Precondition::None,
+    };
+    if let Some(meta) = util::meta_mut(&mut next) {
+        if let Some(rv) = before {
+            meta.insert("resourceVersion".into(), Value::String(rv.to_owned()));
+        }
+    }
+    Ok((next, pre))
+}
+
+/// `PatchOptions` validation: `force` only on apply, `fieldManager`
+/// required for apply (apimachinery `ValidatePatchOptions`). Returns `force`.
+pub(super) fn patch_options(ctx: &Ctx, patch: &Patch) -> Result<bool, ApiError> {
+    let is_apply = matches!(patch, Patch::Apply(_));
+    let force = ctx.query.flag("force")?;
+    let invalid = |c: Cause| ApiError::invalid("PatchOptions", "meta.k8s.io", "", vec![c]);
+    if force.is_some() && !is_apply {
+        return Err(invalid(Cause::forbidden(
+            "force",
+            "may not be specified for non-apply patch",
+        )));
+    }
+    if is_apply && ctx.query.non_empty("fieldManager").is_none() {
+        return Err(invalid(Cause {
+            reason: "FieldValueRequired".into(),
+            message: "Required value: is required for apply patch".into(),
+            field: "fieldManager".into(),
+        }));
+    }
+    Ok(force.unwrap_or(false))
+}
+
+pub(super) async fn patch(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, ApiError> {
+    let sub = sub_of(ctx);
+    let mut opts = write_opts(ctx, sub)?;
+    let bytes = h::read_body(body).await?;
+    let patch = parse_patch(ctx, &bytes)?;
+    let force = patch_options(ctx, &patch)?;
+    opts.apply = matches!(patch, Patch::Apply(_));
+    let key = ctx.key();
+    if let Patch::Apply(config) = &patch {
+        // Apply creates what does not exist yet.
+        let exists = ctx
+            .shared
+            .storage
+            .lock()
+            .get(&ctx.def.key(), &key)
+            .is_some();
+        if !exists && opts.sub == Sub::Main {
+            let obj = admission::server_side_apply(
+                &ctx.def,
+                None,
+                config,
+                &opts.manager,
+                force,
+                None,
+                &util::now(),
+            )?;
+            check_identity(ctx, &obj)?;
+            match objects::create(
+                &ctx.shared,
+                &ctx.def,
+                ctx.path.namespace.as_deref(),
+                obj,
+                &opts,
+            ) {
+                Ok(w) => return written(ctx, 201, &w),
+                // Created meanwhile: apply to what is there now.
+                Err(e) if e.code == 409 && e.reason == "AlreadyExists" => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    let w = objects::update(&ctx.shared, &ctx.def, &key, &opts, |cur| {
+        let patched = apply_patch(ctx, &opts, force, cur, &patch)?;
+        check_identity(ctx, &patched.0)?;
+        Ok(patched)
+    })?;
+    written(ctx, 200, &w)
+}

@@ -1,0 +1,227 @@
+//! The checks every write makes: `apiVersion`/`kind` against the endpoint,
+//! names, decode-validation of built-ins and their semantic rules, the
+//! admission hooks for CRDs and custom resources, unknown fields per
+//! `fieldValidation`, and the namespace lifecycle gate.
+
+use serde_json::{json, Value};
+
+use super::WriteOpts;
+use crate::admission::{self, FieldValidation};
+use crate::registry::{ResKey, ResourceDef};
+use crate::state::Shared;
+use crate::status::{qualified, ApiError, Cause, Details};
+use crate::util::{self, NameRule};
+
+fn name_rule(def: &ResourceDef) -> NameRule {
+    if def.builtin().is_none() {
+        return NameRule::Subdomain;
+    }
+    match (def.group.as_str(), def.plural.as_str()) {
+        ("", "namespaces") => NameRule::Label,
+        ("", "services") => NameRule::Dns1035,
+        ("rbac.authorization.k8s.io", _) => NameRule::Path,
+        _ => NameRule::Subdomain,
+    }
+}
+
+/// Checks `apiVersion`/`kind` against the endpoint and rewrites
+/// `apiVersion` to the storage version.
+pub(super) fn check_type_meta(
+    def: &ResourceDef,
+    obj: &mut Value,
+    version: &str,
+) -> Result<(), ApiError> {
+    let Some(map) = obj.as_object_mut() else {
+        return Err(ApiError::bad_request(
+            "the body of the request must be a JSON or YAML object",
+        ));
+    };
+    let expected = def.api_version(version);
+    let kind = map.get("kind").and_then(Value::as_str).unwrap_or("");
+    let api_version = map.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if kind.is_empty() {
+        return Err(ApiError::bad_request(
+            "Object 'Kind' is missing in the request body",
+        ));
+    }
+    if api_version.is_empty() {
+        return Err(ApiError::bad_request(
+            "Object 'apiVersion' is missing in the request body",
+        ));
+    }
+    let served_versions_ok = def
+        .versions
+        .iter()
+        .any(|v| def.api_version(v) == api_version);
+    if api_version != expected && !served_versions_ok {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({expected})"
+        )));
+    }
+    if kind != def.kind {
+        return Err(ApiError::bad_request(format!(
+            "the kind in the data ({kind}) does not match the expected kind ({})",
+            def.kind
+        )));
+    }
+    map.insert(
+        "apiVersion".into(),
+        json!(def.api_version(&def.storage_version)),
+    );
+    if !map.get("metadata").is_some_and(Value::is_object) {
+        if map.get("metadata").is_some_and(|m| !m.is_null()) {
+            return Err(ApiError::bad_request("metadata must be an object"));
+        }
+        map.insert("metadata".into(), json!({}));
+    }
+    Ok(())
+}
+
+/// Decode-validation for built-ins, schema admission for custom resources,
+/// CRD checks; also unknown-field handling per `fieldValidation`.
+pub(super) fn validate(
+    def: &ResourceDef,
+    obj: &mut Value,
+    old: Option<&Value>,
+    opts: &WriteOpts,
+) -> Result<Vec<String>, ApiError> {
+    let name = util::meta_str(obj, "name").unwrap_or("").to_owned();
+    let mut causes = Vec::new();
+    let mut warnings = Vec::new();
+    if let Err(msg) = util::validate_name(&name, name_rule(def)) {
+        causes.push(Cause::invalid(
+            "metadata.name",
+            format!("Invalid value: \"{name}\": {msg}"),
+        ));
+    }
+    let mut unknown = Vec::new();
+    if let Some(b) = def.builtin() {
+        match (b.validate)(obj) {
+            Ok(understood) if opts.validation != FieldValidation::Ignore => {
+                unknown_fields(obj, &understood, "", &mut unknown);
+            }
+            Ok(_) => {}
+            Err((path, msg)) => {
+                if let Some(field) = msg
+                    .strip_prefix("missing field `")
+                    .and_then(|r| r.split('`').next())
+                {
+                    let full = if path.is_empty() {
+                        field.to_owned()
+                    } else {
+                        format!("{path}.{field}")
+                    };
+                    causes.push(Cause::required(full));
+                } else {
+                    let at = if path.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{path}: ")
+                    };
+                    return Err(ApiError::bad_request(format!(
+                        "{} in version \"{}\" cannot be handled as a {}: {at}{msg}",
+                        def.kind, def.storage_version, def.kind
+                    )));
+                }
+            }
+        }
+        causes.extend(crate::validation::validate(def, obj));
+        if def.group == "apiextensions.k8s.io" {
+            causes.extend(admission::admit_crd(obj, old));
+        }
+    } else {
+        let admitted = admission::admit_custom_resource(def, &opts.version, obj, old);
+        causes.extend(admitted.causes);
+        unknown = admitted.pruned;
+    }
+    if !unknown.is_empty() {
+        let list: Vec<String> = unknown
+            .iter()
+            .map(|p| format!("unknown field \"{p}\""))
+            .collect();
+        match opts.validation {
+            FieldValidation::Strict => {
+                return Err(ApiError::bad_request(format!(
+                    "strict decoding error: {}",
+                    list.join(", ")
+                )));
+            }
+            FieldValidation::Warn => warnings.extend(list),
+            FieldValidation::Ignore => {}
+        }
+    }
+    if causes.is_empty() {
+        Ok(warnings)
+    } else {
+        // Decoding and validation may both report a missing field.
+        let mut unique: Vec<Cause> = Vec::with_capacity(causes.len());
+        for c in causes {
+            if !unique.contains(&c) {
+                unique.push(c);
+            }
+        }
+        Err(ApiError::invalid(&def.kind, &def.group, &name, unique))
+    }
+}
+
+/// Paths of fields in `sent` that the typed decode dropped (apimachinery's
+/// strict-decoding "unknown field" list). Nulls are not fields.
+fn unknown_fields(sent: &Value, understood: &Value, path: &str, out: &mut Vec<String>) {
+    match (sent, understood) {
+        (Value::Object(s), Value::Object(u)) => {
+            for (k, v) in s {
+                if v.is_null() {
+                    continue;
+                }
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                match u.get(k) {
+                    Some(uv) => unknown_fields(v, uv, &p, out),
+                    None => out.push(p),
+                }
+            }
+        }
+        (Value::Array(s), Value::Array(u)) => {
+            for (i, (sv, uv)) in s.iter().zip(u).enumerate() {
+                unknown_fields(sv, uv, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+pub(super) fn namespace_gate(shared: &Shared, def: &ResourceDef, ns: &str) -> Result<(), ApiError> {
+    if !def.namespaced {
+        return Ok(());
+    }
+    let ns_key = ResKey::new("", "namespaces");
+    let found = shared
+        .storage
+        .lock()
+        .get(&ns_key, &(String::new(), ns.to_owned()));
+    match found {
+        None => Err(ApiError::not_found("namespaces", "", ns)),
+        Some(n) if n.value.pointer("/metadata/deletionTimestamp").is_some() => {
+            Err(ApiError::forbidden(format!(
+                "{} \"{}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                qualified(&def.plural, &def.group),
+                util::meta_str(&n.value, "name").unwrap_or("")
+            ))
+            .with_details(Details {
+                name: Some(String::new()),
+                group: Some(def.group.clone()),
+                kind: Some(def.plural.clone()),
+                causes: vec![Cause {
+                    reason: "NamespaceTerminating".into(),
+                    message: format!("namespace {ns} is being terminated"),
+                    field: "metadata.namespace".into(),
+                }],
+                ..Details::default()
+            }))
+        }
+        Some(_) => Ok(()),
+    }
+}

@@ -1,0 +1,159 @@
+//! Create (POST): server-set metadata, `generateName` with retries,
+//! namespace checks, status dropped where it is a subresource, defaults,
+//! validation, dry-run.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::checks::{check_type_meta, namespace_gate, validate};
+use super::{after_write, store_error, WriteOpts, Written};
+use crate::registry::{ResKey, ResourceDef};
+use crate::state::Shared;
+use crate::status::{ApiError, Cause};
+use crate::storage::{StoreError, StoredObject};
+use crate::{admission, defaults, util};
+
+/// Creates an object posted to a collection in namespace `url_ns`.
+pub(crate) fn create(
+    shared: &Shared,
+    def: &ResourceDef,
+    url_ns: Option<&str>,
+    mut obj: Value,
+    opts: &WriteOpts,
+) -> Result<Written, ApiError> {
+    check_type_meta(def, &mut obj, &opts.version)?;
+    if let Some(custom) = def.custom() {
+        let crd = ResKey::new("apiextensions.k8s.io", "customresourcedefinitions");
+        let terminating = shared
+            .storage
+            .lock()
+            .get(&crd, &(String::new(), custom.crd_name.clone()))
+            .is_some_and(|c| c.value.pointer("/metadata/deletionTimestamp").is_some());
+        if terminating {
+            return Err(ApiError::new(
+                405,
+                "MethodNotAllowed",
+                "create not allowed while custom resource definition is terminating",
+            ));
+        }
+    }
+    let now = util::now();
+    let meta = util::meta_mut(&mut obj)
+        .ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
+    if meta
+        .get("resourceVersion")
+        .and_then(Value::as_str)
+        .is_some_and(|s| !s.is_empty())
+    {
+        return Err(ApiError::internal(
+            "resourceVersion should not be set on objects to be created",
+        ));
+    }
+    match (def.namespaced, url_ns) {
+        (true, Some(ns)) => {
+            match meta.get("namespace").and_then(Value::as_str) {
+                Some(body_ns) if !body_ns.is_empty() && body_ns != ns => {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ))
+                }
+                _ => {
+                    meta.insert("namespace".into(), json!(ns));
+                }
+            }
+        }
+        (true, None) => return Err(ApiError::method_not_allowed()),
+        (false, _) => {
+            meta.remove("namespace");
+        }
+    }
+    // The NamespaceLifecycle admission plugin runs before validation.
+    if let Some(ns) = url_ns.filter(|_| def.namespaced) {
+        namespace_gate(shared, def, ns)?;
+    }
+    let generate = meta
+        .get("generateName")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned);
+    let explicit = meta
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .is_some();
+    if !explicit {
+        match &generate {
+            Some(prefix) => {
+                meta.insert("name".into(), json!(util::generate_name(prefix)));
+            }
+            None => {
+                return Err(ApiError::invalid(
+                    &def.kind,
+                    &def.group,
+                    "",
+                    vec![Cause {
+                        reason: "FieldValueRequired".into(),
+                        message: "Required value: name or generateName is required".into(),
+                        field: "metadata.name".into(),
+                    }],
+                ))
+            }
+        }
+    }
+    meta.insert("uid".into(), json!(util::uid()));
+    meta.insert("creationTimestamp".into(), json!(now));
+    meta.remove("deletionTimestamp");
+    meta.remove("deletionGracePeriodSeconds");
+    meta.remove("selfLink");
+    meta.remove("resourceVersion");
+    if def.generation_fields().is_some() {
+        meta.insert("generation".into(), json!(1));
+    } else {
+        meta.remove("generation");
+    }
+    if def.status {
+        if let Some(map) = obj.as_object_mut() {
+            map.remove("status");
+        }
+    }
+    defaults::on_create(def, &mut obj, &shared.next_cluster_ip);
+    let warnings = validate(def, &mut obj, None, opts)?;
+    if !opts.apply {
+        admission::track_managed_fields(def, None, &mut obj, &opts.manager, opts.sub.name(), &now);
+    }
+    let mut obj = def.to_storage(obj);
+    let ns = util::meta_str(&obj, "namespace").unwrap_or("").to_owned();
+    if opts.dry_run {
+        return Ok(Written {
+            obj: Arc::new(StoredObject::encode(obj, 0)),
+            warnings,
+        });
+    }
+    let res = def.key();
+    // generateName clashes are retried with a new suffix (store.go).
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let name = util::meta_str(&obj, "name").unwrap_or("").to_owned();
+        let result = shared
+            .storage
+            .lock()
+            .create(&res, (ns.clone(), name.clone()), obj.clone());
+        match result {
+            Ok(stored) => {
+                after_write(shared, def, None, &stored);
+                return Ok(Written {
+                    obj: stored,
+                    warnings,
+                });
+            }
+            Err(StoreError::AlreadyExists) if !explicit && attempts < 8 => {
+                if let (Some(prefix), Some(meta)) = (&generate, util::meta_mut(&mut obj)) {
+                    meta.insert("name".into(), json!(util::generate_name(prefix)));
+                }
+            }
+            Err(e) => return Err(store_error(def, &name, e)),
+        }
+    }
+}

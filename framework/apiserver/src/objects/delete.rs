@@ -1,0 +1,166 @@
+//! Delete (`store.go` `Delete`): preconditions, propagation policies as
+//! finalizers, marking with `deletionTimestamp` while finalizers hold the
+//! object, namespace termination, immediate removal otherwise.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::update::namespace_spec_finalizers;
+use super::{after_delete, after_write, store_error};
+use crate::registry::ResourceDef;
+use crate::state::Shared;
+use crate::status::ApiError;
+use crate::storage::{ObjKey, StoreError, StoredObject};
+use crate::{defaults, util};
+
+/// `propagationPolicy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Propagation {
+    Orphan,
+    Background,
+    Foreground,
+}
+
+/// Delete options (`DeleteOptions` body or query).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct DeleteOpts {
+    pub propagation: Option<Propagation>,
+    pub uid: Option<String>,
+    pub rv: Option<u64>,
+    pub dry_run: bool,
+}
+
+/// What a delete did.
+#[derive(Debug)]
+pub(crate) enum Deleted {
+    /// Removed; the last state.
+    Gone(Arc<StoredObject>),
+    /// Marked for deletion, waiting for finalizers.
+    Pending(Arc<StoredObject>),
+}
+
+/// Deletes an object (`store.go` `Delete`): with finalizers (or a
+/// propagation policy that adds one) it is only marked.
+pub(crate) fn delete(
+    shared: &Shared,
+    def: &ResourceDef,
+    key: &ObjKey,
+    opts: &DeleteOpts,
+) -> Result<Deleted, ApiError> {
+    let res = def.key();
+    loop {
+        let old = shared
+            .storage
+            .lock()
+            .get(&res, key)
+            .ok_or_else(|| ApiError::not_found(&def.plural, &def.group, &key.1))?;
+        if let Some(uid) = &opts.uid {
+            if uid != old.uid() {
+                return Err(ApiError::conflict_msg(
+                    &def.plural,
+                    &def.group,
+                    &key.1,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        old.uid()
+                    ),
+                ));
+            }
+        }
+        if let Some(rv) = opts.rv {
+            if rv != old.rv {
+                return Err(ApiError::conflict_msg(
+                    &def.plural,
+                    &def.group,
+                    &key.1,
+                    &format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}", old.rv),
+                ));
+            }
+        }
+        let mut fins = util::finalizers(&old.value);
+        let deleting = old.value.pointer("/metadata/deletionTimestamp").is_some();
+        match opts.propagation {
+            Some(Propagation::Orphan) => {
+                fins.retain(|f| f != "foregroundDeletion");
+                if !fins.iter().any(|f| f == "orphan") {
+                    fins.push("orphan".into());
+                }
+            }
+            Some(Propagation::Foreground) => {
+                fins.retain(|f| f != "orphan");
+                if !fins.iter().any(|f| f == "foregroundDeletion") {
+                    fins.push("foregroundDeletion".into());
+                }
+            }
+            Some(Propagation::Background) if deleting => {
+                fins.retain(|f| f != "orphan" && f != "foregroundDeletion");
+            }
+            _ => {}
+        }
+        let ns_pending = namespace_spec_finalizers(def, &old.value);
+        if deleting || !fins.is_empty() || ns_pending {
+            let mut next = (*old.value).clone();
+            let before = util::finalizers(&old.value);
+            if let Some(meta) = util::meta_mut(&mut next) {
+                if !deleting {
+                    meta.insert("deletionTimestamp".into(), json!(util::now()));
+                    meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+                    if let Some(g) = meta.get("generation").and_then(Value::as_i64) {
+                        meta.insert("generation".into(), json!(g + 1));
+                    }
+                }
+                if fins.is_empty() {
+                    meta.remove("finalizers");
+                } else {
+                    meta.insert("finalizers".into(), json!(fins));
+                }
+            }
+            if ns_pending {
+                if let Some(status) = defaults::ensure_object(&mut next, &["status"]) {
+                    status.insert("phase".into(), json!("Terminating"));
+                }
+            }
+            if deleting && before == fins {
+                return Ok(Deleted::Pending(old));
+            }
+            if opts.dry_run {
+                return Ok(Deleted::Pending(Arc::new(StoredObject::encode(
+                    next, old.rv,
+                ))));
+            }
+            if deleting && fins.is_empty() && !ns_pending {
+                let r = shared.storage.lock().delete(&res, key, Some(old.rv), None);
+                match r {
+                    Ok(gone) => {
+                        after_delete(shared, def, &gone);
+                        return Ok(Deleted::Gone(gone));
+                    }
+                    Err(StoreError::Conflict) => continue,
+                    Err(e) => return Err(store_error(def, &key.1, e)),
+                }
+            }
+            let r = shared.storage.lock().update(&res, key, next, Some(old.rv));
+            match r {
+                Ok(stored) => {
+                    after_write(shared, def, Some(&old), &stored);
+                    return Ok(Deleted::Pending(stored));
+                }
+                Err(StoreError::Conflict) => continue,
+                Err(e) => return Err(store_error(def, &key.1, e)),
+            }
+        }
+        if opts.dry_run {
+            return Ok(Deleted::Gone(old));
+        }
+        let r = shared.storage.lock().delete(&res, key, Some(old.rv), None);
+        match r {
+            Ok(gone) => {
+                after_delete(shared, def, &gone);
+                return Ok(Deleted::Gone(gone));
+            }
+            Err(StoreError::Conflict) => continue,
+            Err(e) => return Err(store_error(def, &key.1, e)),
+        }
+    }
+}

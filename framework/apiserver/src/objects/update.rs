@@ -1,0 +1,253 @@
+//! Update (PUT, and the core of every patch): the status, scale and
+//! finalize subresources, system fields kept from the stored object,
+//! generation bumps, the finalizer rules while deleting, no-op detection,
+//! removal when the last finalizer goes, conflict retries.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::checks::{check_type_meta, validate};
+use super::{after_delete, after_write, store_error, Sub, WriteOpts, Written};
+use crate::registry::{GenerationPolicy, ResourceDef};
+use crate::state::Shared;
+use crate::status::{ApiError, Cause};
+use crate::storage::{ObjKey, StoreError, StoredObject};
+use crate::{admission, defaults, util};
+
+fn generation_changed(def: &ResourceDef, old: &Value, new: &Value) -> bool {
+    match def.generation_fields() {
+        None => false,
+        Some(GenerationPolicy::Fields(fields)) => fields.iter().any(|f| old.get(*f) != new.get(*f)),
+        Some(GenerationPolicy::AllButMetadata) => {
+            let (Some(o), Some(n)) = (old.as_object(), new.as_object()) else {
+                return old != new;
+            };
+            let skip = |k: &str| {
+                k == "metadata" || (def.status && k == "status") || k == "apiVersion" || k == "kind"
+            };
+            let ok: Vec<_> = o.iter().filter(|(k, _)| !skip(k)).collect();
+            let nk: Vec<_> = n.iter().filter(|(k, _)| !skip(k)).collect();
+            ok != nk
+        }
+    }
+}
+
+/// Builds the object an update stores, from the old object and what the
+/// client sent (strategy `PrepareForUpdate` plus `BeforeUpdate`).
+fn prepare_update(
+    def: &ResourceDef,
+    old: &Value,
+    mut new: Value,
+    opts: &WriteOpts,
+) -> Result<(Value, Vec<String>), ApiError> {
+    check_type_meta(def, &mut new, &opts.version)?;
+    let name = util::meta_str(old, "name").unwrap_or("").to_owned();
+    let is_namespace =
+        def.builtin().is_some() && def.plural == "namespaces" && def.group.is_empty();
+    let mut next = match opts.sub {
+        Sub::Status => {
+            let mut next = old.clone();
+            if let Some(map) = next.as_object_mut() {
+                match new.get("status") {
+                    Some(s) => map.insert("status".into(), s.clone()),
+                    None => map.remove("status"),
+                };
+            }
+            if let (Some(mf), Some(meta)) = (
+                new.pointer("/metadata/managedFields").cloned(),
+                util::meta_mut(&mut next),
+            ) {
+                meta.insert("managedFields".into(), mf);
+            }
+            next
+        }
+        Sub::Finalize => {
+            let mut next = old.clone();
+            if let Some(spec) = defaults::ensure_object(&mut next, &["spec"]) {
+                match new.pointer("/spec/finalizers") {
+                    Some(f) => spec.insert("finalizers".into(), f.clone()),
+                    None => spec.remove("finalizers"),
+                };
+            }
+            next
+        }
+        Sub::Main | Sub::Scale => {
+            if def.status {
+                if let Some(map) = new.as_object_mut() {
+                    match old.get("status") {
+                        Some(s) => map.insert("status".into(), s.clone()),
+                        None => map.remove("status"),
+                    };
+                }
+            }
+            if is_namespace {
+                let fins = old.pointer("/spec/finalizers").cloned();
+                if let Some(spec) = defaults::ensure_object(&mut new, &["spec"]) {
+                    match fins {
+                        Some(f) => spec.insert("finalizers".into(), f),
+                        None => spec.remove("finalizers"),
+                    };
+                }
+            }
+            new
+        }
+    };
+    // System fields come from the stored object.
+    let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    if let Some(uid) = util::meta_str(&next, "uid") {
+        if !uid.is_empty() && Some(uid) != old_meta.get("uid").and_then(Value::as_str) {
+            return Err(ApiError::invalid(
+                &def.kind,
+                &def.group,
+                &name,
+                vec![Cause::invalid(
+                    "metadata.uid",
+                    format!("Invalid value: \"{uid}\": field is immutable"),
+                )],
+            ));
+        }
+    }
+    if let Some(meta) = util::meta_mut(&mut next) {
+        for f in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "name",
+            "namespace",
+        ] {
+            match old_meta.get(f) {
+                Some(v) => meta.insert(f.into(), v.clone()),
+                None => meta.remove(f),
+            };
+        }
+        meta.remove("selfLink");
+        meta.insert(
+            "resourceVersion".into(),
+            old_meta
+                .get("resourceVersion")
+                .cloned()
+                .unwrap_or(Value::Null),
+        );
+    }
+    // No new finalizers once deletion has started (ValidateObjectMetaUpdate).
+    if old_meta.get("deletionTimestamp").is_some() {
+        let before = util::finalizers(old);
+        let added: Vec<String> = util::finalizers(&next)
+            .into_iter()
+            .filter(|f| !before.contains(f))
+            .collect();
+        if !added.is_empty() {
+            let quoted: Vec<String> = added.iter().map(|f| format!("\"{f}\"")).collect();
+            return Err(ApiError::invalid(
+                &def.kind,
+                &def.group,
+                &name,
+                vec![Cause::forbidden(
+                    "metadata.finalizers",
+                    format!("no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}", quoted.join(", ")),
+                )],
+            ));
+        }
+    }
+    defaults::on_update(def, &mut next, old);
+    if generation_changed(def, old, &next) {
+        let g = old
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if let Some(meta) = util::meta_mut(&mut next) {
+            meta.insert("generation".into(), json!(g + 1));
+        }
+    }
+    let warnings = validate(def, &mut next, Some(old), opts)?;
+    if !opts.apply {
+        admission::track_managed_fields(
+            def,
+            Some(old),
+            &mut next,
+            &opts.manager,
+            opts.sub.name(),
+            &util::now(),
+        );
+    }
+    Ok((next, warnings))
+}
+
+/// How an update's resourceVersion precondition is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Precondition {
+    /// The client named a resourceVersion: 409 if it is stale.
+    Rv(u64),
+    /// No resourceVersion: last write wins (built-in PUT, patches).
+    None,
+}
+
+/// Updates an object through the main, status, scale or finalize endpoint.
+/// `mutate` builds the client's intended object from the current one (a PUT
+/// body ignores it; a patch applies itself to it); conflicts from other
+/// writers are retried unless the client gave a resourceVersion.
+pub(crate) fn update(
+    shared: &Shared,
+    def: &ResourceDef,
+    key: &ObjKey,
+    opts: &WriteOpts,
+    mut mutate: impl FnMut(&Value) -> Result<(Value, Precondition), ApiError>,
+) -> Result<Written, ApiError> {
+    let res = def.key();
+    loop {
+        let old = shared
+            .storage
+            .lock()
+            .get(&res, key)
+            .ok_or_else(|| ApiError::not_found(&def.plural, &def.group, &key.1))?;
+        // Kinds stored as another resource are updated in their own shape.
+        let view = def.view(&old.value);
+        let current = view.as_ref().unwrap_or(&old.value);
+        let (intended, pre) = mutate(current)?;
+        if let Precondition::Rv(rv) = pre {
+            if rv != old.rv {
+                return Err(ApiError::conflict(&def.plural, &def.group, &key.1));
+            }
+        }
+        let (next, warnings) = prepare_update(def, current, intended, opts)?;
+        if next == *current {
+            return Ok(Written { obj: old, warnings });
+        }
+        let next = def.to_storage(next);
+        let finished = next.pointer("/metadata/deletionTimestamp").is_some()
+            && util::finalizers(&next).is_empty()
+            && !namespace_spec_finalizers(def, &next);
+        if opts.dry_run {
+            return Ok(Written {
+                obj: Arc::new(StoredObject::encode(next, old.rv)),
+                warnings,
+            });
+        }
+        let result = if finished {
+            // Removing the last finalizer completes the deletion.
+            let r = shared.storage.lock().delete(&res, key, Some(old.rv), None);
+            r.inspect(|gone| after_delete(shared, def, gone))
+        } else {
+            let r = shared.storage.lock().update(&res, key, next, Some(old.rv));
+            r.inspect(|stored| after_write(shared, def, Some(&old), stored))
+        };
+        match result {
+            Ok(obj) => return Ok(Written { obj, warnings }),
+            Err(StoreError::Conflict) if pre == Precondition::None => continue,
+            Err(e) => return Err(store_error(def, &key.1, e)),
+        }
+    }
+}
+
+pub(super) fn namespace_spec_finalizers(def: &ResourceDef, obj: &Value) -> bool {
+    def.builtin().is_some()
+        && def.group.is_empty()
+        && def.plural == "namespaces"
+        && obj
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+}

@@ -1,0 +1,577 @@
+//! The built-in resources with their real discovery attributes (as in
+//! kube-apiserver's `api/discovery/*.json`) and per-kind behaviour: the
+//! k8s-openapi type a body must decode into (and whose schema `/openapi/v3`
+//! publishes), which fields bump `generation`, which field-selector labels
+//! work, and the Table printer. This is the server's one list of the
+//! built-in kinds it serves.
+
+use k8s_openapi::api::{admissionregistration, apps, batch, coordination, core, events, rbac};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::schemars::generate::SchemaGenerator;
+use k8s_openapi::schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::convert::{Conversion, EVENTS};
+use super::{Behavior, Printer, ResourceDef, ScalePaths};
+
+/// Behaviour of one built-in kind.
+#[derive(Debug)]
+pub(crate) struct Builtin {
+    /// Decodes a body into the k8s-openapi type and encodes it back (what
+    /// the server would have understood): `Err((field path, message))`.
+    pub validate: fn(&Value) -> Result<Value, (String, String)>,
+    /// Registers the k8s-openapi type's schema (and the definitions it
+    /// references) with an OpenAPI generator, returning its definition name.
+    pub openapi_schema: fn(&mut SchemaGenerator) -> String,
+    /// Top-level fields whose change bumps generation; `None`: no generation.
+    pub generation: Option<&'static [&'static str]>,
+    /// Field-selector labels beyond `metadata.name`/`metadata.namespace`,
+    /// with the path each reads.
+    pub field_labels: &'static [(&'static str, &'static str)],
+    /// The Table columns.
+    pub printer: Printer,
+    /// DELETE answers with the object rather than a `Status` (pods).
+    pub delete_returns_object: bool,
+    /// Stored as another resource (events.k8s.io Events).
+    pub conversion: Option<&'static Conversion>,
+}
+
+/// Decodes into `T`, reporting the JSON path of the first failure.
+fn decode<T: DeserializeOwned + Serialize>(v: &Value) -> Result<Value, (String, String)> {
+    serde_path_to_error::deserialize::<_, T>(v)
+        .map(|t| serde_json::to_value(&t).unwrap_or(Value::Null))
+        .map_err(|e| {
+            let path = e.path().to_string();
+            let path = if path == "." { String::new() } else { path };
+            (path, e.into_inner().to_string())
+        })
+}
+
+/// Registers `T`'s schema, returning its definition name
+/// (`io.k8s.api.apps.v1.Deployment`).
+fn openapi_schema<T: JsonSchema>(gen: &mut SchemaGenerator) -> String {
+    gen.subschema_for::<T>();
+    T::schema_name().into_owned()
+}
+
+const ALL_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+const NS_VERBS: &[&str] = &[
+    "create", "delete", "get", "list", "patch", "update", "watch",
+];
+
+const NO_FIELDS: &[(&str, &str)] = &[];
+const SPEC: &[&str] = &["spec"];
+
+macro_rules! builtin {
+    ($name:ident, $ty:ty, $gen:expr, $fields:expr, $printer:expr) => {
+        builtin!($name, $ty, $gen, $fields, $printer, false);
+    };
+    ($name:ident, $ty:ty, $gen:expr, $fields:expr, $printer:expr, $obj:expr) => {
+        static $name: Builtin = Builtin {
+            validate: decode::<$ty>,
+            openapi_schema: openapi_schema::<$ty>,
+            generation: $gen,
+            field_labels: $fields,
+            printer: $printer,
+            delete_returns_object: $obj,
+            conversion: None,
+        };
+    };
+}
+
+builtin!(
+    NAMESPACE,
+    core::v1::Namespace,
+    None,
+    &[("status.phase", "status.phase")],
+    Printer::Namespace
+);
+builtin!(
+    CONFIGMAP,
+    core::v1::ConfigMap,
+    None,
+    NO_FIELDS,
+    Printer::ConfigMap
+);
+builtin!(
+    SECRET,
+    core::v1::Secret,
+    None,
+    &[("type", "type")],
+    Printer::Secret
+);
+builtin!(
+    SERVICE,
+    core::v1::Service,
+    None,
+    NO_FIELDS,
+    Printer::Service
+);
+builtin!(
+    SERVICEACCOUNT,
+    core::v1::ServiceAccount,
+    None,
+    NO_FIELDS,
+    Printer::ServiceAccount
+);
+builtin!(
+    POD,
+    core::v1::Pod,
+    None,
+    &[
+        ("spec.nodeName", "spec.nodeName"),
+        ("spec.restartPolicy", "spec.restartPolicy"),
+        ("spec.schedulerName", "spec.schedulerName"),
+        ("spec.serviceAccountName", "spec.serviceAccountName"),
+        ("spec.hostNetwork", "spec.hostNetwork"),
+        ("status.phase", "status.phase"),
+        ("status.podIP", "status.podIP"),
+        ("status.nominatedNodeName", "status.nominatedNodeName"),
+    ],
+    Printer::Pod,
+    true
+);
+builtin!(
+    CORE_EVENT,
+    core::v1::Event,
+    None,
+    &[
+        ("involvedObject.kind", "involvedObject.kind"),
+        ("involvedObject.namespace", "involvedObject.namespace"),
+        ("involvedObject.name", "involvedObject.name"),
+        ("involvedObject.uid", "involvedObject.uid"),
+        ("involvedObject.apiVersion", "involvedObject.apiVersion"),
+        (
+            "involvedObject.resourceVersion",
+            "involvedObject.resourceVersion"
+        ),
+        ("involvedObject.fieldPath", "involvedObject.fieldPath"),
+        ("reason", "reason"),
+        ("reportingComponent", "reportingComponent"),
+        ("source", "source.component"),
+        ("type", "type"),
+    ],
+    Printer::Event
+);
+/// Served from the core events storage, so field selectors read core paths.
+static EVENTS_EVENT: Builtin = Builtin {
+    validate: decode::<events::v1::Event>,
+    openapi_schema: openapi_schema::<events::v1::Event>,
+    generation: None,
+    field_labels: &[
+        ("regarding.kind", "involvedObject.kind"),
+        ("regarding.namespace", "involvedObject.namespace"),
+        ("regarding.name", "involvedObject.name"),
+        ("regarding.uid", "involvedObject.uid"),
+        ("regarding.apiVersion", "involvedObject.apiVersion"),
+        ("reason", "reason"),
+        ("reportingController", "reportingComponent"),
+        ("type", "type"),
+    ],
+    printer: Printer::Default,
+    delete_returns_object: false,
+    conversion: Some(&EVENTS),
+};
+builtin!(
+    DEPLOYMENT,
+    apps::v1::Deployment,
+    Some(SPEC),
+    NO_FIELDS,
+    Printer::Deployment
+);
+builtin!(
+    REPLICASET,
+    apps::v1::ReplicaSet,
+    Some(SPEC),
+    &[("status.replicas", "status.replicas")],
+    Printer::ReplicaSet
+);
+builtin!(
+    STATEFULSET,
+    apps::v1::StatefulSet,
+    Some(SPEC),
+    NO_FIELDS,
+    Printer::StatefulSet
+);
+builtin!(
+    DAEMONSET,
+    apps::v1::DaemonSet,
+    Some(SPEC),
+    NO_FIELDS,
+    Printer::DaemonSet
+);
+builtin!(
+    JOB,
+    batch::v1::Job,
+    Some(SPEC),
+    &[("status.successful", "status.succeeded")],
+    Printer::Job
+);
+builtin!(
+    CRONJOB,
+    batch::v1::CronJob,
+    Some(SPEC),
+    NO_FIELDS,
+    Printer::CronJob
+);
+builtin!(
+    LEASE,
+    coordination::v1::Lease,
+    None,
+    NO_FIELDS,
+    Printer::Lease
+);
+builtin!(ROLE, rbac::v1::Role, None, NO_FIELDS, Printer::Default);
+builtin!(
+    ROLEBINDING,
+    rbac::v1::RoleBinding,
+    None,
+    NO_FIELDS,
+    Printer::RoleBinding
+);
+builtin!(
+    CLUSTERROLE,
+    rbac::v1::ClusterRole,
+    None,
+    NO_FIELDS,
+    Printer::Default
+);
+builtin!(
+    CLUSTERROLEBINDING,
+    rbac::v1::ClusterRoleBinding,
+    None,
+    NO_FIELDS,
+    Printer::RoleBinding
+);
+builtin!(
+    CRD,
+    CustomResourceDefinition,
+    Some(SPEC),
+    NO_FIELDS,
+    Printer::Default
+);
+builtin!(
+    VWC,
+    admissionregistration::v1::ValidatingWebhookConfiguration,
+    Some(&["webhooks"]),
+    NO_FIELDS,
+    Printer::Webhook
+);
+builtin!(
+    MWC,
+    admissionregistration::v1::MutatingWebhookConfiguration,
+    Some(&["webhooks"]),
+    NO_FIELDS,
+    Printer::Webhook
+);
+
+fn replicas_scale() -> Option<ScalePaths> {
+    Some(ScalePaths {
+        spec_replicas: ".spec.replicas".into(),
+        status_replicas: ".status.replicas".into(),
+        label_selector: None,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn def(
+    group: &str,
+    plural: &str,
+    kind: &str,
+    namespaced: bool,
+    verbs: &[&'static str],
+    short: &[&str],
+    categories: &[&str],
+    status: bool,
+    behavior: &'static Builtin,
+) -> ResourceDef {
+    let singular = kind.to_ascii_lowercase();
+    ResourceDef {
+        group: group.into(),
+        versions: vec!["v1".into()],
+        storage_version: "v1".into(),
+        plural: plural.into(),
+        singular,
+        kind: kind.into(),
+        list_kind: format!("{kind}List"),
+        namespaced,
+        verbs: verbs.to_vec(),
+        short_names: short.iter().map(|s| (*s).to_owned()).collect(),
+        categories: categories.iter().map(|s| (*s).to_owned()).collect(),
+        status,
+        scale: None,
+        extra_subresources: Vec::new(),
+        behavior: Behavior::Builtin(behavior),
+    }
+}
+
+/// The behaviour of the built-in kind `group`/`version`/`kind`, if this
+/// server serves it.
+pub(crate) fn find(group: &str, version: &str, kind: &str) -> Option<&'static Builtin> {
+    all()
+        .into_iter()
+        .find(|d| d.group == group && d.kind == kind && d.versions.iter().any(|v| v == version))
+        .and_then(|d| d.builtin())
+}
+
+/// Every built-in resource, in discovery order (groups as kube-apiserver
+/// orders them).
+pub(crate) fn all() -> Vec<ResourceDef> {
+    let all = &["all"];
+    let ext = &["api-extensions"];
+    let mut namespaces = def(
+        "",
+        "namespaces",
+        "Namespace",
+        false,
+        NS_VERBS,
+        &["ns"],
+        &[],
+        true,
+        &NAMESPACE,
+    );
+    namespaces.extra_subresources = vec![("finalize", &["update"])];
+    let mut deployments = def(
+        "apps",
+        "deployments",
+        "Deployment",
+        true,
+        ALL_VERBS,
+        &["deploy"],
+        all,
+        true,
+        &DEPLOYMENT,
+    );
+    deployments.scale = replicas_scale();
+    let mut replicasets = def(
+        "apps",
+        "replicasets",
+        "ReplicaSet",
+        true,
+        ALL_VERBS,
+        &["rs"],
+        all,
+        true,
+        &REPLICASET,
+    );
+    replicasets.scale = replicas_scale();
+    let mut statefulsets = def(
+        "apps",
+        "statefulsets",
+        "StatefulSet",
+        true,
+        ALL_VERBS,
+        &["sts"],
+        all,
+        true,
+        &STATEFULSET,
+    );
+    statefulsets.scale = replicas_scale();
+    let mut crd = def(
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        false,
+        ALL_VERBS,
+        &["crd", "crds"],
+        ext,
+        true,
+        &CRD,
+    );
+    crd.singular = "customresourcedefinition".into();
+    vec![
+        def(
+            "",
+            "configmaps",
+            "ConfigMap",
+            true,
+            ALL_VERBS,
+            &["cm"],
+            &[],
+            false,
+            &CONFIGMAP,
+        ),
+        def(
+            "",
+            "events",
+            "Event",
+            true,
+            ALL_VERBS,
+            &["ev"],
+            &[],
+            false,
+            &CORE_EVENT,
+        ),
+        namespaces,
+        def("", "pods", "Pod", true, ALL_VERBS, &["po"], all, true, &POD),
+        def(
+            "",
+            "secrets",
+            "Secret",
+            true,
+            ALL_VERBS,
+            &[],
+            &[],
+            false,
+            &SECRET,
+        ),
+        def(
+            "",
+            "serviceaccounts",
+            "ServiceAccount",
+            true,
+            ALL_VERBS,
+            &["sa"],
+            &[],
+            false,
+            &SERVICEACCOUNT,
+        ),
+        def(
+            "",
+            "services",
+            "Service",
+            true,
+            ALL_VERBS,
+            &["svc"],
+            all,
+            true,
+            &SERVICE,
+        ),
+        def(
+            "apps",
+            "daemonsets",
+            "DaemonSet",
+            true,
+            ALL_VERBS,
+            &["ds"],
+            all,
+            true,
+            &DAEMONSET,
+        ),
+        deployments,
+        replicasets,
+        statefulsets,
+        def(
+            "events.k8s.io",
+            "events",
+            "Event",
+            true,
+            ALL_VERBS,
+            &["ev"],
+            &[],
+            false,
+            &EVENTS_EVENT,
+        ),
+        def(
+            "batch",
+            "cronjobs",
+            "CronJob",
+            true,
+            ALL_VERBS,
+            &["cj"],
+            all,
+            true,
+            &CRONJOB,
+        ),
+        def(
+            "batch",
+            "jobs",
+            "Job",
+            true,
+            ALL_VERBS,
+            &[],
+            all,
+            true,
+            &JOB,
+        ),
+        def(
+            "rbac.authorization.k8s.io",
+            "clusterrolebindings",
+            "ClusterRoleBinding",
+            false,
+            ALL_VERBS,
+            &[],
+            &[],
+            false,
+            &CLUSTERROLEBINDING,
+        ),
+        def(
+            "rbac.authorization.k8s.io",
+            "clusterroles",
+            "ClusterRole",
+            false,
+            ALL_VERBS,
+            &[],
+            &[],
+            false,
+            &CLUSTERROLE,
+        ),
+        def(
+            "rbac.authorization.k8s.io",
+            "rolebindings",
+            "RoleBinding",
+            true,
+            ALL_VERBS,
+            &[],
+            &[],
+            false,
+            &ROLEBINDING,
+        ),
+        def(
+            "rbac.authorization.k8s.io",
+            "roles",
+            "Role",
+            true,
+            ALL_VERBS,
+            &[],
+            &[],
+            false,
+            &ROLE,
+        ),
+        def(
+            "admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations",
+            "MutatingWebhookConfiguration",
+            false,
+            ALL_VERBS,
+            &[],
+            ext,
+            false,
+            &MWC,
+        ),
+        def(
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations",
+            "ValidatingWebhookConfiguration",
+            false,
+            ALL_VERBS,
+            &[],
+            ext,
+            false,
+            &VWC,
+        ),
+        crd,
+        def(
+            "coordination.k8s.io",
+            "leases",
+            "Lease",
+            true,
+            ALL_VERBS,
+            &[],
+            &[],
+            false,
+            &LEASE,
+        ),
+    ]
+}

@@ -1,0 +1,383 @@
+//! The resource registry: which resources the server serves, under which
+//! group-versions, with their discovery attributes (names, kind, verbs,
+//! short names, categories, subresources) and the behaviour that differs per
+//! kind. Built-ins are fixed ([`builtins`]); custom resources come and go with
+//! their CRDs ([`crd`]).
+
+pub(crate) mod builtins;
+pub(crate) mod convert;
+pub(crate) mod crd;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+pub(crate) use builtins::Builtin;
+pub(crate) use crd::CustomInfo;
+
+/// Which of the Table printers (in `table`) a built-in kind uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Printer {
+    Default,
+    Namespace,
+    ConfigMap,
+    Secret,
+    Service,
+    ServiceAccount,
+    Pod,
+    Event,
+    Deployment,
+    ReplicaSet,
+    StatefulSet,
+    DaemonSet,
+    Job,
+    CronJob,
+    Lease,
+    RoleBinding,
+    Webhook,
+}
+
+/// Storage identity of a resource: `group/plural` (one store per resource,
+/// whatever version it is served at).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct ResKey(pub Arc<str>);
+
+impl ResKey {
+    pub fn new(group: &str, plural: &str) -> Self {
+        Self(Arc::from(format!("{group}/{plural}")))
+    }
+}
+
+/// JSON paths of a scale subresource (CRD `subresources.scale`).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ScalePaths {
+    pub spec_replicas: String,
+    pub status_replicas: String,
+    pub label_selector: Option<String>,
+}
+
+/// Everything the server knows about one resource.
+#[derive(Debug)]
+pub(crate) struct ResourceDef {
+    pub group: String,
+    /// Served versions, preferred first.
+    pub versions: Vec<String>,
+    /// The version objects are stored at.
+    pub storage_version: String,
+    pub plural: String,
+    pub singular: String,
+    pub kind: String,
+    pub list_kind: String,
+    pub namespaced: bool,
+    pub verbs: Vec<&'static str>,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    pub status: bool,
+    pub scale: Option<ScalePaths>,
+    /// Extra subresources listed in discovery only (e.g. `namespaces/finalize`).
+    pub extra_subresources: Vec<(&'static str, &'static [&'static str])>,
+    pub behavior: Behavior,
+}
+
+/// Per-kind behaviour.
+#[derive(Debug)]
+pub(crate) enum Behavior {
+    Builtin(&'static Builtin),
+    Custom(Arc<CustomInfo>),
+}
+
+impl ResourceDef {
+    pub fn key(&self) -> ResKey {
+        match self.conversion() {
+            Some(c) => ResKey::new(c.storage_group, c.storage_plural),
+            None => ResKey::new(&self.group, &self.plural),
+        }
+    }
+
+    /// Set when this kind is stored as another resource.
+    pub fn conversion(&self) -> Option<&'static convert::Conversion> {
+        self.builtin().and_then(|b| b.conversion)
+    }
+
+    /// A stored object as this resource serves it.
+    pub fn view(&self, stored: &Value) -> Option<Value> {
+        self.conversion().map(|c| (c.from_storage)(stored))
+    }
+
+    /// A served object as it is stored.
+    pub fn to_storage(&self, obj: Value) -> Value {
+        match self.conversion() {
+            Some(c) => (c.to_storage)(obj),
+            None => obj,
+        }
+    }
+
+    /// `apps/v1`, or `v1` for the core group.
+    pub fn api_version(&self, version: &str) -> String {
+        if self.group.is_empty() {
+            version.to_owned()
+        } else {
+            format!("{}/{version}", self.group)
+        }
+    }
+
+    pub fn builtin(&self) -> Option<&'static Builtin> {
+        match &self.behavior {
+            Behavior::Builtin(b) => Some(b),
+            Behavior::Custom(_) => None,
+        }
+    }
+
+    pub fn custom(&self) -> Option<&Arc<CustomInfo>> {
+        match &self.behavior {
+            Behavior::Custom(c) => Some(c),
+            Behavior::Builtin(_) => None,
+        }
+    }
+
+    pub fn is_custom(&self) -> bool {
+        matches!(self.behavior, Behavior::Custom(_))
+    }
+
+    pub fn has_verb(&self, verb: &str) -> bool {
+        self.verbs.contains(&verb)
+    }
+
+    /// The JSON path a field-selector label reads on this resource, or
+    /// `None` when kube-apiserver would answer `field label not supported`.
+    pub fn field_label(&self, label: &str) -> Option<Vec<String>> {
+        let split = |p: &str| p.split('.').map(str::to_owned).collect::<Vec<_>>();
+        if label == "metadata.name" || (label == "metadata.namespace" && self.namespaced) {
+            return Some(split(label));
+        }
+        match &self.behavior {
+            Behavior::Builtin(b) => b
+                .field_labels
+                .iter()
+                .find(|(l, _)| *l == label)
+                .map(|(_, path)| split(path)),
+            Behavior::Custom(c) => c
+                .selectable_fields
+                .iter()
+                .find(|f| f.as_str() == label)
+                .map(|f| split(f)),
+        }
+    }
+
+    /// Top-level fields whose change bumps `metadata.generation`; `None`
+    /// when this kind has no generation. Custom resources: everything but
+    /// `metadata` (and `status` when it is a subresource).
+    pub fn generation_fields(&self) -> Option<GenerationPolicy> {
+        match &self.behavior {
+            Behavior::Builtin(b) => b.generation.map(GenerationPolicy::Fields),
+            Behavior::Custom(_) => Some(GenerationPolicy::AllButMetadata),
+        }
+    }
+}
+
+/// What bumps generation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum GenerationPolicy {
+    Fields(&'static [&'static str]),
+    AllButMetadata,
+}
+
+/// The set of served resources; cheap to clone out of (`Arc` entries).
+#[derive(Default)]
+pub(crate) struct Registry {
+    /// `(group, version, plural)` to definition.
+    by_gvr: BTreeMap<(String, String, String), Arc<ResourceDef>>,
+    /// Built-in groups in discovery order, with their versions.
+    builtin_groups: Vec<(String, Vec<String>)>,
+    /// CRD name to the definition it registered.
+    crds: BTreeMap<String, Arc<ResourceDef>>,
+}
+
+impl Registry {
+    /// The built-in resources.
+    pub fn with_builtins() -> Self {
+        let mut reg = Self::default();
+        for def in builtins::all() {
+            let def = Arc::new(def);
+            let gv = (def.group.clone(), def.versions.clone());
+            if !reg.builtin_groups.iter().any(|(g, _)| *g == gv.0) {
+                reg.builtin_groups.push(gv);
+            }
+            for v in &def.versions {
+                reg.by_gvr.insert(
+                    (def.group.clone(), v.clone(), def.plural.clone()),
+                    def.clone(),
+                );
+            }
+        }
+        reg
+    }
+
+    pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceDef>> {
+        self.by_gvr
+            .get(&(group.to_owned(), version.to_owned(), plural.to_owned()))
+            .cloned()
+    }
+
+    /// The definition stored under `key`, at any version.
+    pub fn by_key(&self, key: &ResKey) -> Option<Arc<ResourceDef>> {
+        self.by_gvr.values().find(|d| d.key() == *key).cloned()
+    }
+
+    /// Whether `/apis/{group}/{version}` (or `/api/v1`) is served.
+    pub fn has_group_version(&self, group: &str, version: &str) -> bool {
+        self.groups()
+            .iter()
+            .any(|(g, vs)| g == group && vs.iter().any(|v| v == version))
+    }
+
+    /// Groups in discovery order (core first, built-ins, then CRD groups by
+    /// name), each with its versions in preference order.
+    pub fn groups(&self) -> Vec<(String, Vec<String>)> {
+        let mut out = self.builtin_groups.clone();
+        let mut custom: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for def in self.crds.values() {
+            let versions = custom.entry(def.group.clone()).or_default();
+            for v in &def.versions {
+                if !versions.contains(v) {
+                    versions.push(v.clone());
+                }
+            }
+        }
+        for (g, mut vs) in custom {
+            if out.iter().any(|(bg, _)| *bg == g) {
+                continue;
+            }
+            vs.sort_by(|a, b| crd::compare_versions(b, a));
+            out.push((g, vs));
+        }
+        out
+    }
+
+    /// Resources served under one group-version, in name order.
+    pub fn resources(&self, group: &str, version: &str) -> Vec<Arc<ResourceDef>> {
+        self.by_gvr
+            .iter()
+            .filter(|((g, v, _), _)| g == group && v == version)
+            .map(|(_, d)| d.clone())
+            .collect()
+    }
+
+    /// Every served definition, once each.
+    pub fn all(&self) -> Vec<Arc<ResourceDef>> {
+        let mut seen = std::collections::HashSet::new();
+        self.by_gvr
+            .values()
+            .filter(|d| seen.insert(d.key()))
+            .cloned()
+            .collect()
+    }
+
+    /// The definition a CRD registered, if any.
+    pub fn crd_def(&self, crd_name: &str) -> Option<Arc<ResourceDef>> {
+        self.crds.get(crd_name).cloned()
+    }
+
+    /// Registers or replaces the resource of a CRD.
+    pub fn put_crd(&mut self, crd_name: &str, def: ResourceDef) -> Arc<ResourceDef> {
+        self.remove_crd(crd_name);
+        let def = Arc::new(def);
+        for v in &def.versions {
+            self.by_gvr.insert(
+                (def.group.clone(), v.clone(), def.plural.clone()),
+                def.clone(),
+            );
+        }
+        self.crds.insert(crd_name.to_owned(), def.clone());
+        def
+    }
+
+    /// Stops serving a CRD's resource.
+    pub fn remove_crd(&mut self, crd_name: &str) -> Option<Arc<ResourceDef>> {
+        let old = self.crds.remove(crd_name)?;
+        self.by_gvr.retain(|_, d| !Arc::ptr_eq(d, &old));
+        Some(old)
+    }
+
+    /// Whether some served resource other than `except_crd`'s already uses
+    /// this plural/singular/short name/kind in `group` (the naming
+    /// controller's conflict check).
+    pub fn name_conflict(
+        &self,
+        group: &str,
+        except_crd: &str,
+        names: &crd::Names,
+    ) -> Option<&'static str> {
+        for def in self.all() {
+            if def.group != group {
+                continue;
+            }
+            if let Some(c) = def.custom() {
+                if c.crd_name == except_crd {
+                    continue;
+                }
+            }
+            if def.plural == names.plural || def.singular == names.plural {
+                return Some("PluralConflict");
+            }
+            if def.plural == names.singular || def.singular == names.singular {
+                return Some("SingularConflict");
+            }
+            if names
+                .short_names
+                .iter()
+                .any(|s| def.short_names.contains(s))
+            {
+                return Some("ShortNamesConflict");
+            }
+            if def.kind == names.kind {
+                return Some("KindConflict");
+            }
+            if def.list_kind == names.list_kind {
+                return Some("ListKindConflict");
+            }
+        }
+        None
+    }
+}
+
+/// Reads a dotted JSON path (`.spec.replicas`) from `obj`.
+pub(crate) fn json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut cur = obj;
+    for seg in path.trim_start_matches('.').split('.') {
+        if seg.is_empty() {
+            continue;
+        }
+        cur = cur.get(seg)?;
+    }
+    Some(cur)
+}
+
+/// Writes `value` at a dotted JSON path, creating objects on the way.
+pub(crate) fn set_json_path(obj: &mut Value, path: &str, value: Value) -> bool {
+    let segs: Vec<&str> = path
+        .trim_start_matches('.')
+        .split('.')
+        .filter(|s| !s.is_empty())
+        .collect();
+    let Some((last, parents)) = segs.split_last() else {
+        return false;
+    };
+    let mut cur = obj;
+    for seg in parents {
+        let Some(map) = cur.as_object_mut() else {
+            return false;
+        };
+        cur = map
+            .entry((*seg).to_owned())
+            .or_insert_with(|| Value::Object(Default::default()));
+    }
+    match cur.as_object_mut() {
+        Some(map) => {
+            map.insert((*last).to_owned(), value);
+            true
+        }
+        None => false,
+    }
+}

@@ -1,0 +1,331 @@
+//! `ApiServer`, the crate's front door: binds the listener, generates the CA
+//! and token, seeds the system namespaces, starts the in-server controllers
+//! and serves every connection ([`accept`]) until shut down. It hands out
+//! what any client needs: the URL, the CA, the token, a kubeconfig.
+
+mod accept;
+mod faults;
+pub(crate) mod kubeconfig;
+mod tls;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::sync::atomic::AtomicU32;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Notify};
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+
+pub use faults::Faults;
+
+use crate::apidocs::OpenApiDocs;
+use crate::faults::{Failure, FaultRules, RequestMatch};
+use crate::objects::{self, WriteOpts};
+use crate::registry::Registry;
+use crate::state::{GcState, Options, Shared};
+use crate::storage::Storage;
+use crate::Error;
+use tls::Certificates;
+
+/// Configures and starts an [`ApiServer`].
+#[derive(Debug, Clone)]
+pub struct ApiServerBuilder {
+    bind: SocketAddr,
+    history: usize,
+    watch_buffer: usize,
+    bookmark_interval: Duration,
+    latency: Option<Duration>,
+    failures: Vec<(usize, RequestMatch, Failure)>,
+}
+
+impl Default for ApiServerBuilder {
+    fn default() -> Self {
+        Self {
+            bind: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
+            history: 10_000,
+            watch_buffer: 4096,
+            bookmark_interval: Duration::from_secs(60),
+            latency: None,
+            failures: Vec::new(),
+        }
+    }
+}
+
+impl ApiServerBuilder {
+    /// The address to listen on (default `127.0.0.1:0`, a random port).
+    pub fn bind(mut self, addr: SocketAddr) -> Self {
+        self.bind = addr;
+        self
+    }
+
+    /// How many events per resource the watch history keeps (default
+    /// 10 000); older resourceVersions answer 410 Expired.
+    pub fn watch_history(mut self, events: usize) -> Self {
+        self.history = events;
+        self
+    }
+
+    /// How many undelivered events a watcher may have before it is dropped
+    /// (default 4096).
+    pub fn watch_buffer(mut self, events: usize) -> Self {
+        self.watch_buffer = events;
+        self
+    }
+
+    /// How often watches with `allowWatchBookmarks` get a BOOKMARK
+    /// (default 60 s, as kube-apiserver).
+    pub fn bookmark_interval(mut self, interval: Duration) -> Self {
+        self.bookmark_interval = interval;
+        self
+    }
+
+    /// Delays every request from the start.
+    pub fn latency(mut self, latency: Duration) -> Self {
+        self.latency = Some(latency);
+        self
+    }
+
+    /// Fails the first `n` requests matching `matcher` (see
+    /// [`Faults::fail_next`]).
+    pub fn fail_next(mut self, n: usize, matcher: RequestMatch, failure: Failure) -> Self {
+        self.failures.push((n, matcher, failure));
+        self
+    }
+
+    /// Starts serving.
+    pub async fn start(self) -> Result<ApiServer, Error> {
+        let listener = TcpListener::bind(self.bind)
+            .await
+            .map_err(|e| Error::Bind(self.bind, e))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| Error::Bind(self.bind, e))?;
+        let certs = Certificates::generate(Some(addr.ip()))?;
+        let token = random_token()?;
+        let host = if addr.ip().is_unspecified() {
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), addr.port())
+        } else {
+            addr
+        };
+        let url: http::Uri = format!("https://{host}")
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| Error::Address(e.to_string()))?;
+        let (close_tx, _) = watch::channel(0u64);
+        let shared = Arc::new(Shared {
+            storage: Storage::new(self.history, self.watch_buffer),
+            registry: RwLock::new(Registry::with_builtins()),
+            faults: FaultRules::default(),
+            token: token.clone(),
+            server_address: host.to_string(),
+            close_watches: close_tx,
+            controllers: Notify::new(),
+            gc: GcState::default(),
+            options: Options {
+                bookmark_interval: self.bookmark_interval,
+            },
+            next_cluster_ip: AtomicU32::new(1),
+            openapi: OpenApiDocs::default(),
+        });
+        seed(&shared)?;
+        shared.faults.set_latency(self.latency);
+        for (n, m, f) in self.failures {
+            shared.faults.add(n, m, f);
+        }
+        let cancel = CancellationToken::new();
+        let acceptor = TlsAcceptor::from(certs.server_config.clone());
+        let accept_task = tokio::spawn(accept::serve(
+            listener,
+            acceptor,
+            shared.clone(),
+            cancel.clone(),
+        ));
+        tokio::spawn(crate::gc::run(shared.clone(), cancel.clone()));
+        tracing::info!(%url, "API server listening");
+        Ok(ApiServer {
+            shared,
+            url,
+            addr: host,
+            ca_der: certs.ca_der,
+            ca_pem: certs.ca_pem,
+            token,
+            cancel,
+            accept_task: Some(accept_task),
+        })
+    }
+}
+
+fn random_token() -> Result<String, Error> {
+    let mut buf = [0u8; 32];
+    rustls::crypto::ring::default_provider()
+        .secure_random
+        .fill(&mut buf)
+        .map_err(|_| Error::Tls("no secure random source".into()))?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The namespaces every cluster has.
+fn seed(shared: &Shared) -> Result<(), Error> {
+    let def = shared
+        .registry()
+        .get("", "v1", "namespaces")
+        .ok_or_else(|| Error::Rejected("namespaces are not registered".into()))?;
+    let opts = WriteOpts::internal(&def, "kube-apiserver");
+    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+        objects::create(shared, &def, None, obj, &opts)
+            .map_err(|e| Error::Rejected(format!("seeding namespace {ns}: {}", e.message)))?;
+    }
+    Ok(())
+}
+
+/// An in-process Kubernetes API server on HTTPS, for tests and demos.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), kubeforge_apiserver::Error> {
+/// let server = kubeforge_apiserver::ApiServer::start().await?;
+/// server.write_kubeconfig("/tmp/kubeconfig")?; // for kubectl, or any client
+/// println!("serving at {}", server.url());
+/// server.shutdown().await;
+/// # Ok(())
+/// # }
+/// ```
+pub struct ApiServer {
+    shared: Arc<Shared>,
+    url: http::Uri,
+    addr: SocketAddr,
+    ca_der: Vec<u8>,
+    ca_pem: String,
+    token: String,
+    cancel: CancellationToken,
+    accept_task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for ApiServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiServer")
+            .field("url", &self.url)
+            .field("token", &"<redacted>")
+            .finish_non_exhaustive()
+    }
+}
+
+impl ApiServer {
+    /// Starts a server on `127.0.0.1` with a random port.
+    pub async fn start() -> Result<Self, Error> {
+        Self::builder().start().await
+    }
+
+    /// A builder for non-default options.
+    pub fn builder() -> ApiServerBuilder {
+        ApiServerBuilder::default()
+    }
+
+    /// The base URL, `https://127.0.0.1:PORT`.
+    pub fn url(&self) -> &http::Uri {
+        &self.url
+    }
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The CA certificate (DER) that signed the serving certificate.
+    pub fn ca_der(&self) -> &[u8] {
+        &self.ca_der
+    }
+
+    /// The CA certificate (PEM).
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// The bearer token of the server's admin (what envtest hands its
+    /// tests). Keep it out of logs.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// A kubeconfig for this server as YAML text: one cluster (URL and CA
+    /// data), the admin token user, and the context
+    /// [`KUBECONFIG_CONTEXT`](crate::KUBECONFIG_CONTEXT), made current. Any
+    /// client that reads kubeconfigs (kube-rs, client-go, kubectl) can use
+    /// it.
+    pub fn kubeconfig(&self) -> Result<String, Error> {
+        kubeconfig::render(&self.url.to_string(), &self.ca_pem, &self.token)
+    }
+
+    /// The fault-injection handle.
+    pub fn faults(&self) -> Faults {
+        Faults {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Writes a kubeconfig (cluster with CA data, token user, context
+    /// `kubeforge`, current) to `path`, readable by the owner only.
+    pub fn write_kubeconfig(&self, path: impl AsRef<Path>) -> Result<(), Error> {
+        kubeconfig::write(
+            path.as_ref(),
+            &self.url.to_string(),
+            &self.ca_pem,
+            &self.token,
+        )
+    }
+
+    /// Creates (or replaces the spec of) a CustomResourceDefinition
+    /// in-process, as `kubectl apply` would; its resource is served when
+    /// this returns. `crd` is anything that serializes to a CRD: a
+    /// `serde_json::Value` read from a manifest, or a
+    /// `&CustomResourceDefinition` from k8s-openapi (`CustomResource::crd()`
+    /// of a kube-rs derive, say).
+    pub fn install_crd(&self, crd: impl serde::Serialize) -> Result<(), Error> {
+        let crd = serde_json::to_value(crd).map_err(|source| Error::Json {
+            what: "the CustomResourceDefinition",
+            source,
+        })?;
+        let def = self
+            .shared
+            .registry()
+            .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+            .ok_or_else(|| Error::Rejected("CRDs are not served".into()))?;
+        let opts = WriteOpts::internal(&def, "kubeforge");
+        let name = crd
+            .pointer("/metadata/name")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        match objects::create(&self.shared, &def, None, crd.clone(), &opts) {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == 409 => {
+                let key = (String::new(), name);
+                objects::update(&self.shared, &def, &key, &opts, |cur| {
+                    let mut next = cur.clone();
+                    next["spec"] = crd.get("spec").cloned().unwrap_or_default();
+                    Ok((next, objects::Precondition::None))
+                })
+                .map(|_| ())
+                .map_err(|e| Error::Rejected(e.message))
+            }
+            Err(e) => Err(Error::Rejected(e.message)),
+        }
+    }
+
+    /// Stops accepting connections and closes the open ones.
+    pub async fn shutdown(mut self) {
+        self.cancel.cancel();
+        if let Some(task) = self.accept_task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}

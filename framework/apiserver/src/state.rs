@@ -1,0 +1,119 @@
+//! `Shared`: the state every request handler and every in-server controller
+//! sees: the storage, the registry of served resources, the fault rules,
+//! the OpenAPI document cache and the work queued for the controllers.
+//! It sits below everything that takes it, so handlers, the write path and
+//! the controllers all reach down to it and it reaches down only to the
+//! engine modules it holds.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::AtomicU32;
+use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use tokio::sync::{watch, Notify};
+
+use crate::apidocs::OpenApiDocs;
+use crate::faults::FaultRules;
+use crate::registry::{Registry, ResKey, ResourceDef};
+use crate::storage::{ObjKey, Storage, StoredObject};
+use crate::util;
+
+/// Tunables of a server.
+#[derive(Clone, Debug)]
+pub(crate) struct Options {
+    /// Interval between watch bookmarks (kube-apiserver: about a minute).
+    pub bookmark_interval: Duration,
+}
+
+/// State shared by requests and the controllers.
+pub(crate) struct Shared {
+    pub storage: Storage,
+    pub(crate) registry: RwLock<Registry>,
+    pub faults: FaultRules,
+    /// The admin bearer token.
+    pub(crate) token: String,
+    /// `host:port` clients reach the server at.
+    pub server_address: String,
+    /// Bumped to end every open watch stream.
+    pub close_watches: watch::Sender<u64>,
+    /// Wakes the controllers after writes.
+    pub controllers: Notify,
+    pub gc: GcState,
+    pub options: Options,
+    /// The next Service cluster IP.
+    pub next_cluster_ip: AtomicU32,
+    /// The `/openapi/v3` documents.
+    pub openapi: OpenApiDocs,
+}
+
+impl Shared {
+    pub fn registry(&self) -> RwLockReadGuard<'_, Registry> {
+        self.registry.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn registry_mut(&self) -> RwLockWriteGuard<'_, Registry> {
+        self.registry.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Constant-time comparison of a presented bearer token.
+    pub fn token_matches(&self, presented: &str) -> bool {
+        let want = self.token.as_bytes();
+        let got = presented.as_bytes();
+        if want.len() != got.len() {
+            return false;
+        }
+        want.iter().zip(got).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    }
+}
+
+#[derive(Default)]
+struct Pending {
+    owners_gone: Vec<String>,
+    deleting: BTreeSet<(ResKey, ObjKey)>,
+}
+
+/// Work the write path queues for the in-server controllers (the garbage
+/// collector and the namespace and CRD finalizers).
+#[derive(Default)]
+pub(crate) struct GcState {
+    pending: Mutex<Pending>,
+}
+
+impl GcState {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// An object got or kept a deletionTimestamp.
+    pub fn mark_deleting(&self, def: &ResourceDef, obj: &StoredObject) {
+        let key = (
+            util::meta_str(&obj.value, "namespace")
+                .unwrap_or("")
+                .to_owned(),
+            obj.name().to_owned(),
+        );
+        self.lock().deleting.insert((def.key(), key));
+    }
+
+    /// An object was removed; its dependents need looking at.
+    pub fn owner_gone(&self, uid: &str) {
+        if !uid.is_empty() {
+            self.lock().owners_gone.push(uid.to_owned());
+        }
+    }
+
+    /// The uids of removed owners queued since the last call.
+    pub fn take_owners_gone(&self) -> Vec<String> {
+        std::mem::take(&mut self.lock().owners_gone)
+    }
+
+    /// The objects waiting for their finalizers.
+    pub fn deleting(&self) -> Vec<(ResKey, ObjKey)> {
+        self.lock().deleting.iter().cloned().collect()
+    }
+
+    /// `key` was finalized (or is gone).
+    pub fn done_deleting(&self, res: ResKey, key: ObjKey) {
+        self.lock().deleting.remove(&(res, key));
+    }
+}

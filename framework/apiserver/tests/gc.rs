@@ -1,0 +1,247 @@
+//! The controllers a lone API server needs so deletions finish: the
+//! ownerReference garbage collector (background, foreground, orphan),
+//! namespace deletion, and CRD deletion with its custom resources.
+
+mod common;
+mod poll;
+
+use common::Kube;
+use poll::eventually;
+use serde_json::{json, Value};
+
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+
+async fn owned(k: &Kube, name: &str, owner: &Value, block: bool) -> Value {
+    let r = k
+        .post(
+            CMS,
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "ownerReferences": [{
+                "apiVersion": "v1", "kind": "ConfigMap", "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
+                "blockOwnerDeletion": block}]}}),
+        )
+        .await;
+    assert_eq!(r.code(), 201);
+    r.json()
+}
+
+#[tokio::test]
+async fn background_deletion_removes_dependents() {
+    let k = Kube::start().await;
+    let owner = k.configmap("default", "owner", json!({})).await;
+    owned(&k, "child", &owner, false).await;
+    let grandchild_owner = k.get(&format!("{CMS}/child")).await.json();
+    owned(&k, "grandchild", &grandchild_owner, false).await;
+    assert_eq!(k.delete(&format!("{CMS}/owner")).await.code(), 200);
+    eventually("dependents deleted", async || {
+        k.get(&format!("{CMS}/child")).await.code() == 404
+            && k.get(&format!("{CMS}/grandchild")).await.code() == 404
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn foreground_deletion_waits_for_blocking_dependents() {
+    let k = Kube::start().await;
+    let owner = k.configmap("default", "owner", json!({})).await;
+    let mut child = owned(&k, "child", &owner, true).await;
+    // A finalizer on the dependent keeps the owner waiting.
+    child["metadata"]["finalizers"] = json!(["ex.com/hold"]);
+    assert_eq!(k.put(&format!("{CMS}/child"), &child).await.code(), 200);
+    let r = k
+        .delete_with(
+            &format!("{CMS}/owner"),
+            &json!({"propagationPolicy": "Foreground"}),
+        )
+        .await
+        .json();
+    assert_eq!(r["metadata"]["finalizers"], json!(["foregroundDeletion"]));
+    assert!(r["metadata"]["deletionTimestamp"].is_string());
+    eventually("dependent marked", async || {
+        k.get(&format!("{CMS}/child")).await.json()["metadata"]["deletionTimestamp"].is_string()
+    })
+    .await;
+    assert_eq!(
+        k.get(&format!("{CMS}/owner")).await.code(),
+        200,
+        "owner waits for the blocking dependent"
+    );
+    k.patch(
+        &format!("{CMS}/child"),
+        "application/json-patch+json",
+        &json!([{"op": "remove", "path": "/metadata/finalizers"}]),
+    )
+    .await;
+    eventually("owner gone", async || {
+        k.get(&format!("{CMS}/owner")).await.code() == 404
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn orphan_deletion_keeps_dependents_and_drops_the_reference() {
+    let k = Kube::start().await;
+    let owner = k.configmap("default", "owner", json!({})).await;
+    owned(&k, "child", &owner, false).await;
+    k.delete_with(
+        &format!("{CMS}/owner"),
+        &json!({"propagationPolicy": "Orphan"}),
+    )
+    .await;
+    eventually("owner gone", async || {
+        k.get(&format!("{CMS}/owner")).await.code() == 404
+    })
+    .await;
+    // The dependent must still be there: a 404 Status has empty metadata
+    // too, so the reference check alone would pass if it had been deleted.
+    let child = k.get(&format!("{CMS}/child")).await;
+    assert_eq!(child.code(), 200, "the dependent is kept");
+    let child = child.json();
+    assert!(
+        child["metadata"].get("ownerReferences").is_none(),
+        "{child}"
+    );
+}
+
+#[tokio::test]
+async fn namespace_deletion_removes_contents_then_the_namespace() {
+    let k = Kube::start().await;
+    k.post(
+        "/api/v1/namespaces",
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}),
+    )
+    .await;
+    k.configmap("team", "a", json!({})).await;
+    let mut held = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "held", "finalizers": ["ex.com/x"]}});
+    assert_eq!(
+        k.post("/api/v1/namespaces/team/configmaps", &held)
+            .await
+            .code(),
+        201
+    );
+    let r = k.delete("/api/v1/namespaces/team").await.json();
+    assert_eq!(r["kind"], "Namespace");
+    assert_eq!(r["status"]["phase"], "Terminating");
+    eventually("contents deleted", async || {
+        k.get("/api/v1/namespaces/team/configmaps/a").await.code() == 404
+    })
+    .await;
+    let refused = k
+        .post(
+            "/api/v1/namespaces/team/configmaps",
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "new"}}),
+        )
+        .await;
+    assert_eq!(refused.code(), 403);
+    assert_eq!(
+        k.get("/api/v1/namespaces/team").await.code(),
+        200,
+        "a finalizer in the namespace holds it"
+    );
+    held = k
+        .get("/api/v1/namespaces/team/configmaps/held")
+        .await
+        .json();
+    held["metadata"]["finalizers"] = json!([]);
+    assert_eq!(
+        k.put("/api/v1/namespaces/team/configmaps/held", &held)
+            .await
+            .code(),
+        200
+    );
+    eventually("namespace gone", async || {
+        k.get("/api/v1/namespaces/team").await.code() == 404
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn crds_register_at_once_and_their_deletion_deletes_custom_resources() {
+    let k = Kube::start().await;
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.ex.com"},
+        "spec": {"group": "ex.com", "scope": "Cluster",
+            "names": {"plural": "gadgets", "kind": "Gadget", "categories": ["all"]},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "additionalPrinterColumns": [{"name": "Color", "type": "string", "jsonPath": ".spec.color"}],
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    k.create_crd(&crd).await;
+    let stored = k
+        .get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.ex.com")
+        .await
+        .json();
+    let conds = stored["status"]["conditions"].as_array().unwrap();
+    assert!(conds
+        .iter()
+        .any(|c| c["type"] == "Established" && c["status"] == "True"));
+    assert!(conds
+        .iter()
+        .any(|c| c["type"] == "NamesAccepted" && c["status"] == "True"));
+    assert_eq!(stored["status"]["acceptedNames"]["singular"], "gadget");
+    assert!(stored["metadata"]["finalizers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f == "customresourcecleanup.apiextensions.k8s.io"));
+    let disc = k.get("/apis/ex.com/v1").await.json();
+    assert_eq!(disc["resources"][0]["name"], "gadgets");
+    assert_eq!(disc["resources"][0]["namespaced"], false);
+    let g = k.post("/apis/ex.com/v1/gadgets", &json!({"apiVersion": "ex.com/v1", "kind": "Gadget", "metadata": {"name": "g"}, "spec": {"color": "red"}})).await;
+    assert_eq!(g.code(), 201);
+    let t = k
+        .get_accept(
+            "/apis/ex.com/v1/gadgets",
+            "application/json;as=Table;v=v1;g=meta.k8s.io",
+        )
+        .await
+        .json();
+    assert_eq!(t["columnDefinitions"][1]["name"], "Color");
+    assert_eq!(t["rows"][0]["cells"], json!(["g", "red"]));
+    // A second CRD with a clashing kind in the group is not accepted.
+    let mut clash = crd.clone();
+    clash["metadata"]["name"] = json!("gizmos.ex.com");
+    clash["spec"]["names"] = json!({"plural": "gizmos", "singular": "gizmo", "kind": "Gadget"});
+    k.post(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &clash,
+    )
+    .await;
+    let c = k
+        .get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gizmos.ex.com")
+        .await
+        .json();
+    let names = c["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "NamesAccepted")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (names["status"].as_str(), names["reason"].as_str()),
+        (Some("False"), Some("KindConflict"))
+    );
+    assert_eq!(k.get("/apis/ex.com/v1/gizmos").await.code(), 404);
+    // Invalid CRDs are rejected with causes.
+    let mut bad = crd.clone();
+    bad["metadata"]["name"] = json!("wrong.ex.com");
+    let r = k
+        .post(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &bad,
+        )
+        .await;
+    assert_eq!(r.code(), 422);
+    assert_eq!(r.json()["details"]["causes"][0]["field"], "metadata.name");
+    // Deleting the CRD deletes its objects, then stops serving.
+    k.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.ex.com")
+        .await;
+    eventually("CRD gone", async || {
+        k.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.ex.com")
+            .await
+            .code()
+            == 404
+    })
+    .await;
+    assert_eq!(k.get("/apis/ex.com/v1/gadgets").await.code(), 404);
+}
