@@ -42,8 +42,9 @@
 //! - `handlers`: routing and one module per verb group; `watch` streams;
 //!   `discovery`, `table` (kubectl's Table output) and `apidocs` (the
 //!   `/openapi/v3` documents, built by `openapi`) answer reads.
-//! - `gc`: the in-server controllers (garbage collector, namespace and CRD
-//!   finalization), which write through the same path as requests.
+//! - `controllers`: what kube-controller-manager would do (garbage
+//!   collector, namespace and CRD finalization, default ServiceAccounts),
+//!   writing through the same path as requests.
 //! - `objects`: write semantics (create, update, delete, preconditions),
 //!   calling `admission` (where `schema` validation, pruning, defaulting
 //!   and CEL, and `patch` plug in), `defaults` and `validation` for
@@ -58,11 +59,12 @@
 
 mod admission;
 mod apidocs;
+mod controllers;
 mod crds;
 mod defaults;
 mod discovery;
+mod error;
 mod faults;
-mod gc;
 mod handlers;
 mod http;
 mod objects;
@@ -82,42 +84,8 @@ mod util;
 mod validation;
 mod watch;
 
-use std::net::SocketAddr;
-use std::path::PathBuf;
-
+pub use error::Error;
 pub use faults::{Failure, RequestMatch};
 pub use server::kubeconfig::CONTEXT as KUBECONFIG_CONTEXT;
 pub use server::{ApiServer, ApiServerBuilder, Faults};
 pub use status::Cause;
-
-/// Why the server could not start or write its kubeconfig.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The listen address could not be bound.
-    #[error("cannot listen on {0}: {1}")]
-    Bind(SocketAddr, #[source] std::io::Error),
-    /// The server's URL could not be formed from the bound address.
-    #[error("invalid server address: {0}")]
-    Address(String),
-    /// Certificate generation or TLS setup failed.
-    #[error("TLS setup failed: {0}")]
-    Tls(String),
-    /// The kubeconfig could not be rendered.
-    #[error("cannot render kubeconfig: {0}")]
-    Kubeconfig(String),
-    /// A file could not be written.
-    #[error("cannot write {0}: {1}")]
-    Io(PathBuf, #[source] std::io::Error),
-    /// The server rejected an object (the `Status` message).
-    #[error("rejected: {0}")]
-    Rejected(String),
-    /// An object to install did not serialize to JSON.
-    #[error("cannot encode {what} as JSON: {source}")]
-    Json {
-        /// What was being encoded.
-        what: &'static str,
-        /// The serializer's error.
-        #[source]
-        source: serde_json::Error,
-    },
-}

@@ -36,9 +36,8 @@ pub(crate) struct Shared {
     pub server_address: String,
     /// Bumped to end every open watch stream.
     pub close_watches: watch::Sender<u64>,
-    /// Wakes the controllers after writes.
-    pub controllers: Notify,
-    pub gc: GcState,
+    /// Work for the in-server controllers, queued by the write path.
+    pub controllers: ControllerQueue,
     pub options: Options,
     /// The next Service cluster IP.
     pub next_cluster_ip: AtomicU32,
@@ -70,18 +69,42 @@ impl Shared {
 struct Pending {
     owners_gone: Vec<String>,
     deleting: BTreeSet<(ResKey, ObjKey)>,
+    new_namespaces: Vec<String>,
 }
 
 /// Work the write path queues for the in-server controllers (the garbage
-/// collector and the namespace and CRD finalizers).
+/// collector, the namespace and CRD finalizers, the service-account
+/// controller), and the signal that wakes them.
 #[derive(Default)]
-pub(crate) struct GcState {
+pub(crate) struct ControllerQueue {
     pending: Mutex<Pending>,
+    wake: Notify,
 }
 
-impl GcState {
+impl ControllerQueue {
     fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Wakes the controllers (after any write).
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Resolves at the next [`wake`](Self::wake) (or at once if one came
+    /// since the last wait).
+    pub async fn woken(&self) {
+        self.wake.notified().await;
+    }
+
+    /// A namespace was created; it needs its `default` ServiceAccount.
+    pub fn namespace_created(&self, name: &str) {
+        self.lock().new_namespaces.push(name.to_owned());
+    }
+
+    /// The namespaces created since the last call.
+    pub fn take_new_namespaces(&self) -> Vec<String> {
+        std::mem::take(&mut self.lock().new_namespaces)
     }
 
     /// An object got or kept a deletionTimestamp.

@@ -7,8 +7,8 @@ use http::Response;
 use hyper::body::Incoming;
 use serde_json::{json, Value};
 
+use super::ctx::Ctx;
 use super::read::{filter, list_body, parse_rv, render};
-use super::Ctx;
 use crate::http::{self as h, Body};
 use crate::objects::{self, DeleteOpts, Deleted, Propagation};
 use crate::status::{success_status, ApiError, Cause};

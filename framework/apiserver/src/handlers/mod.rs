@@ -3,6 +3,7 @@
 //! [`write`]: create, update, patch; [`delete`]; [`scale`]) and to the
 //! OpenAPI documents ([`openapi`]).
 
+mod ctx;
 mod delete;
 mod jsonpatch;
 mod openapi;
@@ -20,10 +21,10 @@ use serde_json::json;
 use super::discovery;
 use super::faults::Failure;
 use super::http::{self as h, Body, Query};
-use super::registry::ResourceDef;
 use super::routing::{self, ResourcePath, Route};
 use super::state::Shared;
 use super::status::ApiError;
+use ctx::Ctx;
 
 /// Handles one request; never fails (errors become `Status` responses).
 pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
@@ -172,24 +173,6 @@ fn verb(method: &Method, p: &ResourcePath, watch: bool) -> Result<&'static str, 
         ("DELETE", false) => "deletecollection",
         _ => return Err(ApiError::method_not_allowed()),
     })
-}
-
-/// Everything a resource handler needs.
-pub(crate) struct Ctx {
-    pub shared: Arc<Shared>,
-    pub def: Arc<ResourceDef>,
-    pub path: ResourcePath,
-    pub query: Query,
-    pub parts: Parts,
-}
-
-impl Ctx {
-    pub fn key(&self) -> (String, String) {
-        (
-            self.path.namespace.clone().unwrap_or_default(),
-            self.path.name.clone().unwrap_or_default(),
-        )
-    }
 }
 
 async fn resource(

@@ -11,7 +11,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use http::Response;
 use serde_json::{json, Value};
 
-use super::Ctx;
+use super::ctx::Ctx;
 use crate::http::{self as h, Body, Format, Output};
 use crate::objects::{store_error, too_large};
 use crate::registry::ResourceDef;

@@ -7,9 +7,9 @@ use http::Response;
 use hyper::body::Incoming;
 use serde_json::{json, Value};
 
+use super::ctx::Ctx;
 use super::read::parse_rv;
 use super::write::{apply_patch, body_object, parse_patch, patch_options, write_opts};
-use super::Ctx;
 use crate::http::{self as h, Body};
 use crate::objects::{self, Precondition, Sub};
 use crate::registry::{json_path, set_json_path, ScalePaths};

@@ -8,8 +8,8 @@ use http::{HeaderValue, Response};
 use hyper::body::Incoming;
 use serde_json::Value;
 
+use super::ctx::Ctx;
 use super::read::{parse_rv, render};
-use super::Ctx;
 use crate::admission::{self, FieldValidation};
 use crate::http::{self as h, Body, Format, Output};
 use crate::objects::{self, Precondition, Sub, WriteOpts, Written};

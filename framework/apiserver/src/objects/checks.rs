@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::WriteOpts;
+use super::opts::WriteOpts;
 use crate::admission::{self, FieldValidation};
 use crate::registry::{ResKey, ResourceDef};
 use crate::state::Shared;

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::checks::{check_type_meta, namespace_gate, validate};
-use super::{after_write, store_error, WriteOpts, Written};
+use super::hooks::after_write;
+use super::opts::{store_error, WriteOpts, Written};
 use crate::registry::{ResKey, ResourceDef};
 use crate::state::Shared;
 use crate::status::{ApiError, Cause};

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::hooks::{after_delete, after_write};
+use super::opts::store_error;
 use super::update::namespace_spec_finalizers;
-use super::{after_delete, after_write, store_error};
 use crate::registry::ResourceDef;
 use crate::state::Shared;
 use crate::status::ApiError;

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::checks::{check_type_meta, validate};
-use super::{after_delete, after_write, store_error, Sub, WriteOpts, Written};
+use super::hooks::{after_delete, after_write};
+use super::opts::{store_error, Sub, WriteOpts, Written};
 use crate::registry::{GenerationPolicy, ResourceDef};
 use crate::state::Shared;
 use crate::status::{ApiError, Cause};

@@ -13,30 +13,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::convert::{Conversion, EVENTS};
-use super::{Behavior, Printer, ResourceDef, ScalePaths};
-
-/// Behaviour of one built-in kind.
-#[derive(Debug)]
-pub(crate) struct Builtin {
-    /// Decodes a body into the k8s-openapi type and encodes it back (what
-    /// the server would have understood): `Err((field path, message))`.
-    pub validate: fn(&Value) -> Result<Value, (String, String)>,
-    /// Registers the k8s-openapi type's schema (and the definitions it
-    /// references) with an OpenAPI generator, returning its definition name.
-    pub openapi_schema: fn(&mut SchemaGenerator) -> String,
-    /// Top-level fields whose change bumps generation; `None`: no generation.
-    pub generation: Option<&'static [&'static str]>,
-    /// Field-selector labels beyond `metadata.name`/`metadata.namespace`,
-    /// with the path each reads.
-    pub field_labels: &'static [(&'static str, &'static str)],
-    /// The Table columns.
-    pub printer: Printer,
-    /// DELETE answers with the object rather than a `Status` (pods).
-    pub delete_returns_object: bool,
-    /// Stored as another resource (events.k8s.io Events).
-    pub conversion: Option<&'static Conversion>,
-}
+use super::convert::EVENTS;
+use super::def::{Behavior, Builtin, Printer, ResourceDef, ScalePaths};
 
 /// Decodes into `T`, reporting the JSON path of the first failure.
 fn decode<T: DeserializeOwned + Serialize>(v: &Value) -> Result<Value, (String, String)> {

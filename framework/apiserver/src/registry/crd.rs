@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::{Behavior, ResourceDef, ScalePaths};
+use super::def::{Behavior, CustomInfo, PrinterColumn, ResourceDef, ScalePaths};
 use crate::patch::OpenApiMergeSchema;
 use crate::schema::StructuralSchema;
 
@@ -24,40 +24,6 @@ pub(crate) struct Names {
     pub list_kind: String,
     pub short_names: Vec<String>,
     pub categories: Vec<String>,
-}
-
-/// One additional printer column.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct PrinterColumn {
-    pub name: String,
-    pub type_: String,
-    pub format: String,
-    pub description: String,
-    pub priority: i64,
-    pub json_path: String,
-}
-
-/// What a custom resource needs beyond discovery attributes.
-#[derive(Debug)]
-pub(crate) struct CustomInfo {
-    pub crd_name: String,
-    /// Field-selector labels (`spec.color`, from `.spec.color`).
-    pub selectable_fields: Vec<String>,
-    /// Printer columns per version.
-    pub columns: BTreeMap<String, Vec<PrinterColumn>>,
-    /// `openAPIV3Schema` per version, as written (OpenAPI documents).
-    pub schemas: BTreeMap<String, Value>,
-    /// The structural schema per version, parsed once when the CRD is
-    /// written (pruning, defaulting, validation).
-    pub structural: BTreeMap<String, StructuralSchema>,
-    /// How lists and maps merge per version (server-side apply, managed
-    /// fields).
-    pub merge: BTreeMap<String, Arc<OpenApiMergeSchema>>,
-    /// The CRD `spec` this was built from: a CRD write that leaves it
-    /// unchanged keeps serving the same definition.
-    pub spec: Value,
-    /// Unique per built definition (OpenAPI document cache keys).
-    pub serial: u64,
 }
 
 /// Source of [`CustomInfo::serial`].

@@ -16,19 +16,19 @@ use std::time::Duration;
 
 use serde_json::json;
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 pub use faults::Faults;
 
 use crate::apidocs::OpenApiDocs;
+use crate::error::Error;
 use crate::faults::{Failure, FaultRules, RequestMatch};
 use crate::objects::{self, WriteOpts};
 use crate::registry::Registry;
-use crate::state::{GcState, Options, Shared};
+use crate::state::{ControllerQueue, Options, Shared};
 use crate::storage::Storage;
-use crate::Error;
 use tls::Certificates;
 
 /// Configures and starts an [`ApiServer`].
@@ -122,8 +122,7 @@ impl ApiServerBuilder {
             token: token.clone(),
             server_address: host.to_string(),
             close_watches: close_tx,
-            controllers: Notify::new(),
-            gc: GcState::default(),
+            controllers: ControllerQueue::default(),
             options: Options {
                 bookmark_interval: self.bookmark_interval,
             },
@@ -131,6 +130,9 @@ impl ApiServerBuilder {
             openapi: OpenApiDocs::default(),
         });
         seed(&shared)?;
+        // The system namespaces have their ServiceAccounts before the first
+        // request, as a cluster that has been up a while does.
+        crate::controllers::process(&shared);
         shared.faults.set_latency(self.latency);
         for (n, m, f) in self.failures {
             shared.faults.add(n, m, f);
@@ -143,7 +145,7 @@ impl ApiServerBuilder {
             shared.clone(),
             cancel.clone(),
         ));
-        tokio::spawn(crate::gc::run(shared.clone(), cancel.clone()));
+        tokio::spawn(crate::controllers::run(shared.clone(), cancel.clone()));
         tracing::info!(%url, "API server listening");
         Ok(ApiServer {
             shared,

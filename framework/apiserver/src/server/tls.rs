@@ -12,7 +12,7 @@ use rcgen::{
 };
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
-use super::Error;
+use crate::error::Error;
 
 /// The CA and serving identity of one server.
 pub(crate) struct Certificates {

@@ -3,6 +3,7 @@
 //! kube-apiserver's printers), the default Name / Created At table, and CRD
 //! `additionalPrinterColumns` evaluated with a small JSONPath subset.
 
+mod columns;
 mod jsonpath;
 mod printers;
 
@@ -11,6 +12,7 @@ use serde_json::{json, Map, Value};
 use super::registry::{Printer, ResourceDef};
 use super::util::{age_secs, human_duration};
 
+use columns::{col, name_col};
 pub(crate) use jsonpath::json_path;
 
 /// What a row's `object` holds (`includeObject`).
@@ -32,18 +34,6 @@ impl IncludeObject {
             )),
         }
     }
-}
-
-pub(super) fn col(name: &str, ty: &str, format: &str, desc: &str, priority: i64) -> Value {
-    json!({"name": name, "type": ty, "format": format, "description": desc, "priority": priority})
-}
-
-pub(super) fn name_col() -> Value {
-    col("Name", "string", "name", "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names", 0)
-}
-
-pub(super) fn age_col() -> Value {
-    col("Age", "string", "", "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata", 0)
 }
 
 /// Column definitions for `def` at `version`.

@@ -4,7 +4,8 @@
 
 use serde_json::{json, Value};
 
-use super::{age_col, col, name_col, Printer};
+use super::columns::{age_col, col, name_col};
+use crate::registry::Printer;
 use crate::util::{age_secs, human_duration};
 
 /// Column definitions of a built-in printer (kube-apiserver's

@@ -11,13 +11,12 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::defaults::CRD_CLEANUP;
-use super::objects::{self, DeleteOpts, Precondition, Propagation, Sub, WriteOpts};
-use super::registry::{ResKey, ResourceDef};
-use super::state::Shared;
-use super::storage::ObjKey;
-
-use super::util;
+use crate::defaults::CRD_CLEANUP;
+use crate::objects::{self, DeleteOpts, Precondition, Propagation, Sub, WriteOpts};
+use crate::registry::{ResKey, ResourceDef};
+use crate::state::Shared;
+use crate::storage::ObjKey;
+use crate::util;
 
 const MANAGER: &str = "kube-controller-manager";
 
@@ -26,21 +25,26 @@ pub(crate) async fn run(shared: Arc<Shared>, cancel: CancellationToken) {
     loop {
         tokio::select! {
             _ = cancel.cancelled() => return,
-            _ = shared.controllers.notified() => {}
+            _ = shared.controllers.woken() => {}
         }
         process(&shared);
     }
 }
 
-fn process(shared: &Shared) {
-    let gone = shared.gc.take_owners_gone();
+/// One pass over the queued work. Creating a ServiceAccount is itself a
+/// write that wakes the loop again; nothing here waits.
+pub(crate) fn process(shared: &Shared) {
+    for ns in shared.controllers.take_new_namespaces() {
+        ensure_default_service_account(shared, &ns);
+    }
+    let gone = shared.controllers.take_owners_gone();
     for uid in gone {
         owner_gone(shared, &uid);
     }
-    let deleting = shared.gc.deleting();
+    let deleting = shared.controllers.deleting();
     for (res, key) in deleting {
         if finalize(shared, &res, &key) {
-            shared.gc.done_deleting(res, key);
+            shared.controllers.done_deleting(res, key);
         }
     }
 }
@@ -243,4 +247,15 @@ fn finalize_crd(shared: &Shared, def: &ResourceDef, key: &ObjKey, name: &str) ->
     }
     remove_finalizer(shared, def, key, CRD_CLEANUP);
     true
+}
+
+/// Creates the `default` ServiceAccount of a new namespace, as
+/// kube-controller-manager's service-account controller does.
+fn ensure_default_service_account(shared: &Shared, ns: &str) {
+    let Some(def) = shared.registry().get("", "v1", "serviceaccounts") else {
+        return;
+    };
+    let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": ns}});
+    let opts = WriteOpts::internal(&def, MANAGER);
+    let _ = objects::create(shared, &def, Some(ns), sa, &opts);
 }
