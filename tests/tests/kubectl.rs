@@ -5,7 +5,7 @@
 //! `KUBECACHEDIR`); tests that install CRDs or look at the whole cluster
 //! start their own, and one runs the `kubeforge dev-server` binary.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -1244,50 +1244,15 @@ async fn a_wrong_token_is_rejected() {
 
 /// The `kubeforge` binary, built if needed.
 fn kubeforge_binary() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut build = std::process::Command::new(cargo);
-    // Cargo gives this test process the package's CARGO_MANIFEST_DIR and
-    // CARGO_PKG_*; ring's build script reruns when those change
-    // (rerun-if-env-changed), so a nested cargo that inherited them rebuilt
-    // ring and everything above it (rustls, kubeforge, every test binary),
-    // here and again in the next outer build.
-    for (key, _) in std::env::vars_os() {
-        let set_for_this_test = key.to_str().is_some_and(|k| {
-            k.starts_with("CARGO_PKG_")
-                || k.starts_with("CARGO_MANIFEST_")
-                || matches!(
-                    k,
-                    "CARGO_CRATE_NAME"
-                        | "CARGO_PRIMARY_PACKAGE"
-                        | "CARGO_TARGET_TMPDIR"
-                        | "OUT_DIR"
-                )
-        });
-        if set_for_this_test {
-            build.env_remove(key);
-        }
-    }
-    let status = build
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "kubeforge-cli",
-            "--bin",
-            "kubeforge",
-        ])
-        .current_dir(&root)
-        .status()
-        .expect("cargo build runs");
-    assert!(status.success(), "building kubeforge failed");
-    target.join("debug").join("kubeforge")
+    kubeforge_e2e::run_ok(kubeforge_e2e::cargo().args([
+        "build",
+        "--quiet",
+        "-p",
+        "kubeforge-cli",
+        "--bin",
+        "kubeforge",
+    ]));
+    kubeforge_e2e::target_dir().join("debug").join("kubeforge")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,81 @@
+//! How the crates fit together, checked with cargo itself: the API server
+//! crate depends on no kubeforge crate (so it never reuses the runtime it
+//! tests, and kube-rs projects can use it alone), `kubeforge dev-server`
+//! needs the server and not the runtime, and a project may pin the
+//! Kubernetes version of its API types as kube-rs projects do.
+
+use kubeforge_e2e::{cargo, run_ok, target_dir, workspace_root};
+
+/// Every package in `package`'s dependency tree along `edges`, as `name`.
+fn dependencies(package: &str, edges: &str) -> Vec<String> {
+    let tree = run_ok(cargo().args([
+        "tree", "--quiet", "--locked", "-p", package, "-e", edges, "--prefix", "none", "--format",
+        "{p}",
+    ]));
+    let mut names: Vec<String> = tree
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+fn kubeforge_crates(names: &[String]) -> Vec<&str> {
+    names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| *n == "kubeforge" || n.starts_with("kubeforge-"))
+        .collect()
+}
+
+#[test]
+fn the_api_server_depends_on_no_kubeforge_crate() {
+    // Normal, build and dev dependencies alike.
+    let names = dependencies("kubeforge-apiserver", "all");
+    assert!(names.iter().any(|n| n == "kube-core"), "{names:?}");
+    assert_eq!(kubeforge_crates(&names), ["kubeforge-apiserver"]);
+}
+
+#[test]
+fn the_dev_server_command_needs_the_server_not_the_runtime() {
+    let names = dependencies("kubeforge-cli", "normal");
+    assert_eq!(
+        kubeforge_crates(&names),
+        ["kubeforge-apiserver", "kubeforge-cli"]
+    );
+}
+
+#[test]
+fn the_runtime_uses_the_server_only_for_its_testing_feature() {
+    let names = dependencies("kubeforge", "normal");
+    assert_eq!(kubeforge_crates(&names), ["kubeforge", "kubeforge-macros"]);
+}
+
+/// kubeforge's default feature picks k8s-openapi's latest version; this
+/// crate (a workspace member) also depends on k8s-openapi with
+/// `features = ["latest"]`, as kube-rs projects write it, and builds.
+#[test]
+fn a_project_naming_k8s_openapis_latest_version_builds_beside_kubeforge() {
+    let deployment = k8s_openapi::api::apps::v1::Deployment::default();
+    let same: kubeforge::k8s_openapi::api::apps::v1::Deployment = deployment;
+    assert!(same.metadata.name.is_none());
+}
+
+/// A project that pins one version turns kubeforge's default off and names
+/// its own (tests/fixtures/pinned-k8s-version, which compiles only with
+/// 1.33's types).
+#[test]
+fn a_project_pinning_a_kubernetes_version_builds() {
+    let manifest = workspace_root().join("tests/fixtures/pinned-k8s-version/Cargo.toml");
+    // The workspace's target directory: the build scripts and proc-macros
+    // are the same crates and are not built again.
+    run_ok(
+        cargo()
+            .args(["check", "--quiet", "--locked", "--manifest-path"])
+            .arg(&manifest)
+            .arg("--target-dir")
+            .arg(target_dir()),
+    );
+}
