@@ -64,7 +64,7 @@ impl Graph {
             .into_iter()
             .filter(|c| c.len() > 1)
             .map(|c| {
-                let mut names: Vec<String> = c.iter().map(|m| display(m)).collect();
+                let mut names: Vec<String> = c.iter().map(display).collect();
                 names.sort();
                 names
             })
