@@ -851,3 +851,77 @@ async fn events_api_and_core_events_share_one_store() {
         "changed"
     );
 }
+
+/// kube-apiserver decodes a built-in's body with the endpoint's kind and
+/// version as defaults (apimachinery's `gvkWithDefaults`), which is how the
+/// official Python client sends its models; a custom resource is decoded
+/// unstructured and must name its kind and apiVersion.
+#[tokio::test]
+async fn bodies_without_type_meta_take_the_endpoints_for_builtins_only() {
+    let k = Kube::start().await;
+    // Create, cluster-scoped and namespaced, with neither field.
+    let ns = k
+        .post("/api/v1/namespaces", &json!({"metadata": {"name": "bare"}}))
+        .await;
+    assert_eq!(ns.code(), 201, "{}", ns.json());
+    assert_eq!(ns.json()["kind"], "Namespace");
+    assert_eq!(ns.json()["apiVersion"], "v1");
+    let d = deployment("bare", 1);
+    let mut bare = d.clone();
+    bare.as_object_mut().unwrap().remove("kind");
+    let created = k.post(DEPLOYS, &bare).await;
+    assert_eq!(created.code(), 201, "{}", created.json());
+    assert_eq!(created.json()["kind"], "Deployment");
+    assert_eq!(created.json()["apiVersion"], "apps/v1");
+    // Only the kind given; and a replace with neither.
+    let cm = k
+        .post(
+            CMS,
+            &json!({"kind": "ConfigMap", "metadata": {"name": "c"}}),
+        )
+        .await;
+    assert_eq!(cm.code(), 201, "{}", cm.json());
+    let mut replace = cm.json();
+    replace["data"] = json!({"k": "v"});
+    let map = replace.as_object_mut().unwrap();
+    map.remove("kind");
+    map.remove("apiVersion");
+    let replaced = k.put(&format!("{CMS}/c"), &replace).await;
+    assert_eq!(replaced.code(), 200, "{}", replaced.json());
+    assert_eq!(replaced.json()["kind"], "ConfigMap");
+    assert_eq!(k.get(&format!("{CMS}/c")).await.json()["data"]["k"], "v");
+    // Naming another kind is still a 400.
+    let other = k
+        .post(CMS, &json!({"kind": "Secret", "metadata": {"name": "s"}}))
+        .await;
+    assert_eq!(other.code(), 400);
+    assert!(other.json()["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("Secret in version \"v1\" cannot be handled as a ConfigMap"));
+
+    // Custom resources: no kind is kube-apiserver's unstructured decode
+    // error, no apiVersion its group-version check.
+    widget_crd(&k).await;
+    let mut no_kind = widget("w");
+    no_kind.as_object_mut().unwrap().remove("kind");
+    let r = k.post(WIDGETS, &no_kind).await;
+    assert_eq!(r.code(), 400);
+    let message = r.json()["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.starts_with(
+            "the object provided is unrecognized (must be of type Widget): Object 'Kind' is missing in '{"
+        ),
+        "{message}"
+    );
+    assert!(message.ends_with(" ...)"), "{message}");
+    let mut no_version = widget("w");
+    no_version.as_object_mut().unwrap().remove("apiVersion");
+    let r = k.post(WIDGETS, &no_version).await;
+    assert_eq!(r.code(), 400);
+    assert_eq!(
+        r.json()["message"],
+        "the API version in the data () does not match the expected API version (ex.com/v1)"
+    );
+    assert_eq!(k.get(&format!("{WIDGETS}/w")).await.code(), 404);
+}

@@ -26,6 +26,14 @@ fn name_rule(def: &ResourceDef) -> NameRule {
 
 /// Checks `apiVersion`/`kind` against the endpoint and rewrites
 /// `apiVersion` to the storage version.
+///
+/// Built-in kinds are decoded as kube-apiserver's typed decoder does, with
+/// the endpoint's kind and version as defaults (apimachinery's
+/// `gvkWithDefaults`): a body without `kind`, or without `apiVersion`, is
+/// the endpoint's type, which is how the official Python client's models
+/// are sent. Custom resources are decoded as unstructured objects, which
+/// must name their kind (`unstructuredJSONScheme`); one without
+/// `apiVersion` fails the create/update handler's group-version check.
 pub(super) fn check_type_meta(
     def: &ResourceDef,
     obj: &mut Value,
@@ -37,17 +45,30 @@ pub(super) fn check_type_meta(
         ));
     };
     let expected = def.api_version(version);
-    let kind = map.get("kind").and_then(Value::as_str).unwrap_or("");
-    let api_version = map.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    if kind.is_empty() {
-        return Err(ApiError::bad_request(
-            "Object 'Kind' is missing in the request body",
-        ));
-    }
-    if api_version.is_empty() {
-        return Err(ApiError::bad_request(
-            "Object 'apiVersion' is missing in the request body",
-        ));
+    let text = |key: &str| {
+        map.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    let (mut kind, mut api_version) = (text("kind"), text("apiVersion"));
+    if def.is_custom() {
+        if kind.is_empty() {
+            let body = Value::Object(map.clone()).to_string();
+            return Err(ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type {}): Object 'Kind' is missing in '{body}' ({})",
+                def.kind,
+                summarize(&body, 30)
+            )));
+        }
+    } else {
+        // `gvkWithDefaults`: the kind, and the group and version together.
+        if kind.is_empty() {
+            kind = def.kind.clone();
+        }
+        if api_version.is_empty() {
+            api_version = expected.clone();
+        }
     }
     let served_versions_ok = def
         .versions
@@ -60,10 +81,13 @@ pub(super) fn check_type_meta(
     }
     if kind != def.kind {
         return Err(ApiError::bad_request(format!(
-            "the kind in the data ({kind}) does not match the expected kind ({})",
+            "{kind} in version {:?} cannot be handled as a {}: the kind in the data ({kind}) does not match the expected kind ({})",
+            api_version.rsplit('/').next().unwrap_or_default(),
+            def.kind,
             def.kind
         )));
     }
+    map.insert("kind".into(), json!(kind));
     map.insert(
         "apiVersion".into(),
         json!(def.api_version(&def.storage_version)),
@@ -75,6 +99,15 @@ pub(super) fn check_type_meta(
         map.insert("metadata".into(), json!({}));
     }
     Ok(())
+}
+
+/// The start of a body for an error message, as apimachinery's
+/// `summarizeData` gives it.
+fn summarize(body: &str, max_chars: usize) -> String {
+    match body.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{} ...", &body[..cut]),
+        None => body.to_owned(),
+    }
 }
 
 /// Decode-validation for built-ins, schema admission for custom resources,
