@@ -1,7 +1,8 @@
 //! How the crates fit together, checked with cargo itself: the API server
 //! crate depends on no kubeforge crate (so it never reuses the runtime it
 //! tests, and kube-rs projects can use it alone), `kubeforge dev-server`
-//! needs the server and not the runtime, and a project may pin the
+//! needs the server and not the runtime, a kube-rs project tests with the
+//! server and kube-rs alone, and a project may pin the
 //! Kubernetes version of its API types as kube-rs projects do.
 
 use kubeforge_e2e::{cargo, run_ok, target_dir, workspace_root};
@@ -35,6 +36,13 @@ fn the_api_server_depends_on_no_kubeforge_crate() {
     // Normal, build and dev dependencies alike.
     let names = dependencies("kubeforge-apiserver", "all");
     assert!(names.iter().any(|n| n == "kube-core"), "{names:?}");
+    assert_eq!(kubeforge_crates(&names), ["kubeforge-apiserver"]);
+}
+
+#[test]
+fn the_kube_rs_users_crate_tests_the_server_with_kube_rs_alone() {
+    let names = dependencies("kube-rs-users", "all");
+    assert!(names.iter().any(|n| n == "kube-runtime"), "{names:?}");
     assert_eq!(kubeforge_crates(&names), ["kubeforge-apiserver"]);
 }
 
