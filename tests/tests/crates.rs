@@ -61,6 +61,22 @@ fn the_runtime_uses_the_server_only_for_its_testing_feature() {
     assert_eq!(kubeforge_crates(&names), ["kubeforge", "kubeforge-macros"]);
 }
 
+/// kube-rs is a dependency of the side-by-side benchmark only
+/// (tests/bench-vs-kube-runtime), never of kubeforge or its server.
+#[test]
+fn kube_rs_stays_out_of_kubeforges_tree() {
+    for package in ["kubeforge", "kubeforge-apiserver"] {
+        let names = dependencies(package, "all");
+        let kube_rs: Vec<&String> = names
+            .iter()
+            .filter(|n| ["kube", "kube-client", "kube-runtime"].contains(&n.as_str()))
+            .collect();
+        assert!(kube_rs.is_empty(), "{package} depends on {kube_rs:?}");
+    }
+    let bench = dependencies("kubeforge-bench-vs-kube-runtime", "normal");
+    assert!(bench.iter().any(|n| n == "kube-runtime"), "{bench:?}");
+}
+
 /// kubeforge's default feature picks k8s-openapi's latest version; this
 /// crate (a workspace member) also depends on k8s-openapi with
 /// `features = ["latest"]`, as kube-rs projects write it, and builds.

@@ -476,7 +476,8 @@ where
         Ok(Box::pin(events))
     }
 
-    fn transform(&self, obj: K) -> Arc<K> {
+    fn transform(&self, mut obj: K) -> Arc<K> {
+        list::trim_metadata(&mut obj);
         Arc::new(match &self.reflector.config.transform {
             Some(t) => t.apply(obj),
             None => obj,
