@@ -269,7 +269,7 @@ pub(crate) struct BuilderParts<K> {
     concurrency: usize,
     rate_limiter: Option<Box<dyn RateLimiter<ObjectKey>>>,
     cache_sync_timeout: Option<Duration>,
-    shutdown_timeout: Duration,
+    shutdown_timeout: Option<Duration>,
     recover_panic: bool,
     metrics: Option<ControllerMetrics>,
     recorder: Option<Recorder>,
@@ -314,7 +314,7 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
                 concurrency: 1,
                 rate_limiter: None,
                 cache_sync_timeout: None,
-                shutdown_timeout: DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
+                shutdown_timeout: None,
                 recover_panic: true,
                 metrics: None,
                 recorder: None,
@@ -486,9 +486,10 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
     }
 
     /// How long a stopping controller lets in-flight reconciles finish
-    /// before abandoning them (default 30 seconds; a manager sets its own).
+    /// before abandoning them (default 30 seconds, or the manager's
+    /// graceful shutdown timeout for a controller it runs).
     pub fn graceful_shutdown_timeout(mut self, timeout: Duration) -> Self {
-        self.parts.shutdown_timeout = timeout;
+        self.parts.shutdown_timeout = Some(timeout);
         self
     }
 
@@ -499,8 +500,8 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
         self
     }
 
-    /// Reports reconcile and workqueue metrics into `metrics` (a manager
-    /// sets its own).
+    /// Reports reconcile and workqueue metrics into `metrics` (default: a
+    /// set of its own, or the manager's for a controller it runs).
     pub fn metrics(mut self, metrics: ControllerMetrics) -> Self {
         self.parts.metrics = Some(metrics);
         self
@@ -574,24 +575,30 @@ pub(crate) fn default_error_policy<K, E, D>(_: Arc<K>, _: &E, _: Arc<Context<D>>
     Action::requeue()
 }
 
-impl<K: CachedObject> BuilderParts<K> {
-    pub(crate) fn set_metrics(&mut self, metrics: ControllerMetrics) {
-        self.metrics = Some(metrics);
-    }
+/// What a manager gives the controllers it runs, for the settings each
+/// controller leaves unset (controller-runtime's `DefaultFromConfig`).
+pub(crate) struct ControllerDefaults<'a> {
+    pub(crate) graceful_shutdown_timeout: Duration,
+    pub(crate) cache_sync_timeout: Duration,
+    pub(crate) metrics: &'a ControllerMetrics,
+    pub(crate) recorder: &'a dyn Fn(&str) -> Recorder,
+}
 
-    pub(crate) fn set_recorder_if_unset(&mut self, recorder: impl FnOnce(&str) -> Recorder) {
+impl<K: CachedObject> BuilderParts<K> {
+    /// Fills what the builder left unset from `defaults`; what was set on
+    /// the builder wins.
+    pub(crate) fn default_from(&mut self, defaults: ControllerDefaults<'_>) {
+        self.shutdown_timeout
+            .get_or_insert(defaults.graceful_shutdown_timeout);
+        self.cache_sync_timeout
+            .get_or_insert(defaults.cache_sync_timeout);
+        if self.metrics.is_none() {
+            self.metrics = Some(defaults.metrics.clone());
+        }
         if self.recorder.is_none() {
             let name = self.name();
-            self.recorder = Some(recorder(&name));
+            self.recorder = Some((defaults.recorder)(&name));
         }
-    }
-
-    pub(crate) fn set_shutdown_timeout(&mut self, timeout: Duration) {
-        self.shutdown_timeout = timeout;
-    }
-
-    pub(crate) fn set_cache_sync_timeout_if_unset(&mut self, timeout: Duration) {
-        self.cache_sync_timeout.get_or_insert(timeout);
     }
 
     fn name(&self) -> String {
@@ -675,7 +682,9 @@ impl<K: CachedObject> BuilderParts<K> {
             cache_sync_timeout: self
                 .cache_sync_timeout
                 .unwrap_or(DEFAULT_CACHE_SYNC_TIMEOUT),
-            shutdown_timeout: self.shutdown_timeout,
+            shutdown_timeout: self
+                .shutdown_timeout
+                .unwrap_or(DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT),
             recover_panic: self.recover_panic,
             metrics: handles,
         })

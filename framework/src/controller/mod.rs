@@ -107,7 +107,7 @@ pub use context::Context;
 pub use metrics::{ControllerLabels, ControllerMetrics, ResultLabels};
 pub use runner::Controller;
 
-pub(crate) use builder::default_error_policy;
+pub(crate) use builder::{default_error_policy, ControllerDefaults};
 pub(crate) use ids::{hostname, random_uuid};
 
 use crate::cache::SyncError;

@@ -139,6 +139,11 @@ impl<K: CachedObject> Controller<K> {
         &self.parts.name
     }
 
+    /// How long stopping lets in-flight reconciles finish.
+    pub(crate) fn shutdown_timeout(&self) -> Duration {
+        self.parts.shutdown_timeout
+    }
+
     /// The controller's workqueue (for inspection; the controller owns it).
     pub fn queue(&self) -> &WorkQueue<ObjectKey> {
         &self.parts.queue

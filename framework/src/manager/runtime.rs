@@ -24,7 +24,7 @@ use super::{
 };
 use crate::cache::SharedInformerFactory;
 use crate::client::BoxError;
-use crate::controller::{default_error_policy, hostname};
+use crate::controller::{default_error_policy, hostname, ControllerDefaults};
 use crate::controller::{
     Action, CachedClient, CachedObject, Context, Controller, ControllerBuilder, ControllerMetrics,
     Recorder,
@@ -51,6 +51,9 @@ type StartFn = Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, Result<()
 struct Runnable {
     name: String,
     needs_leader: bool,
+    /// How long it may take to stop, when it says (a controller's own
+    /// graceful shutdown timeout); else the manager's.
+    shutdown_timeout: Option<Duration>,
     start: StartFn,
 }
 
@@ -374,6 +377,7 @@ impl Manager {
         pending.runnables.push(Runnable {
             name,
             needs_leader: true,
+            shutdown_timeout: Some(controller.shutdown_timeout()),
             start: Box::new(move |stop| {
                 async move {
                     controller
@@ -403,6 +407,7 @@ impl Manager {
         self.pending().runnables.push(Runnable {
             name,
             needs_leader,
+            shutdown_timeout: None,
             start: Box::new(move |stop| {
                 let run = run(stop);
                 async move {
@@ -436,6 +441,15 @@ impl Manager {
         let (leader_runnables, other_runnables): (Vec<_>, Vec<_>) =
             runnables.into_iter().partition(|r| r.needs_leader);
         let parts = &self.parts;
+        // A controller's own graceful shutdown timeout wins over the
+        // manager's, also when it is longer.
+        let leaders_grace = leader_runnables
+            .iter()
+            .map(|r| {
+                r.shutdown_timeout
+                    .unwrap_or(parts.graceful_shutdown_timeout)
+            })
+            .fold(parts.graceful_shutdown_timeout, Duration::max);
 
         // 1. The probe and metrics servers.
         let servers_stop = CancellationToken::new();
@@ -545,7 +559,9 @@ impl Manager {
         let ending = ending.unwrap_or(Ending::Requested);
 
         // 7. Stop: work first, then caches, lease, servers.
-        let deadline = Instant::now() + parts.graceful_shutdown_timeout + ABANDON_MARGIN;
+        let asked = Instant::now();
+        let deadline = asked + parts.graceful_shutdown_timeout + ABANDON_MARGIN;
+        let leaders_deadline = asked + leaders_grace + ABANDON_MARGIN;
         leaders_stop.cancel();
         if matches!(ending, Ending::LeadershipLost) {
             // Another process may lead already: stop at once, no grace.
@@ -555,7 +571,12 @@ impl Manager {
             tracing::info!("stopping: waiting for in-flight reconciles");
         }
         others_stop.cancel();
-        drain(&mut leaders, deadline, "controllers and leader runnables").await;
+        drain(
+            &mut leaders,
+            leaders_deadline,
+            "controllers and leader runnables",
+        )
+        .await;
         drain(&mut others, deadline, "runnables").await;
         parts.factory.shutdown();
         election_stop.cancel();
@@ -615,10 +636,12 @@ impl<K: CachedObject> ControllerBuilder<K, &Manager> {
     {
         let manager = self.target;
         let mut parts = self.parts;
-        parts.set_metrics(manager.parts.controller_metrics.clone());
-        parts.set_shutdown_timeout(manager.parts.graceful_shutdown_timeout);
-        parts.set_cache_sync_timeout_if_unset(manager.parts.cache_sync_timeout);
-        parts.set_recorder_if_unset(|name| manager.recorder(name));
+        parts.default_from(ControllerDefaults {
+            graceful_shutdown_timeout: manager.parts.graceful_shutdown_timeout,
+            cache_sync_timeout: manager.parts.cache_sync_timeout,
+            metrics: &manager.parts.controller_metrics,
+            recorder: &|name| manager.recorder(name),
+        });
         let controller = parts.build(reconcile, error_policy, data);
         manager.register_controller(controller);
     }
