@@ -9,6 +9,8 @@
 //! - [`cache`]: reflectors, indexed stores and shared informers.
 //! - [`workqueue`]: the deduplicating, delaying, rate-limited queue.
 //! - [`controller`]: the reconcile loop and its helpers.
+//! - [`events`]: the events.k8s.io recorder with client-go's series
+//!   aggregation.
 //! - [`manager`]: runs controllers with a shared cache, leader election,
 //!   probes, metrics and graceful shutdown.
 //! - `testing` (feature `testing`): the in-process API server of the
@@ -18,6 +20,8 @@ pub mod cache;
 pub mod client;
 pub mod controller;
 pub mod crd;
+pub mod events;
+mod ids;
 pub mod manager;
 pub mod prelude;
 pub mod scheme;

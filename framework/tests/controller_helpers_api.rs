@@ -21,11 +21,11 @@ use k8s_openapi::api::rbac::v1::ClusterRole;
 use kubeforge::controller::apply::{
     apply, apply_status, create_or_update, patch_status, OperationResult,
 };
-use kubeforge::controller::events::{object_reference, EventType, Recorder};
 use kubeforge::controller::finalizer::{
     add_finalizer, finalizer, remove_finalizer, Event, FinalizerError, Outcome,
 };
 use kubeforge::controller::Error;
+use kubeforge::events::{object_reference, EventType, Recorder};
 use kubeforge::kube_core::params::{DeleteParams, PostParams};
 use kubeforge::{Api, Client};
 use serde_json::{json as j, Value};

@@ -653,7 +653,7 @@ impl<K: CachedObject> BuilderParts<K> {
                 client.live().clone(),
                 name.to_string(),
                 // client-go's recorders report the host (pod) name.
-                super::hostname(),
+                crate::ids::hostname(),
             )
         });
         let context = Arc::new(Context::new(

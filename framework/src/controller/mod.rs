@@ -50,8 +50,8 @@
 //! - [`owner`]: controller and plain owner references.
 //! - [`conditions`]: status conditions with correct transition times.
 //! - [`apply`](mod@apply): create-or-update, server-side apply and status writes.
-//! - [`events`]: an events.k8s.io/v1 recorder with client-go's series
-//!   aggregation.
+//! - [`Recorder`]: an events.k8s.io/v1 recorder with client-go's series
+//!   aggregation (in [`crate::events`]).
 //!
 //! Every helper and the runtime return this layer's [`Error`]; the
 //! finalizer flow wraps it together with the reconciler's own error in
@@ -63,19 +63,24 @@ mod client;
 mod context;
 pub mod filter;
 mod handler;
-mod ids;
 mod metrics;
 mod runner;
 
 pub mod apply;
 pub mod conditions;
-pub mod events;
+
+/// Moved to [`crate::events`].
+#[deprecated(since = "0.1.0", note = "moved to kubeforge::events")]
+pub mod events {
+    pub use crate::events::*;
+}
 pub mod finalizer;
 pub mod owner;
 pub mod predicate;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
+pub use crate::events::{object_reference, EventType, Recorder};
 pub use apply::{
     apply, apply_status, create_or_update, create_or_update_with, patch_status, OperationResult,
 };
@@ -83,7 +88,6 @@ pub use conditions::{
     find_condition, is_condition_false, is_condition_true, new_condition, remove_condition,
     set_condition, ConditionExt, ConditionStatus,
 };
-pub use events::{object_reference, EventType, Recorder};
 pub use finalizer::{
     add_finalizer, finalizer, has_finalizer, remove_finalizer, Event as FinalizerEvent,
     FinalizerError, Outcome as FinalizerOutcome,
@@ -108,7 +112,6 @@ pub use metrics::{ControllerLabels, ControllerMetrics, ResultLabels};
 pub use runner::Controller;
 
 pub(crate) use builder::{default_error_policy, ControllerDefaults};
-pub(crate) use ids::{hostname, random_uuid};
 
 use crate::cache::SyncError;
 

@@ -37,8 +37,9 @@ use tracing::Instrument as _;
 use super::action::ErrorChain;
 use super::builder::Source;
 use super::metrics::Handles;
-use super::{random_uuid, Action, CachedClient, CachedObject, Error};
+use super::{Action, CachedClient, CachedObject, Error};
 use crate::cache::{ObjectKey, SharedInformer};
+use crate::ids::random_uuid;
 use crate::workqueue::WorkQueue;
 
 /// A reconcile function with its context and error policy, type-erased.

@@ -24,11 +24,12 @@ use super::{
 };
 use crate::cache::SharedInformerFactory;
 use crate::client::BoxError;
-use crate::controller::{default_error_policy, hostname, ControllerDefaults};
+use crate::controller::{default_error_policy, ControllerDefaults};
 use crate::controller::{
     Action, CachedClient, CachedObject, Context, Controller, ControllerBuilder, ControllerMetrics,
     Recorder,
 };
+use crate::ids::hostname;
 use crate::{Client, Scheme};
 
 /// How long, beyond the graceful shutdown timeout, the manager waits for
