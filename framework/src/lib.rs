@@ -8,7 +8,11 @@
 //!   CustomResourceDefinitions that `#[derive(CustomResource)]` produces.
 //! - [`cache`]: reflectors, indexed stores and shared informers.
 //! - [`workqueue`]: the deduplicating, delaying, rate-limited queue.
-//! - [`controller`]: the reconcile loop and its helpers.
+//! - [`reconcile`]: what a reconcile function uses: the cached client and
+//!   its writes (which read their own writes), finalizers, owner
+//!   references, conditions.
+//! - [`controller`]: the reconcile loop: builder, sources, handlers,
+//!   predicates, workers.
 //! - [`events`]: the events.k8s.io recorder with client-go's series
 //!   aggregation.
 //! - [`manager`]: runs controllers with a shared cache, leader election,
@@ -24,6 +28,7 @@ pub mod events;
 mod ids;
 pub mod manager;
 pub mod prelude;
+pub mod reconcile;
 pub mod scheme;
 #[cfg(feature = "testing")]
 pub mod testing;

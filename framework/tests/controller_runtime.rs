@@ -19,7 +19,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kubeforge::cache::{ObjectForm, ObjectKey, SharedInformerFactory};
 use kubeforge::controller::predicate::GenerationChanged;
 use kubeforge::controller::{
-    Action, CachedClient, Context, Controller, ControllerMetrics, Error, Owns, TerminalError, Watch,
+    Action, Context, Controller, ControllerMetrics, Error, Owns, TerminalError, Watch,
 };
 use kubeforge::kube_core::params::{DeleteParams, Patch, PatchParams, PostParams};
 use kubeforge::kube_core::ObjectMeta;
@@ -27,6 +27,7 @@ use kubeforge::manager::CancellationToken;
 use kubeforge::prelude::{
     set_controller_reference, CustomResource, Deserialize, FinalizerEvent, JsonSchema, Serialize,
 };
+use kubeforge::reconcile::CachedClient;
 use kubeforge::testing::{ApiServer, ApiServerExt};
 use kubeforge::workqueue::ItemExponentialFailure;
 use kubeforge::{Api, Client};
@@ -111,7 +112,7 @@ fn cm(name: &str, data: &[(&str, &str)]) -> ConfigMap {
 }
 
 /// Runs `controller` until the returned token is cancelled.
-fn spawn<K: kubeforge::controller::CachedObject>(
+fn spawn<K: kubeforge::reconcile::CachedObject>(
     controller: Controller<K>,
 ) -> (
     CancellationToken,

@@ -19,18 +19,17 @@ use super::handler::{EnqueueHandler, KeysFn, OwnerMatch};
 use super::metrics::ControllerMetrics;
 use super::predicate::{BoxPredicate, Predicate};
 use super::runner::{Controller, ControllerParts, ErasedReconciler, Failure};
-use super::{is_terminal, Action, CachedClient, CachedObject, Context, Recorder};
+use super::{Action, Context};
 use crate::cache::{
     EventHandler, HandlerRegistration, InformerOptions, ObjectKey, SharedInformer, SyncError,
 };
+use crate::events::Recorder;
+use crate::reconcile::{is_terminal, CachedClient, CachedObject, DEFAULT_CACHE_SYNC_TIMEOUT};
 use crate::workqueue::{default_controller_rate_limiter, RateLimiter, WorkQueue};
 
-/// How long a controller waits for its informers to sync, unless configured
-/// (controller-runtime's `CacheSyncTimeout`).
-pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// How long a stopping controller lets in-flight reconciles finish, unless
-/// configured (controller-runtime's `GracefulShutdownTimeout`).
+/// How long a stopping controller (and a stopping manager, for its
+/// controllers and runnables) lets work in flight finish, unless configured
+/// (controller-runtime's `GracefulShutdownTimeout`).
 pub const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The target of a builder made by [`Controller::builder`]: `.reconcile()`
@@ -359,7 +358,7 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
     /// owned objects, use [`owns_objects`](Self::owns_objects), which
     /// watches through the full informer the cached client reads; if it
     /// needs only their metadata, read it with
-    /// [`get_metadata_opt`](super::CachedClient::get_metadata_opt). A
+    /// [`get_metadata_opt`](CachedClient::get_metadata_opt). A
     /// reconciler that writes owned objects with server-side apply reads
     /// them from the apply's answer and needs neither.
     pub fn owns<O: CachedObject>(self) -> Self {

@@ -17,9 +17,9 @@ use std::sync::Arc;
 use kube_core::Resource;
 
 use super::filter::{passes_all, SharedMetaPredicate};
-use super::owner::group_of;
 use super::predicate::{BoxPredicate, Event, Predicate};
 use crate::cache::{DeletedObject, EventHandler, ObjectKey};
+use crate::reconcile::owner::group_of;
 use crate::workqueue::WorkQueue;
 
 /// Maps an object to the keys to reconcile.

@@ -11,7 +11,8 @@
 //!
 //! A key whose object is no longer in the cache is skipped: the object was
 //! deleted, and there is nothing to reconcile. Work that must happen on
-//! deletion belongs in a finalizer (see [`finalizer`](super::finalizer)),
+//! deletion belongs in a finalizer (see
+//! [`finalizer`](mod@crate::reconcile::finalizer)),
 //! which keeps the object, marked as deleting, until the reconcile has
 //! done it (kube-rs works the same way).
 //!
@@ -37,9 +38,10 @@ use tracing::Instrument as _;
 use super::action::ErrorChain;
 use super::builder::Source;
 use super::metrics::Handles;
-use super::{Action, CachedClient, CachedObject, Error};
+use super::Action;
 use crate::cache::{ObjectKey, SharedInformer};
 use crate::ids::random_uuid;
+use crate::reconcile::{CachedClient, CachedObject, Error};
 use crate::workqueue::WorkQueue;
 
 /// A reconcile function with its context and error policy, type-erased.

@@ -59,7 +59,10 @@ pub use leader_election::{
 pub use probes::{Endpoints, HttpServer, Probes, SharedRegistry};
 pub use signals::shutdown_on_signals;
 
-pub use builder::{ManagerBuilder, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT, READYZ_INFORMER_SYNC};
+/// The default of [`ManagerBuilder::graceful_shutdown_timeout`], the same
+/// as a controller's.
+pub use crate::controller::DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT;
+pub use builder::{ManagerBuilder, READYZ_INFORMER_SYNC};
 pub use runtime::{Leadership, Manager};
 
 use crate::cache::SyncError;

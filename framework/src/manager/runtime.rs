@@ -25,11 +25,10 @@ use super::{
 use crate::cache::SharedInformerFactory;
 use crate::client::BoxError;
 use crate::controller::{default_error_policy, ControllerDefaults};
-use crate::controller::{
-    Action, CachedClient, CachedObject, Context, Controller, ControllerBuilder, ControllerMetrics,
-    Recorder,
-};
+use crate::controller::{Action, Context, Controller, ControllerBuilder, ControllerMetrics};
+use crate::events::Recorder;
 use crate::ids::hostname;
+use crate::reconcile::{CachedClient, CachedObject};
 use crate::{Client, Scheme};
 
 /// How long, beyond the graceful shutdown timeout, the manager waits for
