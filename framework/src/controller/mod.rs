@@ -15,6 +15,8 @@
 //! - [`Context`]: what each reconcile gets besides the object: the user's
 //!   data, the [`CachedClient`](crate::reconcile::CachedClient), a
 //!   [`Recorder`](crate::events::Recorder), the controller's name.
+//! - [`source`]: where events come from: informers, and [`Channel`]s of
+//!   events from outside the cluster.
 //! - [`predicate`]: which watch events enqueue a reconcile; [`filter`]:
 //!   the controller-wide ones.
 //!
@@ -56,7 +58,9 @@ mod handler;
 mod metrics;
 mod moved;
 pub mod predicate;
+mod reconciler;
 mod runner;
+pub mod source;
 
 pub use action::Action;
 pub use builder::{ControllerBuilder, Owns, Standalone, Watch, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT};
@@ -64,10 +68,11 @@ pub use context::Context;
 pub use metrics::{ControllerLabels, ControllerMetrics, ResultLabels};
 pub use predicate::{Predicate, PredicateExt};
 pub use runner::Controller;
+pub use source::Channel;
 
 pub use crate::reconcile::{is_terminal, Error, TerminalError, DEFAULT_CACHE_SYNC_TIMEOUT};
 
 #[allow(deprecated)]
 pub use moved::*;
 
-pub(crate) use builder::{default_error_policy, ControllerDefaults};
+pub(crate) use builder::target::{ControllerDefaults, Target};

@@ -22,13 +22,12 @@
 
 use std::any::Any;
 use std::collections::BTreeMap;
-use std::error::Error as StdError;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use futures::future::{join_all, BoxFuture};
+use futures::future::join_all;
 use futures::FutureExt as _;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -36,26 +35,14 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use super::action::ErrorChain;
-use super::builder::Source;
 use super::metrics::Handles;
+use super::reconciler::ErasedReconciler;
+use super::source::Source;
 use super::Action;
 use crate::cache::{ObjectKey, SharedInformer};
 use crate::ids::random_uuid;
 use crate::reconcile::{CachedClient, CachedObject, Error};
 use crate::workqueue::WorkQueue;
-
-/// A reconcile function with its context and error policy, type-erased.
-pub(crate) trait ErasedReconciler<K>: Send + Sync {
-    fn reconcile(&self, obj: Arc<K>) -> BoxFuture<'static, Result<Action, Failure>>;
-}
-
-/// A failed reconcile: the error, whether it is terminal, and what the
-/// error policy wants next.
-pub(crate) struct Failure {
-    pub(crate) error: Box<dyn StdError + Send + Sync>,
-    pub(crate) terminal: bool,
-    pub(crate) then: Action,
-}
 
 /// What a builder hands over.
 pub(crate) struct ControllerParts<K> {

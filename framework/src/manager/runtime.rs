@@ -3,7 +3,6 @@
 //! stops them gracefully (see the module docs of [`manager`](super)).
 
 use std::collections::{HashMap, HashSet};
-use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -24,8 +23,8 @@ use super::{
 };
 use crate::cache::SharedInformerFactory;
 use crate::client::BoxError;
-use crate::controller::{default_error_policy, ControllerDefaults};
-use crate::controller::{Action, Context, Controller, ControllerBuilder, ControllerMetrics};
+use crate::controller::{Controller, ControllerBuilder, ControllerMetrics};
+use crate::controller::{ControllerDefaults, Target};
 use crate::events::Recorder;
 use crate::ids::hostname;
 use crate::reconcile::{CachedClient, CachedObject};
@@ -609,40 +608,22 @@ impl Manager {
     }
 }
 
-impl<K: CachedObject> ControllerBuilder<K, &Manager> {
-    /// Registers the controller with the manager: `reconcile(object,
-    /// context)` runs for every key the watches enqueue, once the manager
-    /// runs and leads. Problems (a duplicate name) are reported by
-    /// [`Manager::run`].
-    pub fn reconcile<F, Fut, E, D>(self, reconcile: F, data: D)
-    where
-        F: Fn(Arc<K>, Arc<Context<D>>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Action, E>> + Send + 'static,
-        E: StdError + Send + Sync + 'static,
-        D: Send + Sync + 'static,
-    {
-        self.reconcile_with(reconcile, default_error_policy::<K, E, D>, data);
+/// A builder from [`Manager::controller`] registers what it builds: its
+/// `.reconcile(..)` returns nothing, and the manager's settings fill what
+/// the builder left unset.
+impl<K: CachedObject> Target<K> for &Manager {
+    type Output = ();
+
+    fn defaults(&self) -> Option<ControllerDefaults<'_>> {
+        Some(ControllerDefaults {
+            graceful_shutdown_timeout: self.parts.graceful_shutdown_timeout,
+            cache_sync_timeout: self.parts.cache_sync_timeout,
+            metrics: &self.parts.controller_metrics,
+            recorder: Box::new(|name| self.recorder(name)),
+        })
     }
 
-    /// [`reconcile`](Self::reconcile) with an error policy (see
-    /// [`ControllerBuilder::reconcile_with`](ControllerBuilder#method.reconcile_with-1)).
-    pub fn reconcile_with<F, Fut, E, P, D>(self, reconcile: F, error_policy: P, data: D)
-    where
-        F: Fn(Arc<K>, Arc<Context<D>>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Action, E>> + Send + 'static,
-        E: StdError + Send + Sync + 'static,
-        P: Fn(Arc<K>, &E, Arc<Context<D>>) -> Action + Send + Sync + 'static,
-        D: Send + Sync + 'static,
-    {
-        let manager = self.target;
-        let mut parts = self.parts;
-        parts.default_from(ControllerDefaults {
-            graceful_shutdown_timeout: manager.parts.graceful_shutdown_timeout,
-            cache_sync_timeout: manager.parts.cache_sync_timeout,
-            metrics: &manager.parts.controller_metrics,
-            recorder: &|name| manager.recorder(name),
-        });
-        let controller = parts.build(reconcile, error_policy, data);
-        manager.register_controller(controller);
+    fn finish(self, controller: Controller<K>) {
+        self.register_controller(controller);
     }
 }
