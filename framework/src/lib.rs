@@ -16,7 +16,9 @@
 //! - [`events`]: the events.k8s.io recorder with client-go's series
 //!   aggregation.
 //! - [`manager`]: runs controllers with a shared cache, leader election,
-//!   probes, metrics and graceful shutdown.
+//!   probes, metrics and graceful shutdown, in named groups of runnables.
+//! - [`serve`]: the HTTP(S) server the probe and metrics endpoints (and
+//!   webhooks) are served by, with one lifecycle.
 //! - `testing` (feature `testing`): the in-process API server of the
 //!   `kubeforge-apiserver` crate, with a [`Client`] for it.
 
@@ -30,6 +32,7 @@ pub mod manager;
 pub mod prelude;
 pub mod reconcile;
 pub mod scheme;
+pub mod serve;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod workqueue;

@@ -177,3 +177,13 @@ fn join(errors: &[SyncError]) -> String {
         .collect::<Vec<_>>()
         .join("; ")
 }
+
+/// A server's errors, as the manager reports them.
+impl From<crate::serve::Error> for Error {
+    fn from(e: crate::serve::Error) -> Self {
+        match e {
+            crate::serve::Error::Bind { address, source } => Error::Bind { address, source },
+            crate::serve::Error::Serve { address, source } => Error::Serve { address, source },
+        }
+    }
+}
