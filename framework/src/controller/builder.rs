@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use kube_core::{ApiResource, DynamicObject, PartialObjectMeta, Resource};
 
+use super::action::Action;
+use super::context::Context;
 use super::filter::{MetaPredicate, SharedMetaPredicate};
 use super::handler::{KeysFn, OwnerMatch};
 use super::metrics::ControllerMetrics;
@@ -18,7 +20,6 @@ use super::predicate::{BoxPredicate, Predicate};
 use super::reconciler::{default_error_policy, FnReconciler};
 use super::runner::{Controller, ControllerParts};
 use super::source::{Channel, WatchEnv, WatchSpec};
-use super::{Action, Context};
 use crate::cache::{InformerOptions, ObjectKey};
 use crate::events::Recorder;
 use crate::reconcile::{CachedClient, CachedObject, DEFAULT_CACHE_SYNC_TIMEOUT};
@@ -456,7 +457,9 @@ fn owner_match<K: CachedObject>(every_owner: bool) -> OwnerMatch {
 pub(crate) mod target {
     use std::time::Duration;
 
-    use super::{Controller, ControllerMetrics, Recorder};
+    use crate::controller::metrics::ControllerMetrics;
+    use crate::controller::runner::Controller;
+    use crate::events::Recorder;
 
     /// What a manager gives the controllers it runs, for the settings each
     /// controller leaves unset (controller-runtime's `DefaultFromConfig`).

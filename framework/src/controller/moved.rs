@@ -19,9 +19,9 @@ use kube_core::Resource;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::client::Api;
 use crate::reconcile::finalizer::{Event, Outcome};
 use crate::reconcile::{uncached, Error};
-use crate::Api;
 
 /// Moved to [`crate::reconcile::conditions`].
 #[deprecated(since = "0.1.0", note = "moved to kubeforge::reconcile::conditions")]
@@ -48,7 +48,7 @@ pub mod events {
     note = "moved to kubeforge::reconcile::finalizer; run the flow with ctx.finalizer(..) or CachedClient::finalizer"
 )]
 pub mod finalizer {
-    pub use super::{add_finalizer, finalizer, remove_finalizer};
+    pub use crate::controller::moved::{add_finalizer, finalizer, remove_finalizer};
     pub use crate::reconcile::finalizer::*;
 }
 
@@ -59,7 +59,7 @@ pub mod finalizer {
     note = "write with the CachedClient methods (ctx.client().apply(..)); OperationResult is in kubeforge::reconcile"
 )]
 pub mod apply {
-    pub use super::{
+    pub use crate::controller::moved::{
         apply, apply_status, apply_status_with, apply_with, create_or_update,
         create_or_update_with, patch_status,
     };

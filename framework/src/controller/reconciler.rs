@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use super::{Action, Context};
+use super::action::Action;
+use super::context::Context;
 use crate::reconcile::is_terminal;
 
 /// A reconcile function with its context and error policy, type-erased.

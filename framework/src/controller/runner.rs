@@ -34,11 +34,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
+use super::action::Action;
 use super::action::ErrorChain;
 use super::metrics::Handles;
 use super::reconciler::ErasedReconciler;
 use super::source::Source;
-use super::Action;
 use crate::cache::{ObjectKey, SharedInformer};
 use crate::ids::random_uuid;
 use crate::reconcile::{CachedClient, CachedObject, Error};

@@ -46,7 +46,7 @@ use kube_core::params::{Patch, PatchParams, PostParams};
 use kube_core::Resource;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use crate::{Api, Client};
+use crate::client::{Api, Client};
 
 mod builder;
 mod series;
@@ -128,10 +128,10 @@ fn truncate_note(note: &str) -> String {
 /// `AlreadyExists` when re-creating a series whose patch found nothing
 /// (the create raced another); transport-level failures are retried, a
 /// request that could not be built is not.
-fn should_retry(err: &crate::Error, series: bool) -> bool {
+fn should_retry(err: &crate::client::Error, series: bool) -> bool {
     match err {
-        crate::Error::Api(_) => series && err.is_already_exists(),
-        crate::Error::Request(_) | crate::Error::Config(_) => false,
+        crate::client::Error::Api(_) => series && err.is_already_exists(),
+        crate::client::Error::Request(_) | crate::client::Error::Config(_) => false,
         _ => true,
     }
 }

@@ -22,7 +22,7 @@ pub enum Error {
         context: String,
         /// The client error, with the server's `Status` when it answered.
         #[source]
-        source: crate::Error,
+        source: crate::client::Error,
     },
 
     /// Another object already controls the dependent (controller-runtime's
@@ -194,8 +194,8 @@ impl From<FinalizerError<Error>> for Error {
 }
 
 /// Lets `?` pass on errors of direct [`Api`](crate::Api) calls.
-impl From<crate::Error> for Error {
-    fn from(source: crate::Error) -> Self {
+impl From<crate::client::Error> for Error {
+    fn from(source: crate::client::Error) -> Self {
         Error::Api {
             context: "API request".to_owned(),
             source,
@@ -211,7 +211,7 @@ impl Error {
 
     /// The client error, for API failures (also inside a failed finalizer
     /// flow).
-    pub fn api_error(&self) -> Option<&crate::Error> {
+    pub fn api_error(&self) -> Option<&crate::client::Error> {
         match self {
             Error::Api { source, .. } => Some(source),
             Error::Finalizer(f) => match f.as_ref() {
@@ -228,14 +228,17 @@ impl Error {
     /// 409 Conflict: the object changed since it was read (a stale
     /// `resourceVersion`); read it again and retry.
     pub fn is_conflict(&self) -> bool {
-        self.api_error().is_some_and(crate::Error::is_conflict)
+        self.api_error()
+            .is_some_and(crate::client::Error::is_conflict)
     }
 
     /// 404 NotFound from the API server, or an object missing from the
     /// cache.
     pub fn is_not_found(&self) -> bool {
         matches!(self, Error::NotFound { .. })
-            || self.api_error().is_some_and(crate::Error::is_not_found)
+            || self
+                .api_error()
+                .is_some_and(crate::client::Error::is_not_found)
     }
 
     /// The write was refused because the object no longer matched what it
@@ -248,7 +251,7 @@ impl Error {
             .is_some_and(|e| e.is_conflict() || e.is_invalid())
     }
 
-    pub(crate) fn api(context: impl Into<String>, source: crate::Error) -> Self {
+    pub(crate) fn api(context: impl Into<String>, source: crate::client::Error) -> Self {
         Error::Api {
             context: context.into(),
             source,

@@ -55,8 +55,8 @@ use json_patch::{
 };
 use kube_core::Resource;
 
+use super::error::Error;
 pub use super::error::FinalizerError;
-use super::Error;
 use crate::cache::ObjectKey;
 
 /// What the reconciler is asked to do.

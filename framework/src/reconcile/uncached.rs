@@ -39,13 +39,13 @@ use kube_core::Resource;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::error::Error;
 use super::finalizer::{
     add_finalizer_patch, flow, remove_finalizer_patch, Event, FinalizerError, Outcome,
 };
 use super::write::{apply_body, apply_params, mutate_keeping_key, to_json, OperationResult};
-use super::Error;
 use crate::cache::ObjectKey;
-use crate::Api;
+use crate::client::Api;
 
 /// Creates or updates object `name`: `mutate` receives the stored object,
 /// or `K::default()` named `name` in the `Api`'s namespace when there is

@@ -12,7 +12,7 @@ use kube_core::Resource;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::Error;
+use super::error::Error;
 use crate::cache::ObjectKey;
 
 /// What a create-or-update did the names complete the sentence

@@ -18,11 +18,11 @@ use std::time::Duration;
 use kube_core::{NamespaceScope, PartialObjectMeta, Resource, Selector, SelectorExt as _};
 use serde::de::DeserializeOwned;
 
-use super::Error;
+use super::error::Error;
 use crate::cache::{
     strip_managed_fields, InformerOptions, ObjectKey, SharedInformer, SharedInformerFactory,
 };
-use crate::{Api, Client};
+use crate::client::{Api, Client};
 
 /// How long waiting for informers to sync may take, unless configured: a
 /// cached read of a new type, a controller starting

@@ -20,13 +20,13 @@ use serde::Serialize;
 use super::{CachedClient, CachedObject};
 use crate::cache::ObjectKey;
 use crate::client::api::object_or_status;
+use crate::reconcile::error::Error;
 use crate::reconcile::finalizer::{
     self, add_finalizer_patch, remove_finalizer_patch, Event, FinalizerError, Outcome,
 };
 use crate::reconcile::write::{
     apply_body, apply_params, mutate_keeping_key, to_json, OperationResult,
 };
-use crate::reconcile::Error;
 
 fn request<K: Resource<DynamicType = ()>>(namespace: Option<&str>) -> Request {
     Request::new(K::url_path(&(), namespace.filter(|ns| !ns.is_empty())))
