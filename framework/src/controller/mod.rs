@@ -13,8 +13,8 @@
 //!   [`TerminalError`]), panics caught, metrics under controller-runtime's
 //!   names ([`ControllerMetrics`]).
 //! - [`Context`]: what each reconcile gets besides the object: the user's
-//!   data, the [`CachedClient`](crate::reconcile::CachedClient), a
-//!   [`Recorder`](crate::events::Recorder), the controller's name.
+//!   data, the cached client ([`crate::reconcile::CachedClient`]), an event
+//!   recorder ([`crate::events::Recorder`]), the controller's name.
 //! - [`source`]: where events come from: informers, and [`Channel`]s of
 //!   events from outside the cluster.
 //! - [`predicate`]: which watch events enqueue a reconcile; [`filter`]:

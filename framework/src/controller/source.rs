@@ -7,11 +7,11 @@
 //!   updates and deletes are create, update and delete events;
 //! - a [`Channel`] of objects from outside the cluster (a webhook, a timer,
 //!   another system), each a *generic* event, the kind
-//!   [`Predicate::generic`](super::Predicate::generic) decides on
+//!   [`Predicate::generic`] decides on
 //!   (controller-runtime's `source.Channel`).
 //!
-//! The builder describes each watch as a [`WatchSpec`], which becomes a
-//! [`Source`] once the controller's queue exists; running the controller
+//! The builder describes each watch as a `WatchSpec`, which becomes a
+//! `Source` once the controller's queue exists; running the controller
 //! starts every source, waits for them to sync, and removes them when it
 //! stops.
 
@@ -34,7 +34,7 @@ use crate::workqueue::WorkQueue;
 
 /// Objects from outside the cluster that reconcile a controller's keys:
 /// each object received is a generic event, passed through the channel's
-/// predicates ([`Predicate::generic`](super::Predicate::generic)) and the
+/// predicates ([`Predicate::generic`]) and the
 /// controller-wide filters, then mapped to the keys to reconcile (by
 /// default the object's own key). Give it to
 /// [`ControllerBuilder::watches_channel`](super::ControllerBuilder::watches_channel).
