@@ -61,7 +61,7 @@ use crate::client::Api;
 /// # use kubeforge::reconcile::uncached::create_or_update;
 /// # use kubeforge::reconcile::OperationResult;
 /// # use kubeforge::k8s_openapi::api::core::v1::ConfigMap;
-/// # async fn demo(api: kubeforge::Api<ConfigMap>) -> Result<(), kubeforge::controller::Error> {
+/// # async fn demo(api: kubeforge::Api<ConfigMap>) -> Result<(), kubeforge::reconcile::Error> {
 /// let (result, cm) = create_or_update(&api, "settings", |cm: &mut ConfigMap| {
 ///     cm.data.get_or_insert_with(Default::default).insert("mode".into(), "fast".into());
 /// })
