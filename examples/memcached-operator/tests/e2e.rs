@@ -10,13 +10,13 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use kubeforge::controller::find_condition;
 use kubeforge::k8s_openapi::api::apps::v1::Deployment;
 use kubeforge::k8s_openapi::api::events::v1::Event;
 use kubeforge::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kubeforge::kube_core::params::ListParams;
 use kubeforge::manager::CancellationToken;
 use kubeforge::prelude::*;
+use kubeforge::reconcile::conditions::find_condition;
 use kubeforge::testing::{ApiServer, ApiServerExt};
 use memcached_operator::controller::{CONTROLLER_NAME, FIELD_MANAGER, FINALIZED_REASON};
 use memcached_operator::status::{AVAILABLE, DEGRADED, PROGRESSING};

@@ -1,68 +1,51 @@
-//! Write helpers for reconcilers: create-or-update (controller-runtime's
-//! `controllerutil.CreateOrUpdate`), server-side apply of whole objects, and
-//! status writes through the `/status` subresource.
+//! The write helpers over a plain [`Api`], **bypassing the cache**: nothing
+//! here records its writes, so a cached read right after one (through a
+//! [`CachedClient`](super::CachedClient), or the controller reading the
+//! object it reconciles) may return the object as it was before the write.
 //!
-//! [`create_or_update`] reads the object, lets a closure mutate it (or a
-//! default when it does not exist), and writes only if the mutation changed
-//! something: a create, a conditional replace (the `resourceVersion` read is
-//! sent back, so a concurrent write answers 409 Conflict), or nothing. It
-//! does not retry conflicts; the reconcile that called it is retried.
+//! In a reconcile use the [`CachedClient`](super::CachedClient) methods of
+//! the same names (`ctx.client().apply(..)`, `create_or_update`,
+//! `patch_status`, `apply_status`, `ctx.finalizer(..)`, `add_finalizer`,
+//! `remove_finalizer`): they send the same requests and record the answer.
+//! These functions are for code that has no cache (a command-line tool, a
+//! one-off migration), for types described at run time (the `_with`
+//! variants take a `DynamicObject`'s `ApiResource`), or for a write that
+//! should not be waited for; pass a written object to
+//! [`CachedClient::observe_write`](super::CachedClient::observe_write) to
+//! have later cached reads wait for it after all.
 //!
-//! [`apply`] and [`apply_status`] send server-side apply patches
-//! (`application/apply-patch+yaml`) with a field manager; `force` takes over
-//! fields other managers own. [`patch_status`] sends a JSON merge patch of
-//! `{"status": ...}` to `/status`.
+//! - [`create_or_update`] reads the object, lets a closure mutate it (or a
+//!   default when it does not exist), and writes only if the mutation
+//!   changed something: a create, a conditional replace (the
+//!   `resourceVersion` read is sent back, so a concurrent write answers 409
+//!   Conflict), or nothing. It does not retry conflicts; the reconcile that
+//!   called it is retried.
+//! - [`apply`] and [`apply_status`] send server-side apply patches
+//!   (`application/apply-patch+yaml`) with a field manager; `force` takes
+//!   over fields other managers own. [`patch_status`] sends a JSON merge
+//!   patch of `{"status": ...}` to `/status`.
+//! - [`finalizer`] runs the finalizer flow (see
+//!   [`finalizer`](mod@super::finalizer) for the cases), adding and removing
+//!   the finalizer with [`add_finalizer`] and [`remove_finalizer`].
 
+use std::error::Error as StdError;
 use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
 
+use json_patch::Patch as JsonPatch;
 use kube_core::params::{Patch, PatchParams, PostParams};
 use kube_core::Resource;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use serde_json::{Map, Value};
 
-use super::Error;
+use super::error::Error;
+use super::finalizer::{
+    add_finalizer_patch, flow, remove_finalizer_patch, Event, FinalizerError, Outcome,
+};
+use super::write::{apply_body, apply_params, mutate_keeping_key, to_json, OperationResult};
 use crate::cache::ObjectKey;
-use crate::Api;
-
-/// What [`create_or_update`] did; the names complete the sentence
-/// "Deployment ns/web has been ..." (controller-runtime's `OperationResult`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum OperationResult {
-    /// Nothing changed; no write was sent.
-    Unchanged,
-    /// The object did not exist and was created.
-    Created,
-    /// The object existed and was replaced.
-    Updated,
-}
-
-impl OperationResult {
-    /// `unchanged`, `created` or `updated`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OperationResult::Unchanged => "unchanged",
-            OperationResult::Created => "created",
-            OperationResult::Updated => "updated",
-        }
-    }
-}
-
-impl fmt::Display for OperationResult {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-pub(crate) fn to_json<T: Serialize>(
-    value: &T,
-    what: impl FnOnce() -> String,
-) -> Result<Value, Error> {
-    serde_json::to_value(value).map_err(|source| Error::Serialize {
-        what: what(),
-        source,
-    })
-}
+use crate::client::Api;
 
 /// Creates or updates object `name`: `mutate` receives the stored object,
 /// or `K::default()` named `name` in the `Api`'s namespace when there is
@@ -75,9 +58,10 @@ pub(crate) fn to_json<T: Serialize>(
 /// subresource; write status with [`patch_status`] or [`apply_status`].
 ///
 /// ```no_run
-/// # use kubeforge::controller::apply::{create_or_update, OperationResult};
+/// # use kubeforge::reconcile::uncached::create_or_update;
+/// # use kubeforge::reconcile::OperationResult;
 /// # use kubeforge::k8s_openapi::api::core::v1::ConfigMap;
-/// # async fn demo(api: kubeforge::Api<ConfigMap>) -> Result<(), kubeforge::controller::Error> {
+/// # async fn demo(api: kubeforge::Api<ConfigMap>) -> Result<(), kubeforge::reconcile::Error> {
 /// let (result, cm) = create_or_update(&api, "settings", |cm: &mut ConfigMap| {
 ///     cm.data.get_or_insert_with(Default::default).insert("mode".into(), "fast".into());
 /// })
@@ -143,68 +127,6 @@ where
         .await
         .map_err(|e| Error::api(format!("update {}", describe()), e))?;
     Ok((OperationResult::Updated, updated))
-}
-
-/// Runs `mutate` and refuses a changed name or namespace, as
-/// controller-runtime's `mutate` wrapper does.
-pub(crate) fn mutate_keeping_key<K: Resource>(
-    obj: &mut K,
-    mutate: impl FnOnce(&mut K),
-) -> Result<(), Error> {
-    let before = ObjectKey::of(obj);
-    mutate(obj);
-    let after = ObjectKey::of(obj);
-    if before != after {
-        return Err(Error::MutatedKey {
-            before: before.to_string(),
-            after: after.to_string(),
-        });
-    }
-    Ok(())
-}
-
-/// Fills `apiVersion` and `kind` when the serialized object lacks them, and
-/// drops what an apply body must not carry.
-pub(crate) fn apply_body(
-    mut body: Value,
-    api_version: &str,
-    kind: &str,
-    name: &str,
-    object: impl Fn() -> String,
-) -> Result<Value, Error> {
-    let Some(map) = body.as_object_mut() else {
-        return Err(Error::MissingTypeMeta { object: object() });
-    };
-    for (field, value) in [("apiVersion", api_version), ("kind", kind)] {
-        let present = map
-            .get(field)
-            .and_then(Value::as_str)
-            .is_some_and(|s| !s.is_empty());
-        if !present {
-            if value.is_empty() {
-                return Err(Error::MissingTypeMeta { object: object() });
-            }
-            map.insert(field.to_owned(), Value::String(value.to_owned()));
-        }
-    }
-    let metadata = map
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Some(meta) = metadata.as_object_mut() {
-        meta.insert("name".to_owned(), Value::String(name.to_owned()));
-        // The API server rejects apply bodies that carry managedFields.
-        meta.remove("managedFields");
-    }
-    Ok(body)
-}
-
-pub(crate) fn apply_params(field_manager: &str, force: bool) -> PatchParams {
-    let pp = PatchParams::apply(field_manager);
-    if force {
-        pp.force()
-    } else {
-        pp
-    }
 }
 
 /// Server-side applies `obj` as object `name`, owned by `field_manager`;
@@ -340,80 +262,118 @@ fn qualified<K: Resource>(api: &Api<K>, name: &str) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
+fn require_name<K: Resource>(obj: &K) -> Result<&str, Error> {
+    obj.meta()
+        .name
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| Error::MissingMetadata {
+            object: "the object".to_owned(),
+            field: "metadata.name",
+        })
+}
 
-    fn no_object() -> String {
-        "x".to_owned()
+/// Adds finalizer `name` to the stored object. Returns the updated object,
+/// or `None` when `obj` already had it and nothing was sent. Refuses
+/// objects being deleted ([`Error::BeingDeleted`]).
+pub async fn add_finalizer<K>(api: &Api<K>, obj: &K, name: &str) -> Result<Option<K>, Error>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug,
+{
+    let Some(patch) = add_finalizer_patch(obj, name) else {
+        return Ok(None);
+    };
+    if obj.meta().deletion_timestamp.is_some() {
+        return Err(Error::BeingDeleted {
+            object: ObjectKey::of(obj).to_string(),
+            finalizer: name.to_owned(),
+        });
     }
+    send(api, obj, patch, || {
+        format!("add finalizer {name:?} to {}", ObjectKey::of(obj))
+    })
+    .await
+    .map(Some)
+}
 
-    #[test]
-    fn apply_body_fills_type_meta_name_and_drops_managed_fields() {
-        let body = apply_body(
-            json!({"metadata": {"managedFields": [{"manager": "m"}], "labels": {"a": "b"}}, "spec": {}}),
-            "apps/v1",
-            "Deployment",
-            "web",
-            no_object,
-        )
-        .unwrap();
-        assert_eq!(
-            body,
-            json!({"apiVersion": "apps/v1", "kind": "Deployment",
-                   "metadata": {"name": "web", "labels": {"a": "b"}}, "spec": {}})
-        );
-    }
+/// Removes finalizer `name` from the stored object. Returns the updated
+/// object (which the server may already have deleted, if it was the last
+/// finalizer of a deleting object), or `None` when `obj` did not have it.
+pub async fn remove_finalizer<K>(api: &Api<K>, obj: &K, name: &str) -> Result<Option<K>, Error>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug,
+{
+    let Some(patch) = remove_finalizer_patch(obj, name) else {
+        return Ok(None);
+    };
+    send(api, obj, patch, || {
+        format!("remove finalizer {name:?} from {}", ObjectKey::of(obj))
+    })
+    .await
+    .map(Some)
+}
 
-    #[test]
-    fn apply_body_keeps_type_meta_the_object_carries() {
-        let body = apply_body(
-            json!({"apiVersion": "ex.com/v2", "kind": "Widget"}),
-            "",
-            "",
-            "w",
-            no_object,
-        )
-        .unwrap();
-        assert_eq!(body["apiVersion"], "ex.com/v2");
-        assert_eq!(body["metadata"]["name"], "w");
-    }
+async fn send<K>(
+    api: &Api<K>,
+    obj: &K,
+    patch: JsonPatch,
+    context: impl FnOnce() -> String,
+) -> Result<K, Error>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug,
+{
+    let name = require_name(obj)?;
+    let patch: Patch<()> = Patch::Json(patch);
+    api.patch(name, &PatchParams::default(), &patch)
+        .await
+        .map_err(|e| Error::api(context(), e))
+}
 
-    #[test]
-    fn apply_body_without_any_type_meta_is_an_error() {
-        let err = apply_body(json!({"spec": {}}), "", "", "w", no_object).unwrap_err();
-        assert!(matches!(err, Error::MissingTypeMeta { .. }));
-        let err = apply_body(json!([1]), "v1", "ConfigMap", "w", no_object).unwrap_err();
-        assert!(matches!(err, Error::MissingTypeMeta { .. }));
-    }
-
-    #[test]
-    fn apply_params_carry_manager_and_force() {
-        let pp = apply_params("mgr", true);
-        assert_eq!(pp.field_manager.as_deref(), Some("mgr"));
-        assert!(pp.force);
-        assert!(!apply_params("mgr", false).force);
-    }
-
-    #[test]
-    fn mutation_of_the_key_is_refused() {
-        use k8s_openapi::api::core::v1::ConfigMap;
-        let mut cm = ConfigMap::default();
-        cm.metadata.name = Some("a".into());
-        cm.metadata.namespace = Some("ns".into());
-        let err = mutate_keeping_key(&mut cm, |c| c.metadata.name = Some("b".into())).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "the mutate function must not change the object's name or namespace (ns/a became ns/b)"
-        );
-        mutate_keeping_key(&mut cm, |c| c.data = Some(Default::default())).unwrap();
-    }
-
-    #[test]
-    fn operation_results_read_like_controller_runtime() {
-        assert_eq!(OperationResult::Unchanged.to_string(), "unchanged");
-        assert_eq!(OperationResult::Created.as_str(), "created");
-        assert_eq!(OperationResult::Updated.as_str(), "updated");
-    }
+/// Runs `reconcile` for `obj` under finalizer `name`: adds the finalizer
+/// before the first [`Event::Apply`], runs [`Event::Cleanup`] once the
+/// object is being deleted and removes the finalizer when cleanup
+/// succeeded. See [`finalizer`](mod@super::finalizer) for the table of
+/// cases.
+///
+/// `name` must be unique among the controllers touching the object
+/// (e.g. `memcached.cache.example.com/cleanup`). The reconciler should use
+/// the object inside the event: after adding the finalizer it is the newer
+/// one the server returned.
+///
+/// ```no_run
+/// # use std::sync::Arc;
+/// # use kubeforge::reconcile::finalizer::Event;
+/// # use kubeforge::reconcile::uncached::finalizer;
+/// # use kubeforge::k8s_openapi::api::core::v1::ConfigMap;
+/// # #[derive(Debug, thiserror::Error)] #[error("x")] struct MyError;
+/// # async fn demo(api: kubeforge::Api<ConfigMap>, cm: Arc<ConfigMap>) {
+/// let outcome = finalizer(&api, "example.com/cleanup", cm, |event| async move {
+///     match event {
+///         Event::Apply(cm) => { /* create what `cm` describes */ Ok::<_, MyError>(()) }
+///         Event::Cleanup(cm) => { /* delete what was created */ Ok(()) }
+///     }
+/// })
+/// .await;
+/// # }
+/// ```
+pub async fn finalizer<K, F, Fut, T, E>(
+    api: &Api<K>,
+    name: &str,
+    obj: Arc<K>,
+    reconcile: F,
+) -> Result<Outcome<T>, FinalizerError<E>>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug,
+    F: FnOnce(Event<K>) -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    E: StdError + 'static,
+{
+    flow(
+        name,
+        obj,
+        reconcile,
+        |obj: Arc<K>| async move { add_finalizer(api, &obj, name).await },
+        |obj: Arc<K>| async move { remove_finalizer(api, &obj, name).await },
+    )
+    .await
 }

@@ -14,7 +14,7 @@
 //! check does.
 //!
 //! ```
-//! use kubeforge::controller::conditions::{self, ConditionExt as _, ConditionStatus};
+//! use kubeforge::reconcile::conditions::{self, ConditionExt as _, ConditionStatus};
 //!
 //! let mut conds = Vec::new();
 //! let ready = conditions::new_condition("Available", ConditionStatus::True, "Reconciled", "3/3 ready")

@@ -1,8 +1,10 @@
 //! Finalizers: keep an object from disappearing until the controller has
 //! cleaned up after it.
 //!
-//! [`finalizer`] is the whole flow in one call, as kube-rs's `finalizer()`
-//! and controller-runtime's `finalizer.Finalizers` offer it:
+//! [`CachedClient::finalizer`](super::CachedClient::finalizer) (or
+//! `ctx.finalizer(...)` in a reconcile) is the whole flow in one call, as
+//! kube-rs's `finalizer()` and controller-runtime's `finalizer.Finalizers`
+//! offer it:
 //!
 //! | object                              | what happens                                   |
 //! |-------------------------------------|------------------------------------------------|
@@ -21,7 +23,8 @@
 //!
 //! The decision is a pure function ([`plan`]) and the writes are JSON
 //! patches built by [`add_finalizer_patch`] and [`remove_finalizer_patch`];
-//! the async functions only send them.
+//! the cached client (and, over a plain `Api`, the functions of
+//! [`uncached`](super::uncached)) only send them.
 //!
 //! ## Optimistic concurrency
 //!
@@ -43,7 +46,6 @@
 //! reconcile, from the fresh object, succeeds.
 
 use std::error::Error as StdError;
-use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -51,14 +53,11 @@ use json_patch::jsonptr::PointerBuf;
 use json_patch::{
     AddOperation, Patch as JsonPatch, PatchOperation, RemoveOperation, TestOperation,
 };
-use kube_core::params::{Patch, PatchParams};
 use kube_core::Resource;
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 
-use super::Error;
+use super::error::Error;
+pub use super::error::FinalizerError;
 use crate::cache::ObjectKey;
-use crate::Api;
 
 /// What the reconciler is asked to do.
 #[derive(Debug)]
@@ -71,7 +70,7 @@ pub enum Event<K> {
     Cleanup(Arc<K>),
 }
 
-/// How a [`finalizer`] call ended.
+/// How a finalizer flow ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome<T> {
     /// [`Event::Apply`] ran (after adding the finalizer if
@@ -97,27 +96,6 @@ impl<T> Outcome<T> {
             Outcome::Skipped => None,
         }
     }
-}
-
-/// A failure of the [`finalizer`] flow.
-#[derive(Debug, thiserror::Error)]
-pub enum FinalizerError<E: StdError + 'static> {
-    /// [`Event::Apply`] failed.
-    #[error("apply failed: {0}")]
-    Apply(#[source] E),
-    /// [`Event::Cleanup`] failed; the finalizer stays.
-    #[error("cleanup failed: {0}")]
-    Cleanup(#[source] E),
-    /// Adding the finalizer failed; apply did not run.
-    #[error("cannot add finalizer: {0}")]
-    AddFinalizer(#[source] Error),
-    /// Cleanup succeeded but removing the finalizer failed; the next
-    /// reconcile runs cleanup again.
-    #[error("cannot remove finalizer: {0}")]
-    RemoveFinalizer(#[source] Error),
-    /// The object has no name, so it cannot be patched.
-    #[error("object has no name")]
-    Unnamed,
 }
 
 /// The next step for an object, decided from its state alone.
@@ -164,7 +142,7 @@ fn finalizer_index<K: Resource>(obj: &K, name: &str) -> Option<usize> {
 /// Adds `name` to the object in memory (controller-runtime's
 /// `controllerutil.AddFinalizer`); returns whether it was missing. For
 /// objects about to be created or replaced; to change a stored object use
-/// [`add_finalizer`].
+/// [`CachedClient::add_finalizer`](super::CachedClient::add_finalizer).
 pub fn ensure_finalizer<K: Resource>(obj: &mut K, name: &str) -> bool {
     if has_finalizer(obj, name) {
         return false;
@@ -248,121 +226,7 @@ pub fn remove_finalizer_patch<K: Resource>(obj: &K, name: &str) -> Option<JsonPa
     ]))
 }
 
-fn require_name<K: Resource>(obj: &K) -> Result<&str, Error> {
-    obj.meta()
-        .name
-        .as_deref()
-        .filter(|n| !n.is_empty())
-        .ok_or_else(|| Error::MissingMetadata {
-            object: "the object".to_owned(),
-            field: "metadata.name",
-        })
-}
-
-/// Adds finalizer `name` to the stored object. Returns the updated object,
-/// or `None` when `obj` already had it and nothing was sent. Refuses
-/// objects being deleted ([`Error::BeingDeleted`]).
-pub async fn add_finalizer<K>(api: &Api<K>, obj: &K, name: &str) -> Result<Option<K>, Error>
-where
-    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug,
-{
-    let Some(patch) = add_finalizer_patch(obj, name) else {
-        return Ok(None);
-    };
-    if obj.meta().deletion_timestamp.is_some() {
-        return Err(Error::BeingDeleted {
-            object: ObjectKey::of(obj).to_string(),
-            finalizer: name.to_owned(),
-        });
-    }
-    send(api, obj, patch, || {
-        format!("add finalizer {name:?} to {}", ObjectKey::of(obj))
-    })
-    .await
-    .map(Some)
-}
-
-/// Removes finalizer `name` from the stored object. Returns the updated
-/// object (which the server may already have deleted, if it was the last
-/// finalizer of a deleting object), or `None` when `obj` did not have it.
-pub async fn remove_finalizer<K>(api: &Api<K>, obj: &K, name: &str) -> Result<Option<K>, Error>
-where
-    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug,
-{
-    let Some(patch) = remove_finalizer_patch(obj, name) else {
-        return Ok(None);
-    };
-    send(api, obj, patch, || {
-        format!("remove finalizer {name:?} from {}", ObjectKey::of(obj))
-    })
-    .await
-    .map(Some)
-}
-
-async fn send<K>(
-    api: &Api<K>,
-    obj: &K,
-    patch: JsonPatch,
-    context: impl FnOnce() -> String,
-) -> Result<K, Error>
-where
-    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug,
-{
-    let name = require_name(obj)?;
-    let patch: Patch<()> = Patch::Json(patch);
-    api.patch(name, &PatchParams::default(), &patch)
-        .await
-        .map_err(|e| Error::api(context(), e))
-}
-
-/// Runs `reconcile` for `obj` under finalizer `name`: adds the finalizer
-/// before the first [`Event::Apply`], runs [`Event::Cleanup`] once the
-/// object is being deleted and removes the finalizer when cleanup
-/// succeeded. See the module docs for the table of cases.
-///
-/// `name` must be unique among the controllers touching the object
-/// (e.g. `memcached.cache.example.com/cleanup`). The reconciler should use
-/// the object inside the event: after adding the finalizer it is the newer
-/// one the server returned.
-///
-/// ```no_run
-/// # use std::sync::Arc;
-/// # use kubeforge::controller::finalizer::{finalizer, Event};
-/// # use kubeforge::k8s_openapi::api::core::v1::ConfigMap;
-/// # #[derive(Debug, thiserror::Error)] #[error("x")] struct MyError;
-/// # async fn demo(api: kubeforge::Api<ConfigMap>, cm: Arc<ConfigMap>) {
-/// let outcome = finalizer(&api, "example.com/cleanup", cm, |event| async move {
-///     match event {
-///         Event::Apply(cm) => { /* create what `cm` describes */ Ok::<_, MyError>(()) }
-///         Event::Cleanup(cm) => { /* delete what was created */ Ok(()) }
-///     }
-/// })
-/// .await;
-/// # }
-/// ```
-pub async fn finalizer<K, F, Fut, T, E>(
-    api: &Api<K>,
-    name: &str,
-    obj: Arc<K>,
-    reconcile: F,
-) -> Result<Outcome<T>, FinalizerError<E>>
-where
-    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug,
-    F: FnOnce(Event<K>) -> Fut,
-    Fut: Future<Output = Result<T, E>>,
-    E: StdError + 'static,
-{
-    flow(
-        name,
-        obj,
-        reconcile,
-        |obj: Arc<K>| async move { add_finalizer(api, &obj, name).await },
-        |obj: Arc<K>| async move { remove_finalizer(api, &obj, name).await },
-    )
-    .await
-}
-
-/// The flow of [`finalizer`], with the finalizer edits left to the caller:
+/// The finalizer flow, with the finalizer edits left to the caller:
 /// `add` and `remove` send the patch for the object they are handed (through
 /// an [`Api`], or through the cached client so its reads see the edit) and
 /// return the object the server answered with, `None` when nothing was sent.

@@ -20,11 +20,13 @@ use serde::Serialize;
 use super::{CachedClient, CachedObject};
 use crate::cache::ObjectKey;
 use crate::client::api::object_or_status;
-use crate::controller::apply::{apply_body, apply_params, mutate_keeping_key, to_json};
-use crate::controller::finalizer::{
+use crate::reconcile::error::Error;
+use crate::reconcile::finalizer::{
     self, add_finalizer_patch, remove_finalizer_patch, Event, FinalizerError, Outcome,
 };
-use crate::controller::{Error, OperationResult};
+use crate::reconcile::write::{
+    apply_body, apply_params, mutate_keeping_key, to_json, OperationResult,
+};
 
 fn request<K: Resource<DynamicType = ()>>(namespace: Option<&str>) -> Request {
     Request::new(K::url_path(&(), namespace.filter(|ns| !ns.is_empty())))
@@ -269,11 +271,18 @@ impl CachedClient {
         }
     }
 
-    /// The [`finalizer`](crate::controller::finalizer::finalizer) flow
-    /// with this client's writes, so the finalizer edits are read back by
-    /// later cached reads: adds finalizer `name` before the first
-    /// [`Event::Apply`], runs [`Event::Cleanup`] once `obj` is being
+    /// The finalizer flow (see [`finalizer`](mod@crate::reconcile::finalizer)
+    /// for the cases) with this client's writes, so the finalizer edits are
+    /// read back by later cached reads: adds finalizer `name` before the
+    /// first [`Event::Apply`], runs [`Event::Cleanup`] once `obj` is being
     /// deleted, and removes the finalizer when cleanup succeeded.
+    ///
+    /// `name` must be unique among the controllers touching the object
+    /// (e.g. `memcached.cache.example.com/cleanup`). The reconciler should
+    /// use the object inside the event: after adding the finalizer it is
+    /// the newer one the server returned. In a reconcile,
+    /// [`Context::finalizer`](crate::controller::Context::finalizer) hands
+    /// the closure the context as well.
     pub async fn finalizer<K, F, Fut, T, E>(
         &self,
         name: &str,
@@ -290,16 +299,44 @@ impl CachedClient {
             name,
             obj,
             reconcile,
-            |obj: Arc<K>| async move {
-                self.patch_finalizers(&*obj, add_finalizer_patch(&*obj, name))
-                    .await
-            },
-            |obj: Arc<K>| async move {
-                self.patch_finalizers(&*obj, remove_finalizer_patch(&*obj, name))
-                    .await
-            },
+            |obj: Arc<K>| async move { self.add_finalizer(&*obj, name).await },
+            |obj: Arc<K>| async move { self.remove_finalizer(&*obj, name).await },
         )
         .await
+    }
+
+    /// Adds finalizer `name` to the stored object `obj` (a JSON patch
+    /// guarded by a `test` of what was read, see
+    /// [`add_finalizer_patch`]). Returns the updated object, or `None` when
+    /// `obj` already had it and nothing was sent. Refuses objects being
+    /// deleted ([`Error::BeingDeleted`]).
+    pub async fn add_finalizer<K: CachedObject>(
+        &self,
+        obj: &K,
+        name: &str,
+    ) -> Result<Option<K>, Error> {
+        let patch = add_finalizer_patch(obj, name);
+        if patch.is_some() && obj.meta().deletion_timestamp.is_some() {
+            return Err(Error::BeingDeleted {
+                object: ObjectKey::of(obj).to_string(),
+                finalizer: name.to_owned(),
+            });
+        }
+        self.patch_finalizers(obj, patch).await
+    }
+
+    /// Removes finalizer `name` from the stored object `obj`, testing it is
+    /// still where it was read (see [`remove_finalizer_patch`]). Returns the
+    /// updated object (which the server may already have deleted, if it was
+    /// the last finalizer of a deleting object), or `None` when `obj` did
+    /// not have it.
+    pub async fn remove_finalizer<K: CachedObject>(
+        &self,
+        obj: &K,
+        name: &str,
+    ) -> Result<Option<K>, Error> {
+        self.patch_finalizers(obj, remove_finalizer_patch(obj, name))
+            .await
     }
 
     /// Sends a finalizer edit of `obj` (a JSON patch guarded by its `test`

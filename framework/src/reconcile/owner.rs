@@ -19,7 +19,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube_core::Resource;
 
-use super::Error;
+use super::error::Error;
 use crate::cache::ObjectKey;
 
 /// Options for the reference being set.

@@ -30,35 +30,37 @@
 //! Notes longer than the API server's 1024-byte limit are cut, on a
 //! character boundary, with a `" ..."` marker, as kube-scheduler does.
 //!
-//! The aggregation is a pure state machine ([`SeriesCache`]) driven by
-//! the recorder; the recorder only adds the clock and the HTTP calls.
+//! The aggregation is a pure state machine (the private `series` module)
+//! driven by the recorder; the recorder only adds the clock and the HTTP
+//! calls.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::api::events::v1::{Event, EventSeries};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_core::params::{Patch, PatchParams, PostParams};
 use kube_core::Resource;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use crate::{Api, Client};
+use crate::client::{Api, Client};
 
 mod builder;
+mod series;
+
 pub use builder::{EventBuilder, EventRegarding};
+
+use series::{micro, SeriesCache, Write, FINISH_TIME};
 
 /// The API server's limit on `note` (events validation `NoteLengthLimit`).
 pub const NOTE_LENGTH_LIMIT: usize = 1024;
-/// How long a series stays open without repeats (client-go `finishTime`).
-pub const FINISH_TIME: Duration = Duration::from_secs(6 * 60);
 /// How often open series are rewritten (client-go `refreshTime`).
-pub const REFRESH_TIME: Duration = Duration::from_secs(30 * 60);
+const REFRESH_TIME: Duration = Duration::from_secs(30 * 60);
 /// Attempts per event before giving up (client-go `maxTriesPerEvent`).
-pub const MAX_TRIES: u32 = 12;
+const MAX_TRIES: u32 = 12;
 /// The pause between attempts, jittered by up to 25% (client-go
 /// `defaultSleepDuration`).
 pub const RETRY_INTERVAL: Duration = Duration::from_secs(10);
@@ -109,7 +111,7 @@ pub fn object_reference<K: Resource>(obj: &K, dt: &K::DynamicType) -> ObjectRefe
 
 /// Cuts `note` to [`NOTE_LENGTH_LIMIT`] bytes on a character boundary,
 /// ending in `" ..."` when something was cut.
-pub fn truncate_note(note: &str) -> String {
+fn truncate_note(note: &str) -> String {
     if note.len() <= NOTE_LENGTH_LIMIT {
         return note.to_owned();
     }
@@ -121,224 +123,15 @@ pub fn truncate_note(note: &str) -> String {
     format!("{}{MARKER}", &note[..end])
 }
 
-// ----- the aggregation state machine ----------------------------------------
-
-/// The fields of an `ObjectReference`, with absent strings as `""` (Go's
-/// zero value), so references compare as client-go's struct equality does.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-struct RefKey {
-    api_version: String,
-    field_path: String,
-    kind: String,
-    name: String,
-    namespace: String,
-    resource_version: String,
-    uid: String,
-}
-
-impl RefKey {
-    fn of(r: Option<&ObjectReference>) -> Self {
-        let Some(r) = r else {
-            return Self::default();
-        };
-        let s = |v: &Option<String>| v.clone().unwrap_or_default();
-        Self {
-            api_version: s(&r.api_version),
-            field_path: s(&r.field_path),
-            kind: s(&r.kind),
-            name: s(&r.name),
-            namespace: s(&r.namespace),
-            resource_version: s(&r.resource_version),
-            uid: s(&r.uid),
-        }
-    }
-}
-
-/// client-go's `eventKey`: what makes two events the same.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct EventKey {
-    type_: String,
-    action: String,
-    reason: String,
-    reporting_controller: String,
-    reporting_instance: String,
-    regarding: RefKey,
-    related: RefKey,
-}
-
-impl EventKey {
-    /// The key of `event` (client-go's `getKey`).
-    pub fn of(event: &Event) -> Self {
-        let s = |v: &Option<String>| v.clone().unwrap_or_default();
-        Self {
-            type_: s(&event.type_),
-            action: s(&event.action),
-            reason: s(&event.reason),
-            reporting_controller: s(&event.reporting_controller),
-            reporting_instance: s(&event.reporting_instance),
-            regarding: RefKey::of(event.regarding.as_ref()),
-            related: RefKey::of(event.related.as_ref()),
-        }
-    }
-}
-
-/// A write the recorder must send.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Write {
-    /// Create this event (a first occurrence).
-    Create(Event),
-    /// Write this event's `series` (patch; create it if it is gone).
-    Series(Event),
-}
-
-impl Write {
-    /// The event to write.
-    pub fn event(&self) -> &Event {
-        match self {
-            Write::Create(e) | Write::Series(e) => e,
-        }
-    }
-}
-
-/// What is due when the clock says `now` ([`SeriesCache::due`]).
-#[derive(Debug, Default)]
-pub struct Due {
-    /// Series with no repeat for [`FINISH_TIME`]: write the final count,
-    /// then [`SeriesCache::remove_if_unchanged`].
-    pub finished: Vec<(EventKey, Event)>,
-    /// Singletons older than [`FINISH_TIME`], already forgotten.
-    pub forgotten: usize,
-}
-
-/// client-go's event cache: the events seen recently, keyed by
-/// [`EventKey`], each holding the first occurrence and its series.
-#[derive(Debug, Default)]
-pub struct SeriesCache {
-    entries: HashMap<EventKey, Event>,
-}
-
-fn micro(t: Timestamp) -> MicroTime {
-    MicroTime(t)
-}
-
-fn older_than(t: &MicroTime, now: Timestamp, age: Duration) -> bool {
-    // A time that cannot be subtracted is far in the past: expired.
-    match now.checked_sub(age) {
-        Ok(cutoff) => t.0 < cutoff,
-        Err(_) => false,
-    }
-}
-
-impl SeriesCache {
-    /// An empty cache.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Records one occurrence of `event` at `now` and says what to write:
-    /// a create for a first occurrence, a series write for the second, and
-    /// nothing for later ones (client-go's `recordToSink`).
-    pub fn observe(&mut self, event: Event, now: Timestamp) -> Option<Write> {
-        let key = EventKey::of(&event);
-        match self.entries.get_mut(&key) {
-            None => {
-                self.entries.insert(key, event.clone());
-                Some(Write::Create(event))
-            }
-            Some(cached) => match cached.series.as_mut() {
-                Some(series) => {
-                    series.count = series.count.saturating_add(1);
-                    series.last_observed_time = micro(now);
-                    None
-                }
-                None => {
-                    cached.series = Some(EventSeries {
-                        count: 2,
-                        last_observed_time: micro(now),
-                    });
-                    Some(Write::Series(cached.clone()))
-                }
-            },
-        }
-    }
-
-    /// Ends what is over at `now` (client-go's `finishSeries`): forgets
-    /// singletons older than [`FINISH_TIME`] and returns the series without
-    /// a repeat for that long, which stay cached until their final write.
-    pub fn due(&mut self, now: Timestamp) -> Due {
-        let mut due = Due::default();
-        self.entries.retain(|key, event| match &event.series {
-            Some(series) => {
-                if older_than(&series.last_observed_time, now, FINISH_TIME) {
-                    due.finished.push((key.clone(), event.clone()));
-                }
-                true
-            }
-            None => {
-                let expired = event
-                    .event_time
-                    .as_ref()
-                    .is_none_or(|t| older_than(t, now, FINISH_TIME));
-                if expired {
-                    due.forgotten += 1;
-                }
-                !expired
-            }
-        });
-        due
-    }
-
-    /// Every open series, for the periodic rewrite (client-go's
-    /// `refreshExistingEventSeries`).
-    pub fn open_series(&self) -> Vec<Event> {
-        self.entries
-            .values()
-            .filter(|e| e.series.is_some())
-            .cloned()
-            .collect()
-    }
-
-    /// Removes `key` if its series has not moved since `written` was taken
-    /// from it; a repeat that arrived during the write keeps it open.
-    pub fn remove_if_unchanged(&mut self, key: &EventKey, written: &Event) -> bool {
-        let unchanged = self
-            .entries
-            .get(key)
-            .is_some_and(|cached| cached.series == written.series);
-        if unchanged {
-            self.entries.remove(key);
-        }
-        unchanged
-    }
-
-    /// Removes everything, returning the open series (for a final flush).
-    pub fn drain_series(&mut self) -> Vec<Event> {
-        self.entries
-            .drain()
-            .filter_map(|(_, e)| e.series.is_some().then_some(e))
-            .collect()
-    }
-
-    /// How many events are cached.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether nothing is cached.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-}
-
 /// Whether a failed write should be tried again (client-go's
 /// `recordEvent`): answers from the server are final, except
 /// `AlreadyExists` when re-creating a series whose patch found nothing
 /// (the create raced another); transport-level failures are retried, a
 /// request that could not be built is not.
-pub fn should_retry(err: &crate::Error, series: bool) -> bool {
+fn should_retry(err: &crate::client::Error, series: bool) -> bool {
     match err {
-        crate::Error::Api(_) => series && err.is_already_exists(),
-        crate::Error::Request(_) | crate::Error::Config(_) => false,
+        crate::client::Error::Api(_) => series && err.is_already_exists(),
+        crate::client::Error::Request(_) | crate::client::Error::Config(_) => false,
         _ => true,
     }
 }
@@ -364,7 +157,7 @@ impl Inner {
 /// to clone; clones share the aggregation cache.
 ///
 /// ```no_run
-/// # use kubeforge::controller::events::Recorder;
+/// # use kubeforge::events::Recorder;
 /// # use kubeforge::k8s_openapi::api::apps::v1::Deployment;
 /// # async fn demo(client: kubeforge::Client, deploy: Deployment) {
 /// let recorder = Recorder::new(client, "memcached-controller", "memcached-controller-pod-0");
@@ -655,9 +448,11 @@ async fn maintain(inner: std::sync::Weak<Inner>, stop: CancellationToken, retry:
 
 #[cfg(test)]
 mod tests {
+    use super::series::EventKey;
     use super::*;
     use k8s_openapi::api::apps::v1::Deployment;
     use k8s_openapi::api::rbac::v1::ClusterRole;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 
     fn t(secs: i64) -> Timestamp {
         Timestamp::from_second(1_700_000_000 + secs).unwrap()

@@ -1,9 +1,10 @@
 //! [`CachedClient`]: the client reconcilers use (controller-runtime's
-//! delegating client). Reads come from the shared informer cache, writes go
-//! to the API server, and a cached read never returns an object older than
-//! what this process last wrote.
+//! delegating client), not to be confused with the plain
+//! [`Client`](crate::Client) it wraps. Reads come from the shared informer
+//! cache, writes go to the API server, and a cached read never returns an
+//! object older than what this process last wrote.
 //!
-//! The details are on [`CachedClient`].
+//! The details are on [`CachedClient`]; its writes are in `write`.
 
 mod write;
 
@@ -17,15 +18,24 @@ use std::time::Duration;
 use kube_core::{NamespaceScope, PartialObjectMeta, Resource, Selector, SelectorExt as _};
 use serde::de::DeserializeOwned;
 
-use super::{Error, DEFAULT_CACHE_SYNC_TIMEOUT};
+use super::error::Error;
 use crate::cache::{
     strip_managed_fields, InformerOptions, ObjectKey, SharedInformer, SharedInformerFactory,
 };
-use crate::{Api, Client};
+use crate::client::{Api, Client};
+
+/// How long waiting for informers to sync may take, unless configured: a
+/// cached read of a new type, a controller starting
+/// (controller-runtime's `CacheSyncTimeout`), a manager starting.
+pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How long a cached read waits for the informer to catch up with this
 /// process's last write of the type, unless configured.
-pub const DEFAULT_FRESHNESS_TIMEOUT: Duration = Duration::from_secs(10);
+pub const DEFAULT_READ_YOUR_WRITES_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The old name of [`DEFAULT_READ_YOUR_WRITES_TIMEOUT`].
+#[deprecated(since = "0.1.0", note = "renamed DEFAULT_READ_YOUR_WRITES_TIMEOUT")]
+pub const DEFAULT_FRESHNESS_TIMEOUT: Duration = DEFAULT_READ_YOUR_WRITES_TIMEOUT;
 
 /// The field manager of server-side applies unless configured.
 pub const DEFAULT_FIELD_MANAGER: &str = "kubeforge";
@@ -62,7 +72,7 @@ impl<K> CachedObject for K where
 /// fields.
 ///
 /// ```
-/// use kubeforge::controller::ListOptions;
+/// use kubeforge::reconcile::ListOptions;
 ///
 /// let options = ListOptions::default()
 ///     .matching_labels([("app", "web")])
@@ -120,20 +130,25 @@ impl ListOptions {
 /// - **Writes** ([`create`](CachedClient::create), [`replace`](CachedClient::replace),
 ///   [`patch`](CachedClient::patch), [`apply`](CachedClient::apply),
 ///   [`delete`](CachedClient::delete), [`patch_status`](CachedClient::patch_status),
-///   [`apply_status`](CachedClient::apply_status), and the
+///   [`apply_status`](CachedClient::apply_status),
+///   [`add_finalizer`](CachedClient::add_finalizer),
+///   [`remove_finalizer`](CachedClient::remove_finalizer), and the
 ///   [`finalizer`](CachedClient::finalizer) and
 ///   [`create_or_update`](CachedClient::create_or_update) flows) are sent to
-///   the API server.
+///   the API server. They are the reconcile layer's one set of write
+///   helpers; the same writes over a plain `Api`, which skip the next
+///   point, are in [`uncached`](super::uncached).
 /// - **Read your own writes**: each write remembers the resourceVersion the
 ///   server answered with, per resource type. A later cached read of that
-///   type waits, at most the freshness timeout, until the informer has seen
+///   type waits, at most the read-your-writes timeout, until the informer has seen
 ///   that resourceVersion ([`SharedInformer::wait_for_resource_version`]),
 ///   so it never returns an older state than the write produced. Writes
 ///   outside the cached namespace are not waited for (they cannot be read
 ///   from the cache anyway); a delete answered with a `Status` carries no
 ///   resourceVersion and is not either.
 /// - **Uncached reads**: [`live`](CachedClient::live) is the plain
-///   [`Client`]; [`api`](CachedClient::api) an [`Api`] over it.
+///   [`Client`]; [`live_api`](CachedClient::live_api) an [`Api`] over it.
+///   Writes through either bypass the bookkeeping above.
 ///
 /// Informers created here, and those of the controllers built on this
 /// client, strip `managedFields` before caching (20-25% of a typical
@@ -143,9 +158,9 @@ impl ListOptions {
 /// you need them.
 ///
 /// ```no_run
-/// # async fn demo(client: kubeforge::Client) -> Result<(), kubeforge::controller::Error> {
+/// # async fn demo(client: kubeforge::Client) -> Result<(), kubeforge::reconcile::Error> {
 /// use kubeforge::cache::SharedInformerFactory;
-/// use kubeforge::controller::CachedClient;
+/// use kubeforge::reconcile::CachedClient;
 /// use kubeforge::k8s_openapi::api::core::v1::ConfigMap;
 ///
 /// let factory = SharedInformerFactory::new(client.clone());
@@ -169,7 +184,7 @@ struct Inner {
     client: Client,
     factory: SharedInformerFactory,
     sync_timeout: Duration,
-    freshness_timeout: Duration,
+    read_your_writes_timeout: Duration,
     strip_managed_fields: bool,
     field_manager: String,
     /// The informers reads use, by the `TypeId` of what they hold.
@@ -183,7 +198,10 @@ impl fmt::Debug for CachedClient {
         f.debug_struct("CachedClient")
             .field("namespace", &self.inner.factory.namespace())
             .field("sync_timeout", &self.inner.sync_timeout)
-            .field("freshness_timeout", &self.inner.freshness_timeout)
+            .field(
+                "read_your_writes_timeout",
+                &self.inner.read_your_writes_timeout,
+            )
             .field("field_manager", &self.inner.field_manager)
             .finish_non_exhaustive()
     }
@@ -195,7 +213,7 @@ pub struct CachedClientBuilder {
     client: Client,
     factory: SharedInformerFactory,
     sync_timeout: Duration,
-    freshness_timeout: Duration,
+    read_your_writes_timeout: Duration,
     strip_managed_fields: bool,
     field_manager: String,
 }
@@ -209,10 +227,19 @@ impl CachedClientBuilder {
     }
 
     /// How long a read waits for the cache to catch up with this process's
-    /// writes (default [`DEFAULT_FRESHNESS_TIMEOUT`]).
-    pub fn freshness_timeout(mut self, timeout: Duration) -> Self {
-        self.freshness_timeout = timeout;
+    /// writes (default [`DEFAULT_READ_YOUR_WRITES_TIMEOUT`]); past it the
+    /// read fails with [`Error::StaleCache`] rather than return an older
+    /// object.
+    pub fn read_your_writes_timeout(mut self, timeout: Duration) -> Self {
+        self.read_your_writes_timeout = timeout;
         self
+    }
+
+    /// The old name of
+    /// [`read_your_writes_timeout`](Self::read_your_writes_timeout).
+    #[deprecated(since = "0.1.0", note = "renamed read_your_writes_timeout")]
+    pub fn freshness_timeout(self, timeout: Duration) -> Self {
+        self.read_your_writes_timeout(timeout)
     }
 
     /// The field manager of [`apply`](CachedClient::apply) and
@@ -236,7 +263,7 @@ impl CachedClientBuilder {
                 client: self.client,
                 factory: self.factory,
                 sync_timeout: self.sync_timeout,
-                freshness_timeout: self.freshness_timeout,
+                read_your_writes_timeout: self.read_your_writes_timeout,
                 strip_managed_fields: self.strip_managed_fields,
                 field_manager: self.field_manager,
                 informers: Mutex::new(HashMap::new()),
@@ -305,7 +332,7 @@ impl CachedClient {
             client,
             factory,
             sync_timeout: DEFAULT_CACHE_SYNC_TIMEOUT,
-            freshness_timeout: DEFAULT_FRESHNESS_TIMEOUT,
+            read_your_writes_timeout: DEFAULT_READ_YOUR_WRITES_TIMEOUT,
             strip_managed_fields: true,
             field_manager: DEFAULT_FIELD_MANAGER.to_owned(),
         }
@@ -319,8 +346,12 @@ impl CachedClient {
         &self.inner.client
     }
 
-    /// An [`Api`] over the plain client for objects of `K` in `namespace`.
-    pub fn api<K>(&self, namespace: &str) -> Api<K>
+    /// An [`Api`] over the plain client for objects of `K` in `namespace`,
+    /// for uncached reads. Its writes bypass read-your-own-writes: a cached
+    /// read right after one may return the object as it was before (write
+    /// through this client's methods instead, or pass the answer to
+    /// [`observe_write`](Self::observe_write)).
+    pub fn live_api<K>(&self, namespace: &str) -> Api<K>
     where
         K: Resource<DynamicType = ()>,
         K::Scope: NamespaceScope,
@@ -328,9 +359,32 @@ impl CachedClient {
         Api::namespaced(self.inner.client.clone(), namespace)
     }
 
-    /// An [`Api`] over the plain client for every object of `K`.
-    pub fn api_all<K: Resource<DynamicType = ()>>(&self) -> Api<K> {
+    /// [`live_api`](Self::live_api) for every object of `K`.
+    pub fn live_api_all<K: Resource<DynamicType = ()>>(&self) -> Api<K> {
         Api::all(self.inner.client.clone())
+    }
+
+    /// The old name of [`live_api`](Self::live_api), which says that its
+    /// writes bypass the cache.
+    #[deprecated(
+        since = "0.1.0",
+        note = "renamed live_api: its writes bypass the cache"
+    )]
+    pub fn api<K>(&self, namespace: &str) -> Api<K>
+    where
+        K: Resource<DynamicType = ()>,
+        K::Scope: NamespaceScope,
+    {
+        self.live_api(namespace)
+    }
+
+    /// The old name of [`live_api_all`](Self::live_api_all).
+    #[deprecated(
+        since = "0.1.0",
+        note = "renamed live_api_all: its writes bypass the cache"
+    )]
+    pub fn api_all<K: Resource<DynamicType = ()>>(&self) -> Api<K> {
+        self.live_api_all()
     }
 
     /// The informer factory reads come from.
@@ -486,7 +540,7 @@ impl CachedClient {
             // The informer announces a resourceVersion only once its store
             // holds the change, so the store is at least this fresh now.
             informer
-                .wait_for_resource_version(&rv, self.inner.freshness_timeout)
+                .wait_for_resource_version(&rv, self.inner.read_your_writes_timeout)
                 .await
                 .map_err(Error::StaleCache)?;
         }

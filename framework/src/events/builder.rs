@@ -51,7 +51,7 @@ impl Recorder {
     /// [`object_reference`] builds it, resourceVersion included).
     ///
     /// ```no_run
-    /// # use kubeforge::controller::Recorder;
+    /// # use kubeforge::events::Recorder;
     /// # use kubeforge::k8s_openapi::api::apps::v1::Deployment;
     /// # async fn demo(recorder: Recorder, deploy: Deployment) {
     /// recorder
