@@ -21,6 +21,7 @@ use serde_json::json;
 use super::discovery;
 use super::faults::Failure;
 use super::http::{self as h, Body, Query};
+use super::registry::Registry;
 use super::routing::{self, ResourcePath, Route};
 use super::state::Shared;
 use super::status::ApiError;
@@ -91,7 +92,12 @@ async fn handle_inner(
     }
     let route = routing::route(parts.uri.path());
     let query = Query::parse(parts.uri.query());
+    let missing = || not_found(&shared.registry(), parts.uri.path());
     match route {
+        Route::Root => {
+            only_get(&parts)?;
+            Ok(root_paths(&shared.registry()))
+        }
         Route::Version => {
             only_get(&parts)?;
             Ok(h::json(200, &version_doc()))
@@ -125,15 +131,15 @@ async fn handle_inner(
         }
         Route::Group(g) => {
             only_get(&parts)?;
-            let doc = discovery::api_group_doc(&shared.registry(), &g)
-                .ok_or_else(ApiError::page_not_found)?;
+            let doc = discovery::api_group_doc(&shared.registry(), &g);
+            let doc = doc.ok_or_else(missing)?;
             Ok(discovery::legacy(&doc))
         }
         Route::GroupVersion { group, version } => {
             only_get(&parts)?;
             let reg = shared.registry();
             if !reg.has_group_version(&group, &version) {
-                return Err(ApiError::page_not_found());
+                return Err(not_found(&reg, parts.uri.path()));
             }
             Ok(discovery::legacy(&discovery::resource_list(
                 &reg, &group, &version,
@@ -154,8 +160,63 @@ async fn handle_inner(
             only_get(&parts)?;
             Err(ApiError::page_not_found())
         }
-        Route::NotFound => Err(ApiError::page_not_found()),
+        Route::NotFound => Err(missing()),
     }
+}
+
+/// kube-apiserver's 404 for a path nothing serves, which depends on who
+/// owns the path: its go-restful containers (`/api/...` and the built-in
+/// groups' `/apis/{group}/...`) answer a `Status` (`serviceErrorHandler`);
+/// everything else falls through the delegation chain to the not-found
+/// handler, Go's plain-text `http.NotFound`.
+fn not_found(reg: &Registry, path: &str) -> ApiError {
+    let restful = if path == "/api" || path.starts_with("/api/") {
+        true
+    } else if let Some(rest) = path.strip_prefix("/apis/") {
+        let group = rest.split('/').next().unwrap_or("");
+        !group.is_empty() && reg.is_builtin_group(group)
+    } else {
+        false
+    };
+    if restful {
+        ApiError::resource_not_found()
+    } else {
+        ApiError::page_not_found()
+    }
+}
+
+/// `/`: the paths the server serves, sorted, as kube-apiserver's index
+/// handler lists them (`metav1.RootPaths`, indented).
+fn root_paths(reg: &Registry) -> Response<Body> {
+    let mut paths: Vec<String> = [
+        "/api",
+        "/api/v1",
+        "/apis",
+        "/apis/",
+        "/openapi/v3",
+        "/openapi/v3/",
+        "/version",
+    ]
+    .iter()
+    .map(|p| (*p).to_owned())
+    .collect();
+    for probe in ["/healthz", "/livez", "/readyz"] {
+        paths.push(probe.to_owned());
+        for check in ["etcd", "log", "ping"] {
+            paths.push(format!("{probe}/{check}"));
+        }
+    }
+    for (group, versions) in reg.builtin_groups() {
+        if group.is_empty() {
+            continue;
+        }
+        paths.push(format!("/apis/{group}"));
+        paths.extend(versions.iter().map(|v| format!("/apis/{group}/{v}")));
+    }
+    paths.sort();
+    paths.dedup();
+    let body = serde_json::to_vec_pretty(&json!({ "paths": paths })).unwrap_or_default();
+    h::json_bytes(200, body.into())
 }
 
 /// The verb kube-apiserver's request-info resolver assigns.
@@ -184,17 +245,20 @@ async fn resource(
 ) -> Result<Response<Body>, ApiError> {
     let def = {
         let reg = shared.registry();
+        let path = parts.uri.path();
         if !reg.has_group_version(&p.group, &p.version) {
-            return Err(ApiError::page_not_found());
+            return Err(not_found(&reg, path));
         }
-        reg.get(&p.group, &p.version, &p.resource)
-            .ok_or_else(ApiError::resource_not_found)?
+        let def = reg
+            .get(&p.group, &p.version, &p.resource)
+            .ok_or_else(|| not_found(&reg, path))?;
+        if (p.namespace.is_some() && !def.namespaced)
+            || (def.namespaced && p.namespace.is_none() && p.name.is_some())
+        {
+            return Err(not_found(&reg, path));
+        }
+        def
     };
-    if (p.namespace.is_some() && !def.namespaced)
-        || (def.namespaced && p.namespace.is_none() && p.name.is_some())
-    {
-        return Err(ApiError::resource_not_found());
-    }
     match p.subresource.as_deref() {
         None => {}
         Some("status") if def.status => {}

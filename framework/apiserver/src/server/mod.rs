@@ -7,6 +7,7 @@ mod accept;
 mod faults;
 pub(crate) mod kubeconfig;
 mod tls;
+mod unreadable;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
