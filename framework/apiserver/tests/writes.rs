@@ -85,6 +85,13 @@ async fn create_rejections() {
         with_rv.json()["message"],
         "resourceVersion should not be set on objects to be created"
     );
+    // Only a number above zero is refused (etcd3 store Create: the
+    // versioner's ParseUint); anything else is replaced.
+    for (i, rv) in ["0", "abc", "-1"].iter().enumerate() {
+        let r = k.post(CMS, &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("rv{i}"), "resourceVersion": rv}})).await;
+        assert_eq!(r.code(), 201, "{rv}: {}", String::from_utf8_lossy(&r.body));
+        assert_ne!(r.json()["metadata"]["resourceVersion"], *rv);
+    }
     let missing_ns = k
         .post(
             "/api/v1/namespaces/nope/configmaps",
@@ -850,4 +857,24 @@ async fn events_api_and_core_events_share_one_store() {
         k.get("/api/v1/namespaces/default/events/e1").await.json()["message"],
         "changed"
     );
+}
+
+#[tokio::test]
+async fn the_system_namespaces_may_not_be_deleted() {
+    let k = Kube::start().await;
+    for ns in ["default", "kube-system", "kube-public"] {
+        let r = k.delete(&format!("/api/v1/namespaces/{ns}")).await;
+        assert_eq!(r.code(), 403, "{ns}");
+        let s = r.json();
+        assert_eq!(s["reason"], "Forbidden");
+        assert_eq!(
+            s["message"],
+            format!("namespaces \"{ns}\" is forbidden: this namespace may not be deleted")
+        );
+        assert_eq!(s["details"], json!({"name": ns, "kind": "namespaces"}));
+        assert_eq!(k.get(&format!("/api/v1/namespaces/{ns}")).await.code(), 200);
+    }
+    // Other namespaces, kube-node-lease included, may go.
+    let r = k.delete("/api/v1/namespaces/kube-node-lease").await;
+    assert_eq!(r.code(), 200);
 }
