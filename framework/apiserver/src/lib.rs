@@ -54,13 +54,15 @@
 //! - The engine below: `storage` (objects, history, watchers),
 //!   `registry` (built-ins, CRDs, storage conversions), `selectors`,
 //!   `faults` (the rules), `http` (negotiation, bodies), `protobuf`
-//!   (request bodies kubectl sends that way), `status` (errors as
-//!   `Status`), `util`.
+//!   (request bodies kubectl sends that way), `decode` (JSON and YAML
+//!   bodies, with duplicate keys noted and alias expansion bounded),
+//!   `status` (errors as `Status`), `util`.
 
 mod admission;
 mod apidocs;
 mod controllers;
 mod crds;
+mod decode;
 mod defaults;
 mod discovery;
 mod error;

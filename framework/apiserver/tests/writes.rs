@@ -805,6 +805,14 @@ async fn unknown_fields_warn_by_default_and_fail_under_strict() {
         .await;
     assert_eq!(r.code(), 201);
     assert!(r.headers.get("warning").is_none());
+    // Under Warn and Ignore alike, unknown fields are dropped, as decoding
+    // into the kind's type drops them.
+    for name in ["u", "w"] {
+        let stored = k.get(&format!("{CMS}/{name}")).await.json();
+        assert!(stored.get("extra").is_none(), "{stored}");
+        assert!(stored["metadata"].get("bogus").is_none(), "{stored}");
+        assert_eq!(stored["data"]["a"], "b");
+    }
     // A full, valid Deployment has no unknown fields.
     let d = k
         .raw(
@@ -857,6 +865,45 @@ async fn events_api_and_core_events_share_one_store() {
         k.get("/api/v1/namespaces/default/events/e1").await.json()["message"],
         "changed"
     );
+}
+
+#[tokio::test]
+async fn duplicate_keys_warn_by_default_and_fail_under_strict() {
+    let k = Kube::start().await;
+    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d","name":"d"},"data":{"a":"1"},"data":{"a":"2"}}"#;
+    let r = k
+        .raw(
+            "POST",
+            &format!("{CMS}?fieldValidation=Strict"),
+            Some("application/json"),
+            body,
+            None,
+        )
+        .await;
+    assert_eq!(r.code(), 400, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(
+        r.json()["message"],
+        "strict decoding error: duplicate field \"metadata.name\", duplicate field \"data\""
+    );
+    let r = k
+        .raw("POST", CMS, Some("application/json"), body, None)
+        .await;
+    assert_eq!(r.code(), 201);
+    let warnings: Vec<&str> = r
+        .headers
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            r#"299 - "duplicate field \"metadata.name\"""#,
+            r#"299 - "duplicate field \"data\"""#
+        ]
+    );
+    // The last value wins, as encoding/json decodes.
+    assert_eq!(r.json()["data"]["a"], "2");
 }
 
 #[tokio::test]

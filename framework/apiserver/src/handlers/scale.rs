@@ -136,8 +136,8 @@ fn respond(ctx: &Ctx, obj: &Value) -> Result<Response<Body>, ApiError> {
 }
 
 pub(super) async fn update(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, ApiError> {
-    let opts = write_opts(ctx, Sub::Scale)?;
-    let scale = body_object(ctx, body).await?;
+    let mut opts = write_opts(ctx, Sub::Scale)?;
+    let scale = body_object(ctx, body, &mut opts).await?;
     let key = ctx.key();
     let w = objects::update(&ctx.shared, &ctx.def, &key, &opts, |cur| {
         apply_scale(ctx, cur, &scale)

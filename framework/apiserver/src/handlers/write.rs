@@ -61,6 +61,7 @@ pub(super) fn write_opts(ctx: &Ctx, sub: Sub) -> Result<WriteOpts, ApiError> {
         validation,
         version: ctx.path.version.clone(),
         apply: false,
+        duplicates: Vec::new(),
     })
 }
 
@@ -81,15 +82,23 @@ pub(super) fn written(ctx: &Ctx, code: u16, w: &Written) -> Result<Response<Body
     Ok(resp)
 }
 
-pub(super) async fn body_object(ctx: &Ctx, body: Incoming) -> Result<Value, ApiError> {
+/// Reads and decodes a body; the duplicate keys it had go into `opts` for
+/// `fieldValidation` to judge.
+pub(super) async fn body_object(
+    ctx: &Ctx,
+    body: Incoming,
+    opts: &mut WriteOpts,
+) -> Result<Value, ApiError> {
     let bytes = h::read_body(body).await?;
     let media = h::content_type(&ctx.parts.headers);
-    h::decode_object(&bytes, &media)
+    let decoded = h::decode_body(&bytes, &media)?;
+    opts.duplicates = decoded.duplicates;
+    Ok(decoded.value)
 }
 
 pub(super) async fn create(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, ApiError> {
-    let opts = write_opts(ctx, Sub::Main)?;
-    let obj = body_object(ctx, body).await?;
+    let mut opts = write_opts(ctx, Sub::Main)?;
+    let obj = body_object(ctx, body, &mut opts).await?;
     let w = objects::create(
         &ctx.shared,
         &ctx.def,
@@ -133,8 +142,8 @@ fn check_identity(ctx: &Ctx, obj: &Value) -> Result<(), ApiError> {
 
 pub(super) async fn update(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, ApiError> {
     let sub = sub_of(ctx);
-    let opts = write_opts(ctx, sub)?;
-    let obj = body_object(ctx, body).await?;
+    let mut opts = write_opts(ctx, sub)?;
+    let obj = body_object(ctx, body, &mut opts).await?;
     check_identity(ctx, &obj)?;
     let pre = match util::meta_str(&obj, "resourceVersion").filter(|s| !s.is_empty()) {
         Some(rv) => Precondition::Rv(parse_rv(rv)?),
