@@ -56,7 +56,8 @@
 //!   `faults` (the rules), `http` (negotiation, bodies), `protobuf`
 //!   (request bodies kubectl sends that way), `decode` (JSON and YAML
 //!   bodies, with duplicate keys noted and alias expansion bounded),
-//!   `status` (errors as `Status`), `util`.
+//!   `status` (errors as `Status`), `util`, and `work` (the threads
+//!   writes and CEL run on, off the runtime's).
 
 mod admission;
 mod apidocs;
@@ -85,6 +86,7 @@ mod table;
 mod util;
 mod validation;
 mod watch;
+mod work;
 
 pub use error::Error;
 pub use faults::{Failure, RequestMatch};

@@ -5,11 +5,230 @@
 
 mod common;
 
-use common::Kube;
+use std::time::Duration;
+
+use common::{Kube, CRDS};
 use kubeforge_apiserver::ApiServer;
-use serde_json::json;
+use serde_json::{json, Value};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
+
+/// A CRD whose `spec` carries `rules` and has `properties`.
+fn crd_with(rules: Value, properties: Value) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.hostile.example.com"},
+        "spec": {"group": "hostile.example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": properties,
+                             "x-kubernetes-validations": rules}}}}}]}})
+}
+
+fn rule(text: &str) -> Value {
+    json!([{"rule": text}])
+}
+
+const RULE_FIELD: &str =
+    "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule";
+
+async fn dry_run_crd(k: &Kube, crd: &Value) -> common::Resp {
+    k.post(&format!("{CRDS}?dryRun=All"), crd).await
+}
+
+/// The server still answers.
+async fn alive(k: &Kube) {
+    let r = k.get("/healthz").await;
+    assert_eq!(r.code(), 200);
+}
+
+#[tokio::test]
+async fn deeply_nested_cel_rules_are_a_422_not_a_stack_overflow() {
+    let k = Kube::start().await;
+    let props = json!({"a": {"type": "integer"}});
+    for (text, limit) in [
+        (
+            "[".repeat(5000) + &"]".repeat(5000) + " == []",
+            "96 nested expressions",
+        ),
+        ("self".to_string() + &".a".repeat(5000) + " == 1", "250"),
+        ("[1]".to_string() + &"[0]".repeat(20000) + " == 1", "250"),
+    ] {
+        let r = dry_run_crd(&k, &crd_with(rule(&text), props.clone())).await;
+        assert_eq!(r.code(), 422, "{}", String::from_utf8_lossy(&r.body));
+        let cause = &r.json()["details"]["causes"][0];
+        assert_eq!(cause["field"], RULE_FIELD);
+        let message = cause["message"].as_str().unwrap();
+        assert!(
+            message.ends_with(&format!(
+                ": compilation failed: ERROR: <input>:-1:0: expression recursion limit exceeded: {limit}"
+            )),
+            "{message}"
+        );
+    }
+    alive(&k).await;
+}
+
+#[tokio::test]
+async fn cel_errors_the_parser_would_panic_on_are_a_422() {
+    let k = Kube::start().await;
+    // A syntax error past column 65,535.
+    let far = " ".repeat(65_540) + "1 +";
+    let r = dry_run_crd(&k, &crd_with(rule(&far), json!({}))).await;
+    assert_eq!(r.code(), 422, "{}", String::from_utf8_lossy(&r.body));
+    let message = r.json()["details"]["causes"][0]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let detail = message.split(": compilation failed: ").nth(1).unwrap();
+    // cel-go shows no source line longer than 16,384 bytes.
+    assert!(detail.starts_with("ERROR: <input>:1:"), "{detail}");
+    assert!(!detail.contains("\n | "), "{detail}");
+    // Fifteen thousand nested calls.
+    let nested = "size(".repeat(15_000) + "\"\"" + &")".repeat(15_000) + " == 0";
+    let r = dry_run_crd(&k, &crd_with(rule(&nested), json!({}))).await;
+    assert_eq!(r.code(), 422, "{}", String::from_utf8_lossy(&r.body));
+    alive(&k).await;
+}
+
+#[tokio::test]
+async fn an_error_does_not_repeat_a_rule_once_per_nesting_level() {
+    let k = Kube::start().await;
+    // 8 KB nested 4,000 deep: once 159 MB of 422.
+    let text = "[".repeat(4000) + &"]".repeat(4000) + " == []";
+    let r = dry_run_crd(&k, &crd_with(rule(&text), json!({}))).await;
+    assert_eq!(r.code(), 422);
+    // The rule is shown twice (the message and the cause), and only twice.
+    assert!(r.body.len() < 4 * text.len(), "{} bytes", r.body.len());
+    // Many syntax errors: cel-go reports at most 100.
+    let text = vec!["self.a ==="; 300].join(" && ");
+    let r = dry_run_crd(
+        &k,
+        &crd_with(rule(&text), json!({"a": {"type": "integer"}})),
+    )
+    .await;
+    assert_eq!(r.code(), 422);
+    let message = r.json()["details"]["causes"][0]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let errors = message.matches("ERROR: <input>").count();
+    assert!((1..=100).contains(&errors), "{errors} errors");
+}
+
+const CUBIC: &str = "self.l.all(x, self.l.all(y, self.l.all(z, x + y + z >= 0)))";
+
+#[tokio::test]
+async fn a_rule_whose_estimated_cost_is_too_high_is_refused_at_crd_write() {
+    let k = Kube::start().await;
+    let unbounded = json!({"l": {"type": "array", "items": {"type": "integer"}}});
+    let r = k.post(CRDS, &crd_with(rule(CUBIC), unbounded)).await;
+    assert_eq!(r.code(), 422, "{}", String::from_utf8_lossy(&r.body));
+    let cause = &r.json()["details"]["causes"][0];
+    assert_eq!(cause["reason"], "FieldValueForbidden");
+    assert_eq!(cause["field"], RULE_FIELD);
+    assert_eq!(
+        cause["message"],
+        "Forbidden: estimated rule cost exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
+    );
+    // Bounded tightly enough, the same rule is accepted.
+    let bounded = json!({"l": {"type": "array", "maxItems": 10, "items": {"type": "integer"}}});
+    let r = k.post(CRDS, &crd_with(rule(CUBIC), bounded)).await;
+    assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+}
+
+const WIDGETS: &str = "/apis/hostile.example.com/v1/namespaces/default/widgets";
+
+fn widget(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "hostile.example.com/v1", "kind": "Widget",
+        "metadata": {"name": name}, "spec": spec})
+}
+
+fn ints(n: usize) -> Value {
+    Value::Array((0..n).map(|i| json!(i)).collect())
+}
+
+#[tokio::test]
+async fn objects_over_the_runtime_cost_budget_are_refused() {
+    let k = Kube::start().await;
+    // Quadratic, bounded: under the per-rule estimate limit at CRD write.
+    let quadratic = "self.l.all(x, self.l.exists(y, y == x))";
+    let props = json!({"l": {"type": "array", "maxItems": 1000, "items": {"type": "integer"}}});
+    k.create_crd(&crd_with(rule(quadratic), props)).await;
+    let small = k
+        .post(WIDGETS, &widget("small", json!({"l": ints(100)})))
+        .await;
+    assert_eq!(
+        small.code(),
+        201,
+        "{}",
+        String::from_utf8_lossy(&small.body)
+    );
+    // A thousand items cost one evaluation more than one call may.
+    let big = k
+        .post(WIDGETS, &widget("big", json!({"l": ints(1000)})))
+        .await;
+    assert_eq!(big.code(), 422, "{}", String::from_utf8_lossy(&big.body));
+    let cause = &big.json()["details"]["causes"][0];
+    assert_eq!(cause["field"], "spec");
+    assert_eq!(
+        cause["message"],
+        format!("Invalid value: \"object\": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {quadratic}")
+    );
+}
+
+#[tokio::test]
+async fn all_rules_of_an_object_share_one_budget() {
+    let k = Kube::start().await;
+    // One rule per group; a hundred groups of a hundred items.
+    let group_rule = "self.l.all(x, self.l.exists(y, y == x))";
+    let props = json!({"groups": {"type": "array", "maxItems": 100, "items": {
+        "type": "object",
+        "x-kubernetes-validations": [{"rule": group_rule}, {"rule": group_rule.replace("==", ">=")}],
+        "properties": {"l": {"type": "array", "maxItems": 100, "items": {"type": "integer"}}}}}});
+    k.create_crd(&crd_with(json!([]), props)).await;
+    let groups = |n: usize| Value::Array((0..n).map(|_| json!({"l": ints(100)})).collect());
+    let few = k
+        .post(WIDGETS, &widget("few", json!({"groups": groups(5)})))
+        .await;
+    assert_eq!(few.code(), 201, "{}", String::from_utf8_lossy(&few.body));
+    let many = k
+        .post(WIDGETS, &widget("many", json!({"groups": groups(100)})))
+        .await;
+    assert_eq!(many.code(), 422, "{}", String::from_utf8_lossy(&many.body));
+    let cause = &many.json()["details"]["causes"][0];
+    assert_eq!(
+        cause["message"],
+        "Invalid value: \"object\": validation failed due to running out of cost budget, no further validation rules will be run"
+    );
+}
+
+/// On a single-threaded runtime, work done on the thread that serves
+/// connections stops every other request until it is done.
+#[tokio::test(flavor = "current_thread")]
+async fn validation_does_not_run_on_the_threads_serving_connections() {
+    let k = std::sync::Arc::new(Kube::start().await);
+    let quadratic = "self.l.all(x, self.l.exists(y, y == x))";
+    let props = json!({"l": {"type": "array", "maxItems": 1000, "items": {"type": "integer"}}});
+    k.create_crd(&crd_with(rule(quadratic), props)).await;
+    // Just under one call's limit: the slowest write a client can cause.
+    let slow = {
+        let k = k.clone();
+        tokio::spawn(async move {
+            k.post(WIDGETS, &widget("slow", json!({"l": ints(350)})))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let health = k.get("/healthz").await;
+    assert_eq!(health.code(), 200);
+    assert!(
+        !slow.is_finished(),
+        "the health check waited for the validation"
+    );
+    assert_eq!(slow.await.unwrap().code(), 201);
+}
 
 #[tokio::test]
 async fn yaml_alias_bombs_are_refused() {

@@ -11,8 +11,11 @@ mod read;
 mod scale;
 mod write;
 
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+use futures::FutureExt;
 use http::request::Parts;
 use http::{header, HeaderValue, Method, Request, Response};
 use hyper::body::Incoming;
@@ -25,19 +28,57 @@ use super::registry::Registry;
 use super::routing::{self, ResourcePath, Route};
 use super::state::Shared;
 use super::status::ApiError;
+use super::work;
 use ctx::Ctx;
 
-/// Handles one request; never fails (errors become `Status` responses).
+/// Handles one request; never fails (errors become `Status` responses,
+/// and so does a panic).
 pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let method = parts.method.clone();
     let path = parts.uri.path().to_owned();
-    let resp = match handle_inner(&shared, parts, body).await {
+    let resp = match guarded(handle_inner(&shared, parts, body)).await {
         Ok(r) => r,
         Err(e) => h::error(&e),
     };
     tracing::debug!(%method, %path, status = resp.status().as_u16(), "request");
     resp
+}
+
+/// Runs a handler, turning a panic into the 500 kube-apiserver's panic
+/// filter answers (`WithPanicRecovery`), so the connection is never just
+/// dropped.
+async fn guarded<F>(handler: F) -> Result<Response<Body>, ApiError>
+where
+    F: Future<Output = Result<Response<Body>, ApiError>>,
+{
+    match AssertUnwindSafe(handler).catch_unwind().await {
+        Ok(r) => r,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!(panic = %what, "a request handler panicked");
+            Err(ApiError::panicked())
+        }
+    }
+}
+
+/// Runs the synchronous part of a write (decoding, admission, validation,
+/// storing) on the work threads, off the runtime's.
+pub(super) async fn off_reactor<F>(work: F) -> Result<Response<Body>, ApiError>
+where
+    F: FnOnce() -> Result<Response<Body>, ApiError> + Send + 'static,
+{
+    match work::run(work).await {
+        Ok(r) => r,
+        Err(panicked) => {
+            tracing::error!(%panicked, "a write panicked");
+            Err(ApiError::panicked())
+        }
+    }
 }
 
 fn authenticated(shared: &Shared, parts: &Parts) -> bool {
@@ -289,13 +330,13 @@ async fn resource(
     if !base_verb_ok {
         return Err(ApiError::method_not_allowed());
     }
-    let ctx = Ctx {
+    let ctx = Arc::new(Ctx {
         shared: shared.clone(),
         def,
         path: p,
         query,
         parts,
-    };
+    });
     let sub = ctx.path.subresource.clone();
     match (verb, sub.as_deref()) {
         ("get", Some("scale")) => scale::get(&ctx),
@@ -313,5 +354,49 @@ async fn resource(
         ("delete", None) => delete::delete(&ctx, body).await,
         ("deletecollection", None) => delete::delete_collection(&ctx, body).await,
         _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok() -> Result<Response<Body>, ApiError> {
+        Ok(Response::new(h::full("ok")))
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_is_a_500_status() {
+        let err = guarded(async {
+            if ok().is_ok() {
+                panic!("boom");
+            }
+            ok()
+        })
+        .await
+        .unwrap_err();
+        let resp = h::error(&err);
+        assert_eq!(resp.status(), 500);
+        let status = err.to_status();
+        assert_eq!(status["reason"], "InternalError");
+        assert_eq!(
+            status["message"],
+            "This request caused apiserver to panic. Look in the logs for details."
+        );
+        assert!(guarded(async { ok() }).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_panicking_write_is_a_500_status() {
+        let err = off_reactor(|| {
+            if ok().is_ok() {
+                panic!("boom");
+            }
+            ok()
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(err.code, 500);
+        assert!(off_reactor(ok).await.is_ok());
     }
 }
