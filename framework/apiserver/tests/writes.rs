@@ -907,6 +907,53 @@ async fn duplicate_keys_warn_by_default_and_fail_under_strict() {
 }
 
 #[tokio::test]
+async fn field_manager_must_be_short_and_printable() {
+    let k = Kube::start().await;
+    let cm =
+        |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+    let long = "m".repeat(129);
+    let r = k
+        .post(&format!("{CMS}?fieldManager={long}"), &cm("a"))
+        .await;
+    assert_eq!(r.code(), 422, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(
+        r.json()["message"],
+        "CreateOptions.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more than 128 bytes"
+    );
+    let r = k.post(&format!("{CMS}?fieldManager=a%07b"), &cm("a")).await;
+    assert_eq!(r.code(), 422);
+    let cause = &r.json()["details"]["causes"][0];
+    assert_eq!(cause["field"], "fieldManager");
+    assert_eq!(
+        cause["message"],
+        "Invalid value: \"a\\ab\": invalid character U+0007 (at position 1)"
+    );
+    let ok = k
+        .post(&format!("{CMS}?fieldManager={}", "m".repeat(128)), &cm("b"))
+        .await;
+    assert_eq!(ok.code(), 201);
+    let r = k
+        .merge(
+            &format!("{CMS}/b?fieldManager=%E2%80%8B"),
+            &json!({"data": {"x": "y"}}),
+        )
+        .await;
+    assert_eq!(r.code(), 422);
+    assert!(r.json()["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Invalid value: "));
+    let r = k
+        .put(&format!("{CMS}/b?fieldManager={long}"), &cm("b"))
+        .await;
+    assert_eq!(r.code(), 422);
+    assert!(r.json()["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("UpdateOptions.meta.k8s.io"));
+}
+
+#[tokio::test]
 async fn the_system_namespaces_may_not_be_deleted() {
     let k = Kube::start().await;
     for ns in ["default", "kube-system", "kube-public"] {

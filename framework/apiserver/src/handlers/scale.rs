@@ -139,7 +139,7 @@ fn respond(ctx: &Ctx, obj: &Value) -> Result<Response<Body>, ApiError> {
 }
 
 pub(super) async fn update(ctx: &Arc<Ctx>, body: Incoming) -> Result<Response<Body>, ApiError> {
-    let mut opts = write_opts(ctx, Sub::Scale)?;
+    let mut opts = write_opts(ctx, Sub::Scale, "UpdateOptions")?;
     let bytes = h::read_body(body).await?;
     let ctx = ctx.clone();
     off_reactor(move || {
@@ -154,7 +154,7 @@ pub(super) async fn update(ctx: &Arc<Ctx>, body: Incoming) -> Result<Response<Bo
 }
 
 pub(super) async fn patch(ctx: &Arc<Ctx>, body: Incoming) -> Result<Response<Body>, ApiError> {
-    let opts = write_opts(ctx, Sub::Scale)?;
+    let opts = write_opts(ctx, Sub::Scale, "PatchOptions")?;
     let bytes = h::read_body(body).await?;
     let ctx = ctx.clone();
     off_reactor(move || patch_with(&ctx, &bytes, &opts)).await

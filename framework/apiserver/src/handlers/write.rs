@@ -30,7 +30,9 @@ const CR_PATCH_TYPES: &[&str] = &[
     "application/apply-patch+yaml",
 ];
 
-pub(super) fn write_opts(ctx: &Ctx, sub: Sub) -> Result<WriteOpts, ApiError> {
+/// The options of a write (`CreateOptions`, `UpdateOptions` or
+/// `PatchOptions`, which `kind` names in errors).
+pub(super) fn write_opts(ctx: &Ctx, sub: Sub, kind: &str) -> Result<WriteOpts, ApiError> {
     let dry_run = match ctx.query.get("dryRun") {
         None | Some("") => false,
         Some("All") => true,
@@ -55,6 +57,12 @@ pub(super) fn write_opts(ctx: &Ctx, sub: Sub) -> Result<WriteOpts, ApiError> {
         .headers
         .get(http::header::USER_AGENT)
         .and_then(|v| v.to_str().ok());
+    if let Some(param) = ctx.query.get("fieldManager") {
+        let causes = admission::validate_field_manager(param);
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(kind, "meta.k8s.io", "", causes));
+        }
+    }
     let manager = admission::field_manager(ctx.query.get("fieldManager"), ua);
     Ok(WriteOpts {
         dry_run,
@@ -98,7 +106,7 @@ pub(super) fn body_object(
 }
 
 pub(super) async fn create(ctx: &Arc<Ctx>, body: Incoming) -> Result<Response<Body>, ApiError> {
-    let mut opts = write_opts(ctx, Sub::Main)?;
+    let mut opts = write_opts(ctx, Sub::Main, "CreateOptions")?;
     let bytes = h::read_body(body).await?;
     let ctx = ctx.clone();
     off_reactor(move || {
@@ -147,7 +155,7 @@ fn check_identity(ctx: &Ctx, obj: &Value) -> Result<(), ApiError> {
 }
 
 pub(super) async fn update(ctx: &Arc<Ctx>, body: Incoming) -> Result<Response<Body>, ApiError> {
-    let mut opts = write_opts(ctx, sub_of(ctx))?;
+    let mut opts = write_opts(ctx, sub_of(ctx), "UpdateOptions")?;
     let bytes = h::read_body(body).await?;
     let ctx = ctx.clone();
     off_reactor(move || {
@@ -278,7 +286,7 @@ pub(super) fn patch_options(ctx: &Ctx, patch: &Patch) -> Result<bool, ApiError> 
 }
 
 pub(super) async fn patch(ctx: &Arc<Ctx>, body: Incoming) -> Result<Response<Body>, ApiError> {
-    let opts = write_opts(ctx, sub_of(ctx))?;
+    let opts = write_opts(ctx, sub_of(ctx), "PatchOptions")?;
     let bytes = h::read_body(body).await?;
     let ctx = ctx.clone();
     off_reactor(move || patch_with(&ctx, &bytes, opts)).await
