@@ -1,7 +1,8 @@
 //! The checks every write makes: `apiVersion`/`kind` against the endpoint,
 //! names, decode-validation of built-ins and their semantic rules, the
-//! admission hooks for CRDs and custom resources, unknown fields per
-//! `fieldValidation`, and the namespace lifecycle gate.
+//! admission hooks for CRDs and custom resources, unknown fields (dropped
+//! from built-in kinds) and duplicate keys per `fieldValidation`, and the
+//! namespace lifecycle gate.
 
 use serde_json::{json, Value};
 
@@ -130,10 +131,15 @@ pub(super) fn validate(
     let mut unknown = Vec::new();
     if let Some(b) = def.builtin() {
         match (b.validate)(obj) {
-            Ok(understood) if opts.validation != FieldValidation::Ignore => {
+            Ok(understood) => {
+                // Decoding into the kind's type drops what it does not
+                // know, whatever fieldValidation says; that only decides
+                // whether the client hears of it.
                 unknown_fields(obj, &understood, "", &mut unknown);
+                if !unknown.is_empty() {
+                    drop_unknown(obj, &understood);
+                }
             }
-            Ok(_) => {}
             Err((path, msg)) => {
                 if let Some(field) = msg
                     .strip_prefix("missing field `")
@@ -167,11 +173,13 @@ pub(super) fn validate(
         causes.extend(admitted.causes);
         unknown = admitted.pruned;
     }
-    if !unknown.is_empty() {
-        let list: Vec<String> = unknown
-            .iter()
-            .map(|p| format!("unknown field \"{p}\""))
-            .collect();
+    let list: Vec<String> = opts
+        .duplicates
+        .iter()
+        .map(|p| format!("duplicate field \"{p}\""))
+        .chain(unknown.iter().map(|p| format!("unknown field \"{p}\"")))
+        .collect();
+    if !list.is_empty() {
         match opts.validation {
             FieldValidation::Strict => {
                 return Err(ApiError::bad_request(format!(
@@ -220,6 +228,26 @@ fn unknown_fields(sent: &Value, understood: &Value, path: &str, out: &mut Vec<St
         (Value::Array(s), Value::Array(u)) => {
             for (i, (sv, uv)) in s.iter().zip(u).enumerate() {
                 unknown_fields(sv, uv, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Removes from `sent` the fields [`unknown_fields`] reports.
+fn drop_unknown(sent: &mut Value, understood: &Value) {
+    match (sent, understood) {
+        (Value::Object(s), Value::Object(u)) => {
+            s.retain(|k, v| v.is_null() || u.contains_key(k));
+            for (k, v) in s.iter_mut() {
+                if let Some(uv) = u.get(k) {
+                    drop_unknown(v, uv);
+                }
+            }
+        }
+        (Value::Array(s), Value::Array(u)) => {
+            for (sv, uv) in s.iter_mut().zip(u) {
+                drop_unknown(sv, uv);
             }
         }
         _ => {}

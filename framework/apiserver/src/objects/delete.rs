@@ -1,6 +1,7 @@
 //! Delete (`store.go` `Delete`): preconditions, propagation policies as
 //! finalizers, marking with `deletionTimestamp` while finalizers hold the
-//! object, namespace termination, immediate removal otherwise.
+//! object, namespace termination (never of the system namespaces),
+//! immediate removal otherwise.
 
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use super::opts::store_error;
 use super::update::namespace_spec_finalizers;
 use crate::registry::ResourceDef;
 use crate::state::Shared;
-use crate::status::ApiError;
+use crate::status::{ApiError, Details};
 use crate::storage::{ObjKey, StoreError, StoredObject};
 use crate::{defaults, util};
 
@@ -43,12 +44,30 @@ pub(crate) enum Deleted {
 
 /// Deletes an object (`store.go` `Delete`): with finalizers (or a
 /// propagation policy that adds one) it is only marked.
+/// The namespaces the NamespaceLifecycle admission plugin keeps from
+/// deletion (its `immortalNamespaces`).
+const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
+
 pub(crate) fn delete(
     shared: &Shared,
     def: &ResourceDef,
     key: &ObjKey,
     opts: &DeleteOpts,
 ) -> Result<Deleted, ApiError> {
+    let is_namespace =
+        def.builtin().is_some() && def.group.is_empty() && def.plural == "namespaces";
+    if is_namespace && IMMORTAL_NAMESPACES.contains(&key.1.as_str()) {
+        return Err(ApiError::forbidden(format!(
+            "namespaces \"{}\" is forbidden: this namespace may not be deleted",
+            key.1
+        ))
+        .with_details(Details {
+            name: Some(key.1.clone()),
+            group: Some(String::new()),
+            kind: Some("namespaces".into()),
+            ..Details::default()
+        }));
+    }
     let res = def.key();
     loop {
         let old = shared

@@ -7,6 +7,7 @@ mod accept;
 mod faults;
 pub(crate) mod kubeconfig;
 mod tls;
+mod unreadable;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
@@ -31,11 +32,20 @@ use crate::state::{ControllerQueue, Options, Shared};
 use crate::storage::Storage;
 use tls::Certificates;
 
+/// The default bound of the watch history in bytes. kube-apiserver bounds
+/// its history by time (etcd is compacted every 5 minutes,
+/// `--etcd-compaction-interval`) and its watch cache by count (up to
+/// 102,400 events); in bytes only etcd's backend quota bounds it (2 GiB,
+/// `--quota-backend-bytes`), which is no bound for a server living in a
+/// test's memory.
+const DEFAULT_HISTORY_BYTES: usize = 64 << 20;
+
 /// Configures and starts an [`ApiServer`].
 #[derive(Debug, Clone)]
 pub struct ApiServerBuilder {
     bind: SocketAddr,
     history: usize,
+    history_bytes: usize,
     watch_buffer: usize,
     bookmark_interval: Duration,
     latency: Option<Duration>,
@@ -47,6 +57,7 @@ impl Default for ApiServerBuilder {
         Self {
             bind: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
             history: 10_000,
+            history_bytes: DEFAULT_HISTORY_BYTES,
             watch_buffer: 4096,
             bookmark_interval: Duration::from_secs(60),
             latency: None,
@@ -66,6 +77,15 @@ impl ApiServerBuilder {
     /// 10 000); older resourceVersions answer 410 Expired.
     pub fn watch_history(mut self, events: usize) -> Self {
         self.history = events;
+        self
+    }
+
+    /// How many bytes of events (counted as the JSON of the objects they
+    /// carry) the watch history keeps across all resources (default 64
+    /// MiB); older resourceVersions answer 410 Expired, as compacted ones
+    /// do.
+    pub fn watch_history_bytes(mut self, bytes: usize) -> Self {
+        self.history_bytes = bytes;
         self
     }
 
@@ -116,7 +136,8 @@ impl ApiServerBuilder {
             .map_err(|e: http::uri::InvalidUri| Error::Address(e.to_string()))?;
         let (close_tx, _) = watch::channel(0u64);
         let shared = Arc::new(Shared {
-            storage: Storage::new(self.history, self.watch_buffer),
+            storage: Storage::new(self.history, self.watch_buffer)
+                .with_history_bytes(self.history_bytes),
             registry: RwLock::new(Registry::with_builtins()),
             faults: FaultRules::default(),
             token: token.clone(),
