@@ -59,6 +59,7 @@
 
 mod admission;
 mod apidocs;
+mod cluster;
 mod controllers;
 mod crds;
 mod defaults;
@@ -84,6 +85,11 @@ mod util;
 mod validation;
 mod watch;
 
+pub use cluster::{
+    PodBehavior, PodPolicy, Readiness, SimNode, SimulatedNodes, Workloads,
+    ANNOTATION_EXIT_AFTER, ANNOTATION_EXIT_CODE, ANNOTATION_IMAGE_PULL, ANNOTATION_READY,
+    ANNOTATION_START_LATENCY,
+};
 pub use error::Error;
 pub use faults::{Failure, RequestMatch};
 pub use server::kubeconfig::CONTEXT as KUBECONFIG_CONTEXT;
