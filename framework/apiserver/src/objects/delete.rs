@@ -150,7 +150,9 @@ pub(crate) fn delete(
                     status.insert("phase".into(), json!("Terminating"));
                 }
             }
-            if deleting && before == fins {
+            // A pod whose graceful deletion is cut short (grace period 0)
+            // and that no finalizer holds goes now.
+            if deleting && before == fins && !(fins.is_empty() && !ns_pending) {
                 return Ok(Deleted::Pending(old));
             }
             if opts.dry_run {
