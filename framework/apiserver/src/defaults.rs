@@ -146,6 +146,20 @@ fn field_defaults(def: &ResourceDef, obj: &mut Value) {
     {
         if let Some(spec) = ensure_object(obj, &["spec"]) {
             set_if_absent(spec, "replicas", json!(1));
+            if def.plural == "statefulsets" {
+                set_if_absent(spec, "podManagementPolicy", json!("OrderedReady"));
+                set_if_absent(spec, "revisionHistoryLimit", json!(10));
+                set_if_absent(
+                    spec,
+                    "updateStrategy",
+                    json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+                );
+                set_if_absent(
+                    spec,
+                    "persistentVolumeClaimRetentionPolicy",
+                    json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
+                );
+            }
             if def.plural == "deployments" {
                 set_if_absent(spec, "revisionHistoryLimit", json!(10));
                 set_if_absent(spec, "progressDeadlineSeconds", json!(600));
@@ -164,6 +178,15 @@ fn field_defaults(def: &ResourceDef, obj: &mut Value) {
                     }
                 }
             }
+        }
+    } else if is(def, "apps", "daemonsets") {
+        if let Some(spec) = ensure_object(obj, &["spec"]) {
+            set_if_absent(spec, "revisionHistoryLimit", json!(10));
+            set_if_absent(
+                spec,
+                "updateStrategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}),
+            );
         }
     } else if is(def, "batch", "jobs") {
         if let Some(spec) = ensure_object(obj, &["spec"]) {

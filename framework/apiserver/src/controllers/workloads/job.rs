@@ -259,12 +259,19 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
         .collect();
     for p in &counted {
         let _ = api.update(PODS, &key_of(&p.value), MANAGER, |o| {
-            let Some(fins) = o.pointer_mut("/metadata/finalizers").and_then(Value::as_array_mut) else {
+            let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) else {
+                return false;
+            };
+            let Some(fins) = meta.get_mut("finalizers").and_then(Value::as_array_mut) else {
                 return false;
             };
             let before = fins.len();
             fins.retain(|f| f.as_str() != Some(TRACKING));
-            before != fins.len()
+            let changed = before != fins.len();
+            if fins.is_empty() {
+                meta.remove("finalizers");
+            }
+            changed
         });
     }
     status["succeeded"] = json!(succeeded);

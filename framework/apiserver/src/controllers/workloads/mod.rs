@@ -9,6 +9,7 @@
 mod api;
 mod deployment;
 mod hash;
+mod history;
 mod informer;
 mod job;
 mod nodes;
@@ -16,6 +17,7 @@ mod owners;
 mod pods;
 mod queue;
 mod replicaset;
+mod statefulset;
 mod ttl;
 
 use std::sync::Arc;
@@ -35,5 +37,6 @@ pub(crate) fn start(shared: Arc<Shared>, cancel: CancellationToken) {
     replicaset::start(api.clone(), cancel.clone());
     deployment::start(api.clone(), cancel.clone());
     job::start(api.clone(), cancel.clone());
+    statefulset::start(api.clone(), cancel.clone());
     ttl::start(api, cancel);
 }
