@@ -187,8 +187,6 @@ pub(crate) struct Timing {
     pub job_backoff: (Duration, Duration),
     /// How long a deleted pod's containers take to stop.
     pub stop_latency: Duration,
-    /// The CronJob controller's check interval.
-    pub cron_interval: Duration,
 }
 
 /// The workload controllers and simulated nodes of a server.
@@ -240,7 +238,6 @@ impl Workloads {
                 restart_backoff: (Duration::from_secs(10), Duration::from_secs(300)),
                 job_backoff: (Duration::from_secs(10), Duration::from_secs(600)),
                 stop_latency: Duration::from_millis(200),
-                cron_interval: Duration::from_secs(10),
             },
             policies: Vec::new(),
             events: true,
@@ -263,7 +260,6 @@ impl Workloads {
             restart_backoff: (Duration::from_millis(100), Duration::from_secs(2)),
             job_backoff: (Duration::from_millis(100), Duration::from_secs(2)),
             stop_latency: Duration::from_millis(20),
-            cron_interval: Duration::from_millis(500),
         };
         w
     }

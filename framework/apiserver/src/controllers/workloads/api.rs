@@ -6,7 +6,6 @@
 
 use std::sync::Arc;
 
-use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use crate::cluster::Workloads;
@@ -86,12 +85,6 @@ pub(crate) const JOBS: Kind = Kind {
     api_version: "batch/v1",
     kind: "Job",
 };
-pub(crate) const CRONJOBS: Kind = Kind {
-    group: "batch",
-    plural: "cronjobs",
-    api_version: "batch/v1",
-    kind: "CronJob",
-};
 pub(crate) const PDBS: Kind = Kind {
     group: "policy",
     plural: "poddisruptionbudgets",
@@ -117,17 +110,6 @@ pub(crate) fn key_of(obj: &Value) -> ObjKey {
         util::meta_str(obj, "namespace").unwrap_or("").to_owned(),
         util::meta_str(obj, "name").unwrap_or("").to_owned(),
     )
-}
-
-/// Decodes a stored object into a k8s-openapi type.
-pub(crate) fn typed<T: DeserializeOwned>(obj: &StoredObject) -> Option<T> {
-    match T::deserialize(&*obj.value) {
-        Ok(t) => Some(t),
-        Err(e) => {
-            tracing::debug!(name = obj.name(), error = %e, "stored object does not decode");
-            None
-        }
-    }
 }
 
 impl Api {

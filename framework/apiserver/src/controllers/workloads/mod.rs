@@ -7,7 +7,9 @@
 //! release ([`owners`]), the naming hashes ([`hash`]).
 
 mod api;
+mod daemonset;
 mod deployment;
+mod disruption;
 mod hash;
 mod history;
 mod informer;
@@ -38,5 +40,7 @@ pub(crate) fn start(shared: Arc<Shared>, cancel: CancellationToken) {
     deployment::start(api.clone(), cancel.clone());
     job::start(api.clone(), cancel.clone());
     statefulset::start(api.clone(), cancel.clone());
+    disruption::start(api.clone(), cancel.clone());
+    daemonset::start(api.clone(), cancel.clone());
     ttl::start(api, cancel);
 }

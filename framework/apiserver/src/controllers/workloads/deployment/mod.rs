@@ -8,6 +8,8 @@ mod status;
 mod sync;
 mod util;
 
+pub(crate) use util::scaled;
+
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
