@@ -267,7 +267,9 @@ impl Workloads {
     /// `n` identical nodes named `node-1` … `node-n` (replacing the nodes
     /// set so far).
     pub fn nodes(mut self, n: usize) -> Self {
-        self.nodes = (1..=n).map(|i| SimNode::new(&format!("node-{i}"))).collect();
+        self.nodes = (1..=n)
+            .map(|i| SimNode::new(&format!("node-{i}")))
+            .collect();
         self
     }
 

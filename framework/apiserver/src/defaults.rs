@@ -188,6 +188,13 @@ fn field_defaults(def: &ResourceDef, obj: &mut Value) {
                 json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}),
             );
         }
+    } else if is(def, "batch", "cronjobs") {
+        if let Some(spec) = ensure_object(obj, &["spec"]) {
+            set_if_absent(spec, "concurrencyPolicy", json!("Allow"));
+            set_if_absent(spec, "suspend", json!(false));
+            set_if_absent(spec, "successfulJobsHistoryLimit", json!(3));
+            set_if_absent(spec, "failedJobsHistoryLimit", json!(1));
+        }
     } else if is(def, "batch", "jobs") {
         if let Some(spec) = ensure_object(obj, &["spec"]) {
             if spec.get("completions").is_none_or(Value::is_null)

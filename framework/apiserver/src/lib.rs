@@ -86,9 +86,8 @@ mod validation;
 mod watch;
 
 pub use cluster::{
-    PodBehavior, PodPolicy, Readiness, SimNode, SimulatedNodes, Workloads,
-    ANNOTATION_EXIT_AFTER, ANNOTATION_EXIT_CODE, ANNOTATION_IMAGE_PULL, ANNOTATION_READY,
-    ANNOTATION_START_LATENCY,
+    PodBehavior, PodPolicy, Readiness, SimNode, SimulatedNodes, Workloads, ANNOTATION_EXIT_AFTER,
+    ANNOTATION_EXIT_CODE, ANNOTATION_IMAGE_PULL, ANNOTATION_READY, ANNOTATION_START_LATENCY,
 };
 pub use error::Error;
 pub use faults::{Failure, RequestMatch};

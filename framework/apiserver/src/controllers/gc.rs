@@ -32,7 +32,9 @@ pub(crate) fn owner_gone(shared: &Shared, uid: &str) {
         if alive.is_empty() {
             delete_quietly(shared, &def, &key, Propagation::Background);
         } else {
-            strip_refs(shared, &def, &key, |r| !alive.iter().any(|u| u == ref_uid(r)));
+            strip_refs(shared, &def, &key, |r| {
+                !alive.iter().any(|u| u == ref_uid(r))
+            });
         }
     }
 }

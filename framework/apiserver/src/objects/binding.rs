@@ -38,7 +38,10 @@ pub(crate) fn bind(
                 "pods",
                 "",
                 &key.1,
-                &format!("pod {} is being deleted, cannot be assigned to a host", key.1),
+                &format!(
+                    "pod {} is being deleted, cannot be assigned to a host",
+                    key.1
+                ),
             ));
         }
         let assigned = cur
@@ -57,9 +60,7 @@ pub(crate) fn bind(
         next["spec"]["nodeName"] = json!(node);
         if let Some(Value::Object(extra)) = annotations {
             if let Some(meta) = util::meta_mut(&mut next) {
-                let ann = meta
-                    .entry("annotations")
-                    .or_insert_with(|| json!({}));
+                let ann = meta.entry("annotations").or_insert_with(|| json!({}));
                 if let Some(ann) = ann.as_object_mut() {
                     for (k, v) in extra {
                         ann.insert(k.clone(), v.clone());
@@ -75,9 +76,7 @@ pub(crate) fn bind(
         let mut next = cur.clone();
         let status = crate::defaults::ensure_object(&mut next, &["status"])
             .ok_or_else(|| ApiError::internal("pod status is not an object"))?;
-        let conds = status
-            .entry("conditions")
-            .or_insert_with(|| json!([]));
+        let conds = status.entry("conditions").or_insert_with(|| json!([]));
         if let Some(list) = conds.as_array_mut() {
             list.retain(|c| c.get("type").and_then(Value::as_str) != Some("PodScheduled"));
             list.push(json!({

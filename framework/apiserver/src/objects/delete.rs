@@ -89,7 +89,10 @@ pub(crate) fn delete(
             Graceful::Mark(period) => {
                 let mut next = (*old.value).clone();
                 if let Some(meta) = util::meta_mut(&mut next) {
-                    meta.insert("deletionTimestamp".into(), json!(graceful::deadline(period)));
+                    meta.insert(
+                        "deletionTimestamp".into(),
+                        json!(graceful::deadline(period)),
+                    );
                     meta.insert("deletionGracePeriodSeconds".into(), json!(period));
                 }
                 if opts.dry_run {

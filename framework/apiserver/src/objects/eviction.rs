@@ -119,7 +119,11 @@ pub(crate) fn evict(
         .unwrap_or_default()
         .into_iter()
         .filter(|b| {
-            let sel = b.value.pointer("/spec/selector").cloned().unwrap_or_default();
+            let sel = b
+                .value
+                .pointer("/spec/selector")
+                .cloned()
+                .unwrap_or_default();
             // An empty selector selects nothing in policy/v1... and everything
             // in the beta API; v1 is what is served.
             (sel.get("matchLabels").is_some() || sel.get("matchExpressions").is_some())

@@ -25,7 +25,12 @@ pub(super) enum Graceful {
 
 /// How deleting `pod` with `grace` (DeleteOptions.gracePeriodSeconds)
 /// proceeds.
-pub(super) fn check(shared: &Shared, def: &ResourceDef, pod: &Value, grace: Option<i64>) -> Graceful {
+pub(super) fn check(
+    shared: &Shared,
+    def: &ResourceDef,
+    pod: &Value,
+    grace: Option<i64>,
+) -> Graceful {
     let kubelets = shared
         .options
         .workloads

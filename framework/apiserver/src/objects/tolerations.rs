@@ -9,7 +9,10 @@ use serde_json::{json, Value};
 use crate::registry::ResourceDef;
 use crate::state::Shared;
 
-const TAINTS: [&str; 2] = ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"];
+const TAINTS: [&str; 2] = [
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+];
 
 /// Adds the default tolerations to a pod being created.
 pub(crate) fn admit(shared: &Shared, def: &ResourceDef, pod: &mut Value) {

@@ -253,7 +253,10 @@ pub(super) fn job(o: &Value) -> Vec<Value> {
         .and_then(Value::as_i64)
         .unwrap_or(0);
     let parallelism = o.pointer("/spec/parallelism").and_then(Value::as_i64);
-    let completions = match (o.pointer("/spec/completions").and_then(Value::as_i64), parallelism) {
+    let completions = match (
+        o.pointer("/spec/completions").and_then(Value::as_i64),
+        parallelism,
+    ) {
         (Some(c), _) => format!("{succeeded}/{c}"),
         (None, Some(p)) if p > 1 => format!("{succeeded}/1 of {p}"),
         _ => format!("{succeeded}/1"),

@@ -85,6 +85,12 @@ pub(crate) const JOBS: Kind = Kind {
     api_version: "batch/v1",
     kind: "Job",
 };
+pub(crate) const CRONJOBS: Kind = Kind {
+    group: "batch",
+    plural: "cronjobs",
+    api_version: "batch/v1",
+    kind: "CronJob",
+};
 pub(crate) const PDBS: Kind = Kind {
     group: "policy",
     plural: "poddisruptionbudgets",
@@ -247,12 +253,24 @@ impl Api {
 
     /// Records a core/v1 Event about `obj`, as client-go's recorder does
     /// (`source.component` = `component`).
-    pub fn event(&self, obj: &Value, kind: Kind, ty: &str, reason: &str, message: &str, component: &str) {
+    pub fn event(
+        &self,
+        obj: &Value,
+        kind: Kind,
+        ty: &str,
+        reason: &str,
+        message: &str,
+        component: &str,
+    ) {
         if !self.cfg.events {
             return;
         }
         let (ns, name) = key_of(obj);
-        let ns = if ns.is_empty() { "default".to_owned() } else { ns };
+        let ns = if ns.is_empty() {
+            "default".to_owned()
+        } else {
+            ns
+        };
         let now = util::now();
         let nanos = jiff::Timestamp::now().as_nanosecond();
         let ev = json!({
@@ -310,7 +328,10 @@ pub(crate) fn controller_key(obj: &Value, kind: Kind) -> Option<ObjKey> {
     (r.get("kind").and_then(Value::as_str) == Some(kind.kind)).then(|| {
         (
             util::meta_str(obj, "namespace").unwrap_or("").to_owned(),
-            r.get("name").and_then(Value::as_str).unwrap_or("").to_owned(),
+            r.get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
         )
     })
 }

@@ -34,22 +34,35 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
     let queue = Arc::new(Queue::default());
     let orphans = Arc::new(Orphans::default());
     let q = queue.clone();
-    informer::watch(api.shared.clone(), DAEMONSETS.res(), cancel.clone(), move |c: &Change| {
-        q.add(key_of(&c.obj.value))
-    });
+    informer::watch(
+        api.shared.clone(),
+        DAEMONSETS.res(),
+        cancel.clone(),
+        move |c: &Change| q.add(key_of(&c.obj.value)),
+    );
     let (q, o) = (queue.clone(), orphans.clone());
-    informer::watch(api.shared.clone(), PODS.res(), cancel.clone(), move |c: &Change| {
-        o.observe(c.ty, &c.obj.value);
-        if let Some(k) = controller_key(&c.obj.value, DAEMONSETS) {
-            q.add(k);
-        }
-    });
+    informer::watch(
+        api.shared.clone(),
+        PODS.res(),
+        cancel.clone(),
+        move |c: &Change| {
+            o.observe(c.ty, &c.obj.value);
+            if let Some(k) = controller_key(&c.obj.value, DAEMONSETS) {
+                q.add(k);
+            }
+        },
+    );
     let (q, a) = (queue.clone(), api.clone());
-    informer::watch(api.shared.clone(), NODES.res(), cancel.clone(), move |_c: &Change| {
-        for ds in a.list(DAEMONSETS, None) {
-            q.add(key_of(&ds.value));
-        }
-    });
+    informer::watch(
+        api.shared.clone(),
+        NODES.res(),
+        cancel.clone(),
+        move |_c: &Change| {
+            for ds in a.list(DAEMONSETS, None) {
+                q.add(key_of(&ds.value));
+            }
+        },
+    );
     let q = queue.clone();
     tokio::spawn(async move {
         q.run(cancel, |key| sync(&api, &orphans, key)).await;
@@ -72,7 +85,10 @@ fn daemon_tolerations(pod: &mut Value) {
     let list = spec.entry("tolerations").or_insert_with(|| json!([]));
     if let Some(list) = list.as_array_mut() {
         for (key, effect) in extra {
-            if !list.iter().any(|t| t.get("key").and_then(Value::as_str) == Some(key)) {
+            if !list
+                .iter()
+                .any(|t| t.get("key").and_then(Value::as_str) == Some(key))
+            {
                 list.push(json!({"key": key, "operator": "Exists", "effect": effect}));
             }
         }
@@ -81,7 +97,11 @@ fn daemon_tolerations(pod: &mut Value) {
 
 /// The node a daemon pod is for: bound, or pinned by affinity.
 fn target_node(pod: &Value) -> Option<String> {
-    if let Some(n) = pod.pointer("/spec/nodeName").and_then(Value::as_str).filter(|n| !n.is_empty()) {
+    if let Some(n) = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+    {
         return Some(n.to_owned());
     }
     pod.pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/0/matchFields/0/values/0")
@@ -100,7 +120,9 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
     }
     let mut candidates = api.owned(PODS, obj.uid());
     candidates.extend(orphans.of(api, &key.0));
-    let claimed = claim(api, MANAGER, &ds, DAEMONSETS, &selector, PODS, candidates, None);
+    let claimed = claim(
+        api, MANAGER, &ds, DAEMONSETS, &selector, PODS, candidates, None,
+    );
     let template = ds.pointer("/spec/template").cloned().unwrap_or_default();
     let collision = ds.pointer("/status/collisionCount").and_then(Value::as_i64);
     let Some(rev) = history::ensure(api, &ds, DAEMONSETS, &template, collision) else {
@@ -111,7 +133,10 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
         .strip_prefix(&format!("{}-", key.1))
         .unwrap_or(rev.name())
         .to_owned();
-    let generation = ds.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+    let generation = ds
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
     let mut probe = template.clone();
     daemon_tolerations(&mut probe);
     let mut by_node: BTreeMap<String, Vec<Arc<StoredObject>>> = BTreeMap::new();
@@ -124,13 +149,18 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
     let nodes = api.list(NODES, None);
     let (mut desired, mut current, mut misscheduled) = (0, 0, 0);
     let (mut ready, mut available, mut updated) = (0, 0, 0);
-    let min_ready = ds.pointer("/spec/minReadySeconds").and_then(Value::as_i64).unwrap_or(0);
+    let min_ready = ds
+        .pointer("/spec/minReadySeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
     let mut outdated: Vec<Arc<StoredObject>> = Vec::new();
     let mut unavailable_now = 0;
     for node in &nodes {
-        let should_run = fit::selects(&probe, &node.value) && fit::untolerated(&probe, &node.value).is_none();
+        let should_run =
+            fit::selects(&probe, &node.value) && fit::untolerated(&probe, &node.value).is_none();
         let on_node: Vec<Arc<StoredObject>> = by_node.remove(node.name()).unwrap_or_default();
-        let active: Vec<&Arc<StoredObject>> = on_node.iter().filter(|p| pods::active(&p.value)).collect();
+        let active: Vec<&Arc<StoredObject>> =
+            on_node.iter().filter(|p| pods::active(&p.value)).collect();
         if should_run {
             desired += 1;
             if !active.is_empty() {
@@ -148,7 +178,11 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
             } else {
                 unavailable_now += 1;
             }
-            let label = p.value.pointer("/metadata/labels").and_then(|l| l.get(REVISION_LABEL)).and_then(Value::as_str);
+            let label = p
+                .value
+                .pointer("/metadata/labels")
+                .and_then(|l| l.get(REVISION_LABEL))
+                .and_then(Value::as_str);
             if label == Some(hash.as_str()) {
                 updated += 1;
             } else {
@@ -158,27 +192,60 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
         if deleting {
             continue;
         }
-        for p in on_node.iter().filter(|p| pods::phase(&p.value) == "Failed" && !pods::deleting(&p.value)) {
+        for p in on_node
+            .iter()
+            .filter(|p| pods::phase(&p.value) == "Failed" && !pods::deleting(&p.value))
+        {
             let _ = api.delete(PODS, &key_of(&p.value), Some(p.uid()), None, None);
         }
         if should_run && active.is_empty() {
-            let mut pod = pods::from_template(&template, &key.0, &key.1, controller_ref(&ds, DAEMONSETS));
-            if let Some(labels) = crate::defaults::ensure_object(&mut pod, &["metadata", "labels"]) {
+            let mut pod =
+                pods::from_template(&template, &key.0, &key.1, controller_ref(&ds, DAEMONSETS));
+            if let Some(labels) = crate::defaults::ensure_object(&mut pod, &["metadata", "labels"])
+            {
                 labels.insert(REVISION_LABEL.into(), json!(hash));
-                labels.insert("pod-template-generation".into(), json!(generation.to_string()));
+                labels.insert(
+                    "pod-template-generation".into(),
+                    json!(generation.to_string()),
+                );
             }
-            pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = json!({
+            pod["spec"]["affinity"]["nodeAffinity"]
+                ["requiredDuringSchedulingIgnoredDuringExecution"] = json!({
                 "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node.name()]}]}]
             });
             daemon_tolerations(&mut pod);
             match api.create(PODS, MANAGER, pod) {
-                Ok(p) => api.event(&ds, DAEMONSETS, "Normal", "SuccessfulCreate", &format!("Created pod: {}", p.name()), COMPONENT),
-                Err(e) => api.event(&ds, DAEMONSETS, "Warning", "FailedCreate", &format!("Error creating: {}", e.message), COMPONENT),
+                Ok(p) => api.event(
+                    &ds,
+                    DAEMONSETS,
+                    "Normal",
+                    "SuccessfulCreate",
+                    &format!("Created pod: {}", p.name()),
+                    COMPONENT,
+                ),
+                Err(e) => api.event(
+                    &ds,
+                    DAEMONSETS,
+                    "Warning",
+                    "FailedCreate",
+                    &format!("Error creating: {}", e.message),
+                    COMPONENT,
+                ),
             }
         } else if !should_run {
             for p in active {
-                if api.delete(PODS, &key_of(&p.value), Some(p.uid()), None, None).is_ok() {
-                    api.event(&ds, DAEMONSETS, "Normal", "SuccessfulDelete", &format!("Deleted pod: {}", p.name()), COMPONENT);
+                if api
+                    .delete(PODS, &key_of(&p.value), Some(p.uid()), None, None)
+                    .is_ok()
+                {
+                    api.event(
+                        &ds,
+                        DAEMONSETS,
+                        "Normal",
+                        "SuccessfulDelete",
+                        &format!("Deleted pod: {}", p.name()),
+                        COMPONENT,
+                    );
                 }
             }
         } else if active.len() > 1 {
@@ -188,15 +255,27 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
         }
     }
     // Pods for nodes that no longer exist.
-    for p in by_node.values().flatten().filter(|p| pods::active(&p.value)) {
+    for p in by_node
+        .values()
+        .flatten()
+        .filter(|p| pods::active(&p.value))
+    {
         misscheduled += 1;
         if !deleting {
             let _ = api.delete(PODS, &key_of(&p.value), Some(p.uid()), None, None);
         }
     }
-    let rolling = ds.pointer("/spec/updateStrategy/type").and_then(Value::as_str) != Some("OnDelete");
+    let rolling = ds
+        .pointer("/spec/updateStrategy/type")
+        .and_then(Value::as_str)
+        != Some("OnDelete");
     if rolling && !deleting {
-        let max = scaled(ds.pointer("/spec/updateStrategy/rollingUpdate/maxUnavailable"), desired, true).max(1);
+        let max = scaled(
+            ds.pointer("/spec/updateStrategy/rollingUpdate/maxUnavailable"),
+            desired,
+            true,
+        )
+        .max(1);
         let mut budget = max - unavailable_now;
         // Not-ready outdated pods go first; they cost no availability.
         outdated.sort_by_key(|p| pods::ready(&p.value));
@@ -205,7 +284,11 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
             if costs && budget <= 0 {
                 break;
             }
-            if api.delete(PODS, &key_of(&p.value), Some(p.uid()), None, None).is_ok() && costs {
+            if api
+                .delete(PODS, &key_of(&p.value), Some(p.uid()), None, None)
+                .is_ok()
+                && costs
+            {
                 budget -= 1;
             }
         }

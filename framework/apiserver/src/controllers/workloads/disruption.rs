@@ -24,21 +24,33 @@ use crate::util;
 pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
     let queue = Arc::new(Queue::default());
     let q = queue.clone();
-    informer::watch(api.shared.clone(), PDBS.res(), cancel.clone(), move |c: &Change| {
-        q.add(key_of(&c.obj.value))
-    });
+    informer::watch(
+        api.shared.clone(),
+        PDBS.res(),
+        cancel.clone(),
+        move |c: &Change| q.add(key_of(&c.obj.value)),
+    );
     let (q, a) = (queue.clone(), api.clone());
-    informer::watch(api.shared.clone(), PODS.res(), cancel.clone(), move |c: &Change| {
-        let ns = util::meta_str(&c.obj.value, "namespace").unwrap_or("");
-        for pdb in a.list(PDBS, Some(ns)) {
-            let sel = pdb.value.pointer("/spec/selector").cloned().unwrap_or_default();
-            if !pods::selector_is_empty(&sel)
-                && pods::selector_matches(&sel, c.obj.value.pointer("/metadata/labels"))
-            {
-                q.add(key_of(&pdb.value));
+    informer::watch(
+        api.shared.clone(),
+        PODS.res(),
+        cancel.clone(),
+        move |c: &Change| {
+            let ns = util::meta_str(&c.obj.value, "namespace").unwrap_or("");
+            for pdb in a.list(PDBS, Some(ns)) {
+                let sel = pdb
+                    .value
+                    .pointer("/spec/selector")
+                    .cloned()
+                    .unwrap_or_default();
+                if !pods::selector_is_empty(&sel)
+                    && pods::selector_matches(&sel, c.obj.value.pointer("/metadata/labels"))
+                {
+                    q.add(key_of(&pdb.value));
+                }
             }
-        }
-    });
+        },
+    );
     let q = queue.clone();
     tokio::spawn(async move {
         q.run(cancel, |key| sync(&api, key)).await;
@@ -78,9 +90,14 @@ fn sync(api: &Api, key: &ObjKey) {
     let expected = matching.len() as i64;
     let healthy = matching
         .iter()
-        .filter(|p| pods::ready(&p.value) && !pods::deleting(&p.value) && !disrupted.contains_key(p.name()))
+        .filter(|p| {
+            pods::ready(&p.value) && !pods::deleting(&p.value) && !disrupted.contains_key(p.name())
+        })
         .count() as i64;
-    let desired = match (pdb.pointer("/spec/minAvailable"), pdb.pointer("/spec/maxUnavailable")) {
+    let desired = match (
+        pdb.pointer("/spec/minAvailable"),
+        pdb.pointer("/spec/maxUnavailable"),
+    ) {
         (Some(min), _) => scaled(Some(min), expected, true),
         (None, Some(max)) => (expected - scaled(Some(max), expected, true)).max(0),
         (None, None) => 0,
@@ -91,7 +108,11 @@ fn sync(api: &Api, key: &ObjKey) {
         status = json!({});
     }
     let cond_status = if allowed > 0 { "True" } else { "False" };
-    let reason = if allowed > 0 { "SufficientPods" } else { "InsufficientPods" };
+    let reason = if allowed > 0 {
+        "SufficientPods"
+    } else {
+        "InsufficientPods"
+    };
     let transition = status
         .pointer("/conditions/0")
         .filter(|c| c.get("status").and_then(Value::as_str) == Some(cond_status))

@@ -67,14 +67,22 @@ pub(crate) fn ensure(
         }
         // A template that comes back (a rollback) becomes the newest revision.
         return api
-            .update(REVISIONS, &super::api::key_of(&existing.value), MANAGER, |r| {
-                r["revision"] = json!(max + 1);
-                true
-            })
+            .update(
+                REVISIONS,
+                &super::api::key_of(&existing.value),
+                MANAGER,
+                |r| {
+                    r["revision"] = json!(max + 1);
+                    true
+                },
+            )
             .ok()
             .flatten();
     }
-    let labels = template.pointer("/metadata/labels").cloned().unwrap_or_default();
+    let labels = template
+        .pointer("/metadata/labels")
+        .cloned()
+        .unwrap_or_default();
     let rev = json!({
         "apiVersion": "apps/v1",
         "kind": "ControllerRevision",

@@ -42,16 +42,24 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
     let queue = Arc::new(Queue::default());
     let orphans = Arc::new(Orphans::default());
     let q = queue.clone();
-    informer::watch(api.shared.clone(), JOBS.res(), cancel.clone(), move |c: &Change| {
-        q.add(key_of(&c.obj.value))
-    });
+    informer::watch(
+        api.shared.clone(),
+        JOBS.res(),
+        cancel.clone(),
+        move |c: &Change| q.add(key_of(&c.obj.value)),
+    );
     let (q, o) = (queue.clone(), orphans.clone());
-    informer::watch(api.shared.clone(), PODS.res(), cancel.clone(), move |c: &Change| {
-        o.observe(c.ty, &c.obj.value);
-        if let Some(k) = controller_key(&c.obj.value, JOBS) {
-            q.add(k);
-        }
-    });
+    informer::watch(
+        api.shared.clone(),
+        PODS.res(),
+        cancel.clone(),
+        move |c: &Change| {
+            o.observe(c.ty, &c.obj.value);
+            if let Some(k) = controller_key(&c.obj.value, JOBS) {
+                q.add(k);
+            }
+        },
+    );
     let backoffs = Arc::new(Backoffs::default());
     let q = queue.clone();
     tokio::spawn(async move {
@@ -97,7 +105,11 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
     let job = (*obj.value).clone();
     let uid = obj.uid().to_owned();
     if condition(&job, "Complete").is_some() || condition(&job, "Failed").is_some() {
-        backoffs.0.lock().unwrap_or_else(|e| e.into_inner()).remove(&uid);
+        backoffs
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&uid);
         return;
     }
     let selector = job.pointer("/spec/selector").cloned().unwrap_or_default();
@@ -106,7 +118,16 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
     }
     let mut candidates = api.owned(PODS, &uid);
     candidates.extend(orphans.of(api, &key.0));
-    let all = claim(api, MANAGER, &job, JOBS, &selector, PODS, candidates, Some(TRACKING));
+    let all = claim(
+        api,
+        MANAGER,
+        &job,
+        JOBS,
+        &selector,
+        PODS,
+        candidates,
+        Some(TRACKING),
+    );
     let active: Vec<&Arc<StoredObject>> = all.iter().filter(|p| pods::active(&p.value)).collect();
     let mut status = job.get("status").cloned().unwrap_or_else(|| json!({}));
     if !status.is_object() {
@@ -121,7 +142,9 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
         .collect();
     let new_failed: Vec<&Arc<StoredObject>> = all
         .iter()
-        .filter(|p| has_finalizer(&p.value) && failed(&p.value) && pods::phase(&p.value) != "Succeeded")
+        .filter(|p| {
+            has_finalizer(&p.value) && failed(&p.value) && pods::phase(&p.value) != "Succeeded"
+        })
         .filter(|p| pods::terminal(&p.value) || pods::deleting(&p.value))
         .collect();
     let succeeded = prev_succeeded + new_succeeded.len() as i64;
@@ -154,7 +177,10 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
             .filter(|p| matches!(pods::phase(&p.value), "Running" | "Pending"))
             .map(|p| pods::restarts(&p.value))
             .sum();
-        let on_failure = job.pointer("/spec/template/spec/restartPolicy").and_then(Value::as_str) == Some("OnFailure");
+        let on_failure = job
+            .pointer("/spec/template/spec/restartPolicy")
+            .and_then(Value::as_str)
+            == Some("OnFailure");
         let past_on_failure = on_failure
             && if backoff_limit == 0 {
                 restarts > 0
@@ -167,11 +193,19 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
             .and_then(Value::as_str)
             .and_then(|t| t.parse::<jiff::Timestamp>().ok());
         if failed_count > backoff_limit || past_on_failure {
-            finished = Some(new_condition("FailureTarget", "BackoffLimitExceeded", "Job has reached the specified backoff limit"));
+            finished = Some(new_condition(
+                "FailureTarget",
+                "BackoffLimitExceeded",
+                "Job has reached the specified backoff limit",
+            ));
         } else if let (Some(d), Some(s), false) = (deadline, started, suspended) {
             let elapsed = jiff::Timestamp::now().as_second() - s.as_second();
             if elapsed >= d {
-                finished = Some(new_condition("FailureTarget", "DeadlineExceeded", "Job was active longer than specified deadline"));
+                finished = Some(new_condition(
+                    "FailureTarget",
+                    "DeadlineExceeded",
+                    "Job was active longer than specified deadline",
+                ));
             } else {
                 queue.add_after(key.clone(), Duration::from_secs((d - elapsed) as u64));
             }
@@ -180,7 +214,10 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
     let mut active_count = active.len() as i64;
     if finished.is_some() {
         for p in &active {
-            if api.delete(PODS, &key_of(&p.value), Some(p.uid()), None, None).is_ok() {
+            if api
+                .delete(PODS, &key_of(&p.value), Some(p.uid()), None, None)
+                .is_ok()
+            {
                 active_count -= 1;
             }
         }
@@ -194,7 +231,10 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
             let mut victims = active.clone();
             victims.sort_by(|a, b| pods::removal_order(&a.value, &b.value));
             for p in victims.into_iter().take((active_count - want) as usize) {
-                if api.delete(PODS, &key_of(&p.value), Some(p.uid()), None, None).is_ok() {
+                if api
+                    .delete(PODS, &key_of(&p.value), Some(p.uid()), None, None)
+                    .is_ok()
+                {
                     active_count -= 1;
                 }
             }
@@ -212,7 +252,9 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
             let delay = if failures == 0 {
                 Duration::ZERO
             } else {
-                first.saturating_mul(2u32.saturating_pow(failures.saturating_sub(1).min(20))).min(cap)
+                first
+                    .saturating_mul(2u32.saturating_pow(failures.saturating_sub(1).min(20)))
+                    .min(cap)
             };
             let ready_at = last + delay;
             if diff > 0 && Instant::now() < ready_at {
@@ -233,10 +275,24 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
                     match api.create(PODS, MANAGER, pod) {
                         Ok(p) => {
                             active_count += 1;
-                            api.event(&job, JOBS, "Normal", "SuccessfulCreate", &format!("Created pod: {}", p.name()), COMPONENT);
+                            api.event(
+                                &job,
+                                JOBS,
+                                "Normal",
+                                "SuccessfulCreate",
+                                &format!("Created pod: {}", p.name()),
+                                COMPONENT,
+                            );
                         }
                         Err(e) => {
-                            api.event(&job, JOBS, "Warning", "FailedCreate", &format!("Error creating: {}", e.message), COMPONENT);
+                            api.event(
+                                &job,
+                                JOBS,
+                                "Warning",
+                                "FailedCreate",
+                                &format!("Error creating: {}", e.message),
+                                COMPONENT,
+                            );
                             break;
                         }
                     }
@@ -248,14 +304,22 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
             Some(c) => succeeded >= c && active_count == 0,
         };
         if complete {
-            finished = Some(new_condition("SuccessCriteriaMet", "CompletionsReached", "Reached expected number of succeeded pods"));
+            finished = Some(new_condition(
+                "SuccessCriteriaMet",
+                "CompletionsReached",
+                "Reached expected number of succeeded pods",
+            ));
         }
     }
     // Count finished pods: their finalizer goes.
     let counted: Vec<&Arc<StoredObject>> = all
         .iter()
         .filter(|p| has_finalizer(&p.value))
-        .filter(|p| pods::terminal(&p.value) || pods::deleting(&p.value) || job.pointer("/metadata/deletionTimestamp").is_some())
+        .filter(|p| {
+            pods::terminal(&p.value)
+                || pods::deleting(&p.value)
+                || job.pointer("/metadata/deletionTimestamp").is_some()
+        })
         .collect();
     for p in &counted {
         let _ = api.update(PODS, &key_of(&p.value), MANAGER, |o| {
@@ -276,7 +340,8 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
     }
     status["succeeded"] = json!(succeeded);
     status["failed"] = json!(failed_count);
-    let remaining: Vec<&Arc<StoredObject>> = all.iter().filter(|p| pods::active(&p.value)).collect();
+    let remaining: Vec<&Arc<StoredObject>> =
+        all.iter().filter(|p| pods::active(&p.value)).collect();
     let ready = remaining.iter().filter(|p| pods::ready(&p.value)).count();
     let terminating = all.iter().filter(|p| pods::terminating(&p.value)).count() as i64
         + (active.len() as i64 - active_count).max(0) * i64::from(finished.is_some());
@@ -287,19 +352,34 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
     let mut events = Vec::new();
     if let Some(fin) = &finished {
         let ty = fin.get("type").and_then(Value::as_str).unwrap_or("");
-        let reason = fin.get("reason").and_then(Value::as_str).unwrap_or("").to_owned();
-        let message = fin.get("message").and_then(Value::as_str).unwrap_or("").to_owned();
+        let reason = fin
+            .get("reason")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let message = fin
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
         let mut conds = status
             .get("conditions")
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
-        if !conds.iter().any(|c| c.get("type").and_then(Value::as_str) == Some(ty)) {
+        if !conds
+            .iter()
+            .any(|c| c.get("type").and_then(Value::as_str) == Some(ty))
+        {
             conds.push(fin.clone());
         }
         // The terminal condition once no pod is left terminating.
         if terminating == 0 {
-            let terminal = if ty == "SuccessCriteriaMet" { "Complete" } else { "Failed" };
+            let terminal = if ty == "SuccessCriteriaMet" {
+                "Complete"
+            } else {
+                "Failed"
+            };
             let cond = new_condition(terminal, &reason, &message);
             if terminal == "Complete" {
                 status["completionTime"] = cond["lastTransitionTime"].clone();

@@ -7,6 +7,8 @@
 //! release ([`owners`]), the naming hashes ([`hash`]).
 
 mod api;
+mod cron;
+mod cronjob;
 mod daemonset;
 mod deployment;
 mod disruption;
@@ -42,5 +44,6 @@ pub(crate) fn start(shared: Arc<Shared>, cancel: CancellationToken) {
     statefulset::start(api.clone(), cancel.clone());
     disruption::start(api.clone(), cancel.clone());
     daemonset::start(api.clone(), cancel.clone());
+    cronjob::start(api.clone(), cancel.clone());
     ttl::start(api, cancel);
 }

@@ -66,9 +66,7 @@ pub(crate) fn claim(
                     let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) else {
                         return false;
                     };
-                    let refs = meta
-                        .entry("ownerReferences")
-                        .or_insert_with(|| json!([]));
+                    let refs = meta.entry("ownerReferences").or_insert_with(|| json!([]));
                     if let Some(refs) = refs.as_array_mut() {
                         refs.push(reference.clone());
                     }

@@ -141,8 +141,16 @@ pub(crate) fn selector_is_empty(selector: &Value) -> bool {
 
 /// `GetPodFromTemplate`: a pod for `template`, named after `prefix`
 /// (`generateName`), owned by `controller_ref`.
-pub(crate) fn from_template(template: &Value, ns: &str, prefix: &str, controller_ref: Value) -> Value {
-    let meta = template.get("metadata").cloned().unwrap_or_else(|| json!({}));
+pub(crate) fn from_template(
+    template: &Value,
+    ns: &str,
+    prefix: &str,
+    controller_ref: Value,
+) -> Value {
+    let meta = template
+        .get("metadata")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
     let mut pod_meta = serde_json::Map::new();
     for field in ["labels", "annotations", "finalizers"] {
         if let Some(v) = meta.get(field).filter(|v| !v.is_null()) {
@@ -200,7 +208,11 @@ pub(crate) fn removal_order(a: &Value, b: &Value) -> Ordering {
         .then_with(|| restarts(b).cmp(&restarts(a)))
         // Newer first.
         .then_with(|| {
-            let c = |p: &Value| util::meta_str(p, "creationTimestamp").unwrap_or("").to_owned();
+            let c = |p: &Value| {
+                util::meta_str(p, "creationTimestamp")
+                    .unwrap_or("")
+                    .to_owned()
+            };
             c(b).cmp(&c(a))
         })
 }

@@ -74,28 +74,37 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
     let q = queue.clone();
     let o = orphans.clone();
     let a = api.clone();
-    informer::watch(api.shared.clone(), PODS.res(), cancel.clone(), move |c: &Change| {
-        o.observe(c.ty, &c.obj.value);
-        if let Some(k) = controller_key(&c.obj.value, REPLICASETS) {
-            q.add(k);
-        } else if pods::active(&c.obj.value) && c.ty != EventType::Deleted {
-            // An orphan: wake the ReplicaSets that would adopt it.
-            let ns = util::meta_str(&c.obj.value, "namespace").unwrap_or("");
-            for rs in a.list(REPLICASETS, Some(ns)) {
-                let sel = rs.value.pointer("/spec/selector").cloned().unwrap_or_default();
-                if !pods::selector_is_empty(&sel)
-                    && selector_matches(&sel, c.obj.value.pointer("/metadata/labels"))
-                {
-                    q.add(key_of(&rs.value));
+    informer::watch(
+        api.shared.clone(),
+        PODS.res(),
+        cancel.clone(),
+        move |c: &Change| {
+            o.observe(c.ty, &c.obj.value);
+            if let Some(k) = controller_key(&c.obj.value, REPLICASETS) {
+                q.add(k);
+            } else if pods::active(&c.obj.value) && c.ty != EventType::Deleted {
+                // An orphan: wake the ReplicaSets that would adopt it.
+                let ns = util::meta_str(&c.obj.value, "namespace").unwrap_or("");
+                for rs in a.list(REPLICASETS, Some(ns)) {
+                    let sel = rs
+                        .value
+                        .pointer("/spec/selector")
+                        .cloned()
+                        .unwrap_or_default();
+                    if !pods::selector_is_empty(&sel)
+                        && selector_matches(&sel, c.obj.value.pointer("/metadata/labels"))
+                    {
+                        q.add(key_of(&rs.value));
+                    }
                 }
             }
-        }
-        if let Some(old) = &c.old {
-            if let Some(k) = controller_key(&old.value, REPLICASETS) {
-                q.add(k);
+            if let Some(old) = &c.old {
+                if let Some(k) = controller_key(&old.value, REPLICASETS) {
+                    q.add(k);
+                }
             }
-        }
-    });
+        },
+    );
     let q = queue.clone();
     tokio::spawn(async move {
         q.clone()
@@ -149,9 +158,10 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, key: &ObjKey) {
         .iter()
         .filter(|p| {
             let have = p.value.pointer("/metadata/labels");
-            template_labels
-                .as_object()
-                .is_none_or(|want| want.iter().all(|(k, v)| have.and_then(|h| h.get(k)) == Some(v)))
+            template_labels.as_object().is_none_or(|want| {
+                want.iter()
+                    .all(|(k, v)| have.and_then(|h| h.get(k)) == Some(v))
+            })
         })
         .count();
     let ready = active.iter().filter(|p| pods::ready(&p.value)).count();
@@ -208,7 +218,9 @@ fn set_failure(status: &mut Value, failure: Option<String>, diff: i64) {
             "reason": if diff < 0 { "FailedCreate" } else { "FailedDelete" },
             "message": msg,
         })),
-        None if has => conds.retain(|c| c.get("type").and_then(Value::as_str) != Some("ReplicaFailure")),
+        None if has => {
+            conds.retain(|c| c.get("type").and_then(Value::as_str) != Some("ReplicaFailure"))
+        }
         _ => {}
     }
     if conds.is_empty() {

@@ -36,16 +36,24 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
     let queue = Arc::new(Queue::default());
     let orphans = Arc::new(Orphans::default());
     let q = queue.clone();
-    informer::watch(api.shared.clone(), STATEFULSETS.res(), cancel.clone(), move |c: &Change| {
-        q.add(key_of(&c.obj.value))
-    });
+    informer::watch(
+        api.shared.clone(),
+        STATEFULSETS.res(),
+        cancel.clone(),
+        move |c: &Change| q.add(key_of(&c.obj.value)),
+    );
     let (q, o) = (queue.clone(), orphans.clone());
-    informer::watch(api.shared.clone(), PODS.res(), cancel.clone(), move |c: &Change| {
-        o.observe(c.ty, &c.obj.value);
-        if let Some(k) = controller_key(&c.obj.value, STATEFULSETS) {
-            q.add(k);
-        }
-    });
+    informer::watch(
+        api.shared.clone(),
+        PODS.res(),
+        cancel.clone(),
+        move |c: &Change| {
+            o.observe(c.ty, &c.obj.value);
+            if let Some(k) = controller_key(&c.obj.value, STATEFULSETS) {
+                q.add(k);
+            }
+        },
+    );
     let q = queue.clone();
     tokio::spawn(async move {
         q.clone()
@@ -79,12 +87,22 @@ fn new_pod(set: &Value, ordinal: i64, revision: &Value) -> Value {
         meta.insert("name".into(), json!(pod_name));
     }
     if let Some(labels) = crate::defaults::ensure_object(&mut pod, &["metadata", "labels"]) {
-        labels.insert(REVISION_LABEL.into(), json!(util::meta_str(revision, "name").unwrap_or("")));
+        labels.insert(
+            REVISION_LABEL.into(),
+            json!(util::meta_str(revision, "name").unwrap_or("")),
+        );
         labels.insert("statefulset.kubernetes.io/pod-name".into(), json!(pod_name));
-        labels.insert("apps.kubernetes.io/pod-index".into(), json!(ordinal.to_string()));
+        labels.insert(
+            "apps.kubernetes.io/pod-index".into(),
+            json!(ordinal.to_string()),
+        );
     }
     pod["spec"]["hostname"] = json!(pod_name);
-    if let Some(svc) = set.pointer("/spec/serviceName").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+    if let Some(svc) = set
+        .pointer("/spec/serviceName")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+    {
         pod["spec"]["subdomain"] = json!(svc);
     }
     pod
@@ -102,9 +120,20 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, key: &ObjKey) {
     }
     let mut candidates = api.owned(PODS, &uid);
     candidates.extend(orphans.of(api, &key.0));
-    let claimed = claim(api, MANAGER, &set, STATEFULSETS, &selector, PODS, candidates, None);
+    let claimed = claim(
+        api,
+        MANAGER,
+        &set,
+        STATEFULSETS,
+        &selector,
+        PODS,
+        candidates,
+        None,
+    );
     let template = set.pointer("/spec/template").cloned().unwrap_or_default();
-    let collision = set.pointer("/status/collisionCount").and_then(Value::as_i64);
+    let collision = set
+        .pointer("/status/collisionCount")
+        .and_then(Value::as_i64);
     let Some(update_rev) = history::ensure(api, &set, STATEFULSETS, &template, collision) else {
         queue.add_after(key.clone(), std::time::Duration::from_millis(200));
         return;
@@ -113,20 +142,35 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, key: &ObjKey) {
     let current_name = set
         .pointer("/status/currentRevision")
         .and_then(Value::as_str)
-        .filter(|n| api.get(REVISIONS, &(key.0.clone(), (*n).to_owned())).is_some())
+        .filter(|n| {
+            api.get(REVISIONS, &(key.0.clone(), (*n).to_owned()))
+                .is_some()
+        })
         .unwrap_or(&update_name)
         .to_owned();
     let current_rev = api
         .get(REVISIONS, &(key.0.clone(), current_name.clone()))
         .unwrap_or_else(|| update_rev.clone());
-    let replicas = set.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
-    let ordered = set.pointer("/spec/podManagementPolicy").and_then(Value::as_str) != Some("Parallel");
-    let rolling = set.pointer("/spec/updateStrategy/type").and_then(Value::as_str) != Some("OnDelete");
+    let replicas = set
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let ordered = set
+        .pointer("/spec/podManagementPolicy")
+        .and_then(Value::as_str)
+        != Some("Parallel");
+    let rolling = set
+        .pointer("/spec/updateStrategy/type")
+        .and_then(Value::as_str)
+        != Some("OnDelete");
     let partition = set
         .pointer("/spec/updateStrategy/rollingUpdate/partition")
         .and_then(Value::as_i64)
         .unwrap_or(0);
-    let min_ready = set.pointer("/spec/minReadySeconds").and_then(Value::as_i64).unwrap_or(0);
+    let min_ready = set
+        .pointer("/spec/minReadySeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
     let mut by_ordinal: BTreeMap<i64, Arc<StoredObject>> = BTreeMap::new();
     for p in &claimed {
         if let Some(i) = ordinal(&key.1, p.name()) {
@@ -135,7 +179,19 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, key: &ObjKey) {
     }
     let deleting_set = set.pointer("/metadata/deletionTimestamp").is_some();
     if !deleting_set {
-        manage(api, &set, key, &by_ordinal, replicas, ordered, rolling, partition, &current_rev, &update_rev, &update_name);
+        manage(
+            api,
+            &set,
+            key,
+            &by_ordinal,
+            replicas,
+            ordered,
+            rolling,
+            partition,
+            &current_rev,
+            &update_rev,
+            &update_name,
+        );
     }
     // Status over the pods as they are now.
     let mut status = set.get("status").cloned().unwrap_or_else(|| json!({}));
@@ -201,12 +257,23 @@ fn manage(
     update_name: &str,
 ) {
     let event = |reason: &str, verb: &str, pod: &str| {
-        api.event(set, STATEFULSETS, "Normal", reason, &format!("{verb} Pod {pod} in StatefulSet {} successful", key.1), COMPONENT);
+        api.event(
+            set,
+            STATEFULSETS,
+            "Normal",
+            reason,
+            &format!("{verb} Pod {pod} in StatefulSet {} successful", key.1),
+            COMPONENT,
+        );
     };
     for i in 0..replicas {
         match by_ordinal.get(&i) {
             None => {
-                let rev = if rolling && i < partition { current_rev } else { update_rev };
+                let rev = if rolling && i < partition {
+                    current_rev
+                } else {
+                    update_rev
+                };
                 let pod = new_pod(set, i, &rev.value);
                 let name = format!("{}-{i}", key.1);
                 if api.create(PODS, MANAGER, pod).is_ok() {
@@ -220,7 +287,10 @@ fn manage(
                 let v = &p.value;
                 if pods::terminal(v) && !pods::deleting(v) {
                     // A failed pod is recreated.
-                    if api.delete(PODS, &key_of(v), Some(p.uid()), None, None).is_ok() {
+                    if api
+                        .delete(PODS, &key_of(v), Some(p.uid()), None, None)
+                        .is_ok()
+                    {
                         event("SuccessfulDelete", "delete", p.name());
                     }
                     if ordered {
@@ -233,7 +303,8 @@ fn manage(
         }
     }
     // Condemned pods, highest ordinal first.
-    let condemned: Vec<&Arc<StoredObject>> = by_ordinal.range(replicas..).rev().map(|(_, p)| p).collect();
+    let condemned: Vec<&Arc<StoredObject>> =
+        by_ordinal.range(replicas..).rev().map(|(_, p)| p).collect();
     for p in condemned {
         if pods::deleting(&p.value) {
             if ordered {
@@ -241,7 +312,10 @@ fn manage(
             }
             continue;
         }
-        if api.delete(PODS, &key_of(&p.value), Some(p.uid()), None, None).is_ok() {
+        if api
+            .delete(PODS, &key_of(&p.value), Some(p.uid()), None, None)
+            .is_ok()
+        {
             event("SuccessfulDelete", "delete", p.name());
         }
         if ordered {
@@ -257,7 +331,10 @@ fn manage(
             return;
         };
         if revision_of(&p.value) != update_name && !pods::deleting(&p.value) {
-            if api.delete(PODS, &key_of(&p.value), Some(p.uid()), None, None).is_ok() {
+            if api
+                .delete(PODS, &key_of(&p.value), Some(p.uid()), None, None)
+                .is_ok()
+            {
                 event("SuccessfulDelete", "delete", p.name());
             }
             return;
@@ -269,8 +346,18 @@ fn manage(
 }
 
 /// Keeps `revisionHistoryLimit` revisions besides the live ones.
-fn truncate_history(api: &Api, set: &Value, uid: &str, pods: &[Arc<StoredObject>], current: &str, update: &str) {
-    let limit = set.pointer("/spec/revisionHistoryLimit").and_then(Value::as_i64).unwrap_or(10);
+fn truncate_history(
+    api: &Api,
+    set: &Value,
+    uid: &str,
+    pods: &[Arc<StoredObject>],
+    current: &str,
+    update: &str,
+) {
+    let limit = set
+        .pointer("/spec/revisionHistoryLimit")
+        .and_then(Value::as_i64)
+        .unwrap_or(10);
     let live: Vec<&str> = pods.iter().map(|p| revision_of(&p.value)).collect();
     let old: Vec<Arc<StoredObject>> = history::list(api, uid)
         .into_iter()
@@ -278,6 +365,12 @@ fn truncate_history(api: &Api, set: &Value, uid: &str, pods: &[Arc<StoredObject>
         .collect();
     let surplus = old.len() as i64 - limit;
     for r in old.iter().take(surplus.max(0) as usize) {
-        let _ = api.delete(REVISIONS, &key_of(&r.value), Some(r.uid()), None, Some(Propagation::Background));
+        let _ = api.delete(
+            REVISIONS,
+            &key_of(&r.value),
+            Some(r.uid()),
+            None,
+            Some(Propagation::Background),
+        );
     }
 }

@@ -18,11 +18,20 @@ use crate::storage::ObjKey;
 pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
     let queue = Arc::new(Queue::default());
     let q = queue.clone();
-    informer::watch(api.shared.clone(), JOBS.res(), cancel.clone(), move |c: &Change| {
-        if c.obj.value.pointer("/spec/ttlSecondsAfterFinished").is_some() {
-            q.add(key_of(&c.obj.value));
-        }
-    });
+    informer::watch(
+        api.shared.clone(),
+        JOBS.res(),
+        cancel.clone(),
+        move |c: &Change| {
+            if c.obj
+                .value
+                .pointer("/spec/ttlSecondsAfterFinished")
+                .is_some()
+            {
+                q.add(key_of(&c.obj.value));
+            }
+        },
+    );
     let q = queue.clone();
     tokio::spawn(async move {
         q.clone().run(cancel, |key| sync(&api, &q, key)).await;
@@ -34,8 +43,10 @@ fn finished_at(job: &Value) -> Option<jiff::Timestamp> {
         .as_array()?
         .iter()
         .find(|c| {
-            matches!(c.get("type").and_then(Value::as_str), Some("Complete" | "Failed"))
-                && c.get("status").and_then(Value::as_str) == Some("True")
+            matches!(
+                c.get("type").and_then(Value::as_str),
+                Some("Complete" | "Failed")
+            ) && c.get("status").and_then(Value::as_str) == Some("True")
         })?
         .get("lastTransitionTime")?
         .as_str()?
@@ -52,7 +63,8 @@ fn sync(api: &Api, queue: &Arc<Queue>, key: &ObjKey) {
         return;
     }
     let (Some(ttl), Some(at)) = (
-        job.pointer("/spec/ttlSecondsAfterFinished").and_then(Value::as_i64),
+        job.pointer("/spec/ttlSecondsAfterFinished")
+            .and_then(Value::as_i64),
         finished_at(job),
     ) else {
         return;
@@ -62,5 +74,11 @@ fn sync(api: &Api, queue: &Arc<Queue>, key: &ObjKey) {
         queue.add_after(key.clone(), Duration::from_secs(left as u64));
         return;
     }
-    let _ = api.delete(JOBS, key, Some(obj.uid()), None, Some(Propagation::Foreground));
+    let _ = api.delete(
+        JOBS,
+        key,
+        Some(obj.uid()),
+        None,
+        Some(Propagation::Foreground),
+    );
 }

@@ -43,13 +43,21 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
             } else if c.ty != EventType::Deleted {
                 let ns = meta::meta_str(&c.obj.value, "namespace").unwrap_or("");
                 for d in a.list(DEPLOYMENTS, Some(ns)) {
-                    let sel = d.value.pointer("/spec/selector").cloned().unwrap_or_default();
+                    let sel = d
+                        .value
+                        .pointer("/spec/selector")
+                        .cloned()
+                        .unwrap_or_default();
                     if selector_matches(&sel, c.obj.value.pointer("/metadata/labels")) {
                         q.add(key_of(&d.value));
                     }
                 }
             }
-            if let Some(k) = c.old.as_ref().and_then(|o| controller_key(&o.value, DEPLOYMENTS)) {
+            if let Some(k) = c
+                .old
+                .as_ref()
+                .and_then(|o| controller_key(&o.value, DEPLOYMENTS))
+            {
                 q.add(k);
             }
         },
@@ -57,19 +65,24 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
     // A Recreate rollout waits for the old pods to be gone.
     let q = queue.clone();
     let a = api.clone();
-    informer::watch(api.shared.clone(), PODS.res(), cancel.clone(), move |c: &Change| {
-        if c.ty != EventType::Deleted {
-            return;
-        }
-        let Some(rs_key) = controller_key(&c.obj.value, REPLICASETS) else {
-            return;
-        };
-        if let Some(rs) = a.get(REPLICASETS, &rs_key) {
-            if let Some(k) = controller_key(&rs.value, DEPLOYMENTS) {
-                q.add(k);
+    informer::watch(
+        api.shared.clone(),
+        PODS.res(),
+        cancel.clone(),
+        move |c: &Change| {
+            if c.ty != EventType::Deleted {
+                return;
             }
-        }
-    });
+            let Some(rs_key) = controller_key(&c.obj.value, REPLICASETS) else {
+                return;
+            };
+            if let Some(rs) = a.get(REPLICASETS, &rs_key) {
+                if let Some(k) = controller_key(&rs.value, DEPLOYMENTS) {
+                    q.add(k);
+                }
+            }
+        },
+    );
     let q = queue.clone();
     tokio::spawn(async move {
         q.clone().run(cancel, |key| sync::sync(&api, &q, key)).await;

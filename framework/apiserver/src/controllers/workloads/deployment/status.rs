@@ -55,7 +55,9 @@ fn field<'a>(c: &'a Value, f: &str) -> &'a str {
 pub(crate) fn set(status: &mut Value, mut cond: Value) {
     let ty = field(&cond, "type").to_owned();
     if let Some(cur) = get(status, &ty) {
-        if field(cur, "status") == field(&cond, "status") && field(cur, "reason") == field(&cond, "reason") {
+        if field(cur, "status") == field(&cond, "status")
+            && field(cur, "reason") == field(&cond, "reason")
+        {
             return;
         }
         if field(cur, "status") == field(&cond, "status") {
@@ -109,12 +111,22 @@ pub(crate) fn calculate(d: &Value, all: &[&Rs], new_rs: Option<&Rs>) -> Value {
     if available >= desired(d) - max_unavailable(d) {
         set(
             &mut status,
-            condition(AVAILABLE, "True", "MinimumReplicasAvailable", "Deployment has minimum availability."),
+            condition(
+                AVAILABLE,
+                "True",
+                "MinimumReplicasAvailable",
+                "Deployment has minimum availability.",
+            ),
         );
     } else {
         set(
             &mut status,
-            condition(AVAILABLE, "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability."),
+            condition(
+                AVAILABLE,
+                "False",
+                "MinimumReplicasUnavailable",
+                "Deployment does not have minimum availability.",
+            ),
         );
     }
     status
@@ -126,7 +138,10 @@ pub(crate) fn complete(d: &Value, status: &Value) -> bool {
     int(status, "updatedReplicas") == want
         && int(status, "replicas") == want
         && int(status, "availableReplicas") == want
-        && int(status, "observedGeneration") >= d.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0)
+        && int(status, "observedGeneration")
+            >= d.pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
 }
 
 /// `DeploymentProgressing`: more updated, fewer old, more ready or more
@@ -172,10 +187,7 @@ pub(crate) fn rollout(d: &Value, all: &[&Rs], new_rs: Option<&Rs>) -> (Value, Op
     if deadline(d).is_none() {
         remove(&mut status, PROGRESSING);
     }
-    let current = d
-        .get("status")
-        .and_then(|s| get(s, PROGRESSING))
-        .cloned();
+    let current = d.get("status").and_then(|s| get(s, PROGRESSING)).cloned();
     let is_complete = int(&status, "replicas") == int(&status, "updatedReplicas")
         && current
             .as_ref()
@@ -187,7 +199,10 @@ pub(crate) fn rollout(d: &Value, all: &[&Rs], new_rs: Option<&Rs>) -> (Value, Op
                 Some(n) => format!("ReplicaSet \"{n}\" has successfully progressed."),
                 None => "Deployment has successfully progressed.".to_owned(),
             };
-            set(&mut status, condition(PROGRESSING, "True", NEW_RS_AVAILABLE, &msg));
+            set(
+                &mut status,
+                condition(PROGRESSING, "True", NEW_RS_AVAILABLE, &msg),
+            );
         } else if progressing(d, &status) {
             let msg = match name {
                 Some(n) => format!("ReplicaSet \"{n}\" is progressing."),
@@ -206,7 +221,10 @@ pub(crate) fn rollout(d: &Value, all: &[&Rs], new_rs: Option<&Rs>) -> (Value, Op
                 Some(n) => format!("ReplicaSet \"{n}\" has timed out progressing."),
                 None => "Deployment has timed out progressing.".to_owned(),
             };
-            set(&mut status, condition(PROGRESSING, "False", TIMED_OUT, &msg));
+            set(
+                &mut status,
+                condition(PROGRESSING, "False", TIMED_OUT, &msg),
+            );
         }
     }
     let failure = new_rs
@@ -227,7 +245,9 @@ pub(crate) fn rollout(d: &Value, all: &[&Rs], new_rs: Option<&Rs>) -> (Value, Op
     // requeueStuckDeployment: look again when the deadline would pass.
     let recheck = match (deadline(d), get(&status, PROGRESSING)) {
         (Some(secs), Some(c))
-            if field(c, "reason") != NEW_RS_AVAILABLE && field(c, "reason") != TIMED_OUT && !complete(d, &status) =>
+            if field(c, "reason") != NEW_RS_AVAILABLE
+                && field(c, "reason") != TIMED_OUT
+                && !complete(d, &status) =>
         {
             field(c, "lastUpdateTime")
                 .parse::<jiff::Timestamp>()

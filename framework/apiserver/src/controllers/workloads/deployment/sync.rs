@@ -55,7 +55,8 @@ pub(crate) fn sync(api: &Api, queue: &Arc<Queue>, key: &ObjKey) {
 
 impl Sync<'_> {
     fn event(&self, ty: &str, reason: &str, msg: &str) {
-        self.api.event(&self.d, DEPLOYMENTS, ty, reason, msg, COMPONENT);
+        self.api
+            .event(&self.d, DEPLOYMENTS, ty, reason, msg, COMPONENT);
     }
 
     fn status(&self) -> Value {
@@ -101,7 +102,11 @@ impl Sync<'_> {
     }
 
     fn run(&mut self) {
-        let selector = self.d.pointer("/spec/selector").cloned().unwrap_or_default();
+        let selector = self
+            .d
+            .pointer("/spec/selector")
+            .cloned()
+            .unwrap_or_default();
         if pods::selector_is_empty(&selector) {
             self.event(
                 "Warning",
@@ -166,12 +171,22 @@ impl Sync<'_> {
         if paused && !exists {
             status::set(
                 &mut st,
-                status::condition(PROGRESSING, "Unknown", "DeploymentPaused", "Deployment is paused"),
+                status::condition(
+                    PROGRESSING,
+                    "Unknown",
+                    "DeploymentPaused",
+                    "Deployment is paused",
+                ),
             );
         } else if !paused && exists {
             status::set(
                 &mut st,
-                status::condition(PROGRESSING, "Unknown", "DeploymentResumed", "Deployment is resumed"),
+                status::condition(
+                    PROGRESSING,
+                    "Unknown",
+                    "DeploymentResumed",
+                    "Deployment is resumed",
+                ),
             );
         } else {
             return;
@@ -181,10 +196,19 @@ impl Sync<'_> {
 
     /// `getAllReplicaSetsAndSyncRevision`: (new, old).
     fn get_all(&mut self, rss: &[Rs], create: bool) -> (Option<Rs>, Vec<Rs>) {
-        let template = self.d.pointer("/spec/template").cloned().unwrap_or_default();
+        let template = self
+            .d
+            .pointer("/spec/template")
+            .cloned()
+            .unwrap_or_default();
         let new = rss
             .iter()
-            .find(|r| equal_ignore_hash(r.v().pointer("/spec/template").unwrap_or(&Value::Null), &template))
+            .find(|r| {
+                equal_ignore_hash(
+                    r.v().pointer("/spec/template").unwrap_or(&Value::Null),
+                    &template,
+                )
+            })
             .cloned();
         let old: Vec<Rs> = rss
             .iter()
@@ -244,7 +268,9 @@ impl Sync<'_> {
         let collision = d.pointer("/status/collisionCount").and_then(Value::as_i64);
         let hash = pod_template_hash(&template, collision);
         let mut new_template = template.clone();
-        if let Some(labels) = crate::defaults::ensure_object(&mut new_template, &["metadata", "labels"]) {
+        if let Some(labels) =
+            crate::defaults::ensure_object(&mut new_template, &["metadata", "labels"])
+        {
             labels.insert(HASH_LABEL.into(), json!(hash));
         }
         let mut selector = d.pointer("/spec/selector").cloned().unwrap_or_default();
@@ -253,7 +279,10 @@ impl Sync<'_> {
         }
         let rs_name = format!("{name}-{hash}");
         let mut spec = json!({"replicas": 0, "selector": selector, "template": new_template});
-        if let Some(m) = d.pointer("/spec/minReadySeconds").filter(|v| v.as_i64() != Some(0)) {
+        if let Some(m) = d
+            .pointer("/spec/minReadySeconds")
+            .filter(|v| v.as_i64() != Some(0))
+        {
             spec["minReadySeconds"] = m.clone();
         }
         let mut rs = json!({
@@ -301,7 +330,10 @@ impl Sync<'_> {
                     == util::meta_str(&d, "uid");
                 if ours
                     && equal_ignore_hash(
-                        existing.value.pointer("/spec/template").unwrap_or(&Value::Null),
+                        existing
+                            .value
+                            .pointer("/spec/template")
+                            .unwrap_or(&Value::Null),
                         &template,
                     )
                 {
@@ -315,7 +347,10 @@ impl Sync<'_> {
                 }
             }
             Err(e) => {
-                let msg = format!("Failed to create new replica set \"{rs_name}\": {}", e.message);
+                let msg = format!(
+                    "Failed to create new replica set \"{rs_name}\": {}",
+                    e.message
+                );
                 if status::deadline(&d).is_some() {
                     let mut st = self.status();
                     status::set(
@@ -411,8 +446,10 @@ impl Sync<'_> {
         let (st, recheck) = status::rollout(&self.d, &all, new);
         self.write_status(st);
         if let Some(secs) = recheck {
-            self.queue
-                .add_after(self.key.clone(), std::time::Duration::from_secs(secs as u64));
+            self.queue.add_after(
+                self.key.clone(),
+                std::time::Duration::from_secs(secs as u64),
+            );
         }
     }
 
@@ -422,7 +459,12 @@ impl Sync<'_> {
         let want = desired(d);
         let mut olds: Vec<&Rs> = old.iter().collect();
         olds.sort_by(|a, b| by_creation(b, a));
-        let active: Vec<&Rs> = olds.iter().copied().chain(new).filter(|r| r.replicas() > 0).collect();
+        let active: Vec<&Rs> = olds
+            .iter()
+            .copied()
+            .chain(new)
+            .filter(|r| r.replicas() > 0)
+            .collect();
         // FindActiveOrLatest.
         let target = match active.len() {
             0 => new.or_else(|| olds.first().copied()),
@@ -438,7 +480,9 @@ impl Sync<'_> {
         // IsSaturated: the new ReplicaSet carries everything.
         if let Some(n) = new {
             let saturated = n.replicas() == want
-                && n.annotation(DESIRED_REPLICAS).and_then(|v| v.parse::<i64>().ok()) == Some(want)
+                && n.annotation(DESIRED_REPLICAS)
+                    .and_then(|v| v.parse::<i64>().ok())
+                    == Some(want)
                 && n.available() == want;
             if saturated {
                 for rs in olds.iter().filter(|r| r.replicas() > 0) {
@@ -456,10 +500,18 @@ impl Sync<'_> {
         let to_add = allowed - all_replicas;
         if to_add > 0 {
             // Larger first; newer first among equals.
-            all.sort_by(|a, b| b.replicas().cmp(&a.replicas()).then_with(|| by_creation(b, a)));
+            all.sort_by(|a, b| {
+                b.replicas()
+                    .cmp(&a.replicas())
+                    .then_with(|| by_creation(b, a))
+            });
         } else if to_add < 0 {
             // Larger first; older first among equals.
-            all.sort_by(|a, b| b.replicas().cmp(&a.replicas()).then_with(|| by_creation(a, b)));
+            all.sort_by(|a, b| {
+                b.replicas()
+                    .cmp(&a.replicas())
+                    .then_with(|| by_creation(a, b))
+            });
         }
         let op = if to_add > 0 { "up" } else { "down" };
         let mut added = 0;
@@ -496,7 +548,11 @@ impl Sync<'_> {
         if diff <= 0 {
             return;
         }
-        alive.sort_by(|a, b| a.revision().cmp(&b.revision()).then_with(|| by_creation(a, b)));
+        alive.sort_by(|a, b| {
+            a.revision()
+                .cmp(&b.revision())
+                .then_with(|| by_creation(a, b))
+        });
         for rs in alive.into_iter().take(diff as usize) {
             if rs.status_replicas() != 0
                 || rs.replicas() != 0
@@ -663,7 +719,11 @@ fn proportion(rs: &Rs, d: &Value, to_add: i64, added: i64) -> i64 {
         let annotated = rs
             .annotation(MAX_REPLICAS)
             .and_then(|v| v.parse::<i64>().ok())
-            .unwrap_or_else(|| d.pointer("/status/replicas").and_then(Value::as_i64).unwrap_or(0));
+            .unwrap_or_else(|| {
+                d.pointer("/status/replicas")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0)
+            });
         if annotated == 0 {
             0
         } else {

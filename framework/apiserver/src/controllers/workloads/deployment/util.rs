@@ -147,7 +147,11 @@ pub(crate) fn rolling(d: &Value) -> bool {
 /// `ResolveFenceposts`: (surge, unavailable), never both 0.
 pub(crate) fn fenceposts(d: &Value) -> (i64, i64) {
     let want = desired(d);
-    let surge = scaled(d.pointer("/spec/strategy/rollingUpdate/maxSurge"), want, true);
+    let surge = scaled(
+        d.pointer("/spec/strategy/rollingUpdate/maxSurge"),
+        want,
+        true,
+    );
     let mut unavailable = scaled(
         d.pointer("/spec/strategy/rollingUpdate/maxUnavailable"),
         want,
@@ -200,7 +204,10 @@ pub(crate) fn equal_ignore_hash(a: &Value, b: &Value) -> bool {
 /// Copies the Deployment's annotations onto a ReplicaSet
 /// (`copyDeploymentAnnotationsToReplicaSet`); whether anything changed.
 pub(crate) fn copy_annotations(d: &Value, rs: &mut Value) -> bool {
-    let Some(from) = d.pointer("/metadata/annotations").and_then(Value::as_object) else {
+    let Some(from) = d
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+    else {
         return false;
     };
     let mut changed = false;
@@ -219,7 +226,10 @@ pub(crate) fn copy_annotations(d: &Value, rs: &mut Value) -> bool {
 
 /// The annotations map, created when missing.
 pub(crate) fn annotations_mut(obj: &mut Value) -> &mut serde_json::Map<String, Value> {
-    if !obj.pointer("/metadata/annotations").is_some_and(Value::is_object) {
+    if !obj
+        .pointer("/metadata/annotations")
+        .is_some_and(Value::is_object)
+    {
         if !obj.is_object() {
             *obj = Value::Object(serde_json::Map::new());
         }
@@ -237,12 +247,23 @@ pub(crate) fn annotations_mut(obj: &mut Value) -> &mut serde_json::Map<String, V
 /// `SetNewReplicaSetAnnotations`: copies annotations, moves the revision up
 /// to `new_revision` (keeping the old one in the revision history), and on
 /// creation sets the replica annotations. Whether anything changed.
-pub(crate) fn set_new_rs_annotations(d: &Value, rs: &mut Value, new_revision: i64, exists: bool) -> bool {
+pub(crate) fn set_new_rs_annotations(
+    d: &Value,
+    rs: &mut Value,
+    new_revision: i64,
+    exists: bool,
+) -> bool {
     let mut changed = copy_annotations(d, rs);
     let ann = annotations_mut(rs);
     let old = ann.get(REVISION).and_then(Value::as_str).map(str::to_owned);
-    let old_int = old.as_deref().and_then(|o| o.parse::<i64>().ok()).unwrap_or(0);
-    if old.as_deref().is_some_and(|o| !o.is_empty() && o.parse::<i64>().is_err()) {
+    let old_int = old
+        .as_deref()
+        .and_then(|o| o.parse::<i64>().ok())
+        .unwrap_or(0);
+    if old
+        .as_deref()
+        .is_some_and(|o| !o.is_empty() && o.parse::<i64>().is_err())
+    {
         return changed;
     }
     if old_int < new_revision {

@@ -73,7 +73,10 @@ pub(crate) fn plan(cfg: &Workloads, pod: &Value) -> Plan {
     let owned_by_job = pod
         .pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
-        .is_some_and(|rs| rs.iter().any(|r| r.get("kind").and_then(Value::as_str) == Some("Job")));
+        .is_some_and(|rs| {
+            rs.iter()
+                .any(|r| r.get("kind").and_then(Value::as_str) == Some("Job"))
+        });
     let mut plan = Plan {
         start_latency: cfg.timing.start_latency,
         behavior: if owned_by_job {
@@ -132,13 +135,22 @@ mod tests {
                 .behavior(PodBehavior::ImagePullFails),
         );
         let job_pod = json!({"metadata": {"ownerReferences": [{"kind": "Job"}]}});
-        assert!(matches!(plan(&cfg, &job_pod).behavior, PodBehavior::Exit { code: 0, .. }));
+        assert!(matches!(
+            plan(&cfg, &job_pod).behavior,
+            PodBehavior::Exit { code: 0, .. }
+        ));
         let db = json!({"metadata": {"labels": {"app": "db"}}});
         assert_eq!(plan(&cfg, &db).behavior, PodBehavior::ImagePullFails);
         let crash = json!({"metadata": {"labels": {"app": "db"}, "annotations": {
             ANNOTATION_EXIT_AFTER: "1s", ANNOTATION_EXIT_CODE: "3", ANNOTATION_READY: "flip:2s"}}});
         let p = plan(&cfg, &crash);
-        assert_eq!(p.behavior, PodBehavior::Exit { after: Duration::from_secs(1), code: 3 });
+        assert_eq!(
+            p.behavior,
+            PodBehavior::Exit {
+                after: Duration::from_secs(1),
+                code: 3
+            }
+        );
         assert_eq!(p.readiness, Readiness::Flip(Duration::from_secs(2)));
         assert_eq!(plan(&cfg, &json!({})).behavior, PodBehavior::RunForever);
     }

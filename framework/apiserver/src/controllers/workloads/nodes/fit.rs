@@ -96,7 +96,9 @@ pub(crate) fn tolerates(toleration: &Value, taint: &Value) -> bool {
     let key = str_at(toleration, "/key");
     match str_at(toleration, "/operator") {
         "Exists" => key.is_empty() || key == str_at(taint, "/key"),
-        _ => key == str_at(taint, "/key") && str_at(toleration, "/value") == str_at(taint, "/value"),
+        _ => {
+            key == str_at(taint, "/key") && str_at(toleration, "/value") == str_at(taint, "/value")
+        }
     }
 }
 
@@ -184,7 +186,9 @@ pub(crate) fn selects(pod: &Value, node: &Value) -> bool {
             .cloned()
             .unwrap_or_default();
         (!exprs.is_empty() || !fields.is_empty())
-            && exprs.iter().all(|e| requirement(e, label(str_at(e, "/key"))))
+            && exprs
+                .iter()
+                .all(|e| requirement(e, label(str_at(e, "/key"))))
             && fields.iter().all(|f| {
                 let v = (str_at(f, "/key") == "metadata.name").then_some(name);
                 requirement(f, v)

@@ -98,9 +98,7 @@ fn conditions(ready: bool, prev: Option<&Value>) -> Value {
             .and_then(Value::as_str)
             .map_or_else(|| now.clone(), str::to_owned)
     };
-    let pressure = |ty: &str, reason: &str, msg: &str| {
-        json!({"type": ty, "status": "False", "lastHeartbeatTime": now, "lastTransitionTime": keep(ty, "False"), "reason": reason, "message": msg})
-    };
+    let pressure = |ty: &str, reason: &str, msg: &str| json!({"type": ty, "status": "False", "lastHeartbeatTime": now, "lastTransitionTime": keep(ty, "False"), "reason": reason, "message": msg});
     let ready_cond = if ready {
         json!({"type": "Ready", "status": "True", "lastHeartbeatTime": now, "lastTransitionTime": keep("Ready", "True"),
                "reason": "KubeletReady", "message": "kubelet is posting ready status"})
@@ -109,9 +107,21 @@ fn conditions(ready: bool, prev: Option<&Value>) -> Value {
                "reason": "KubeletNotReady", "message": "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:simulated failure"})
     };
     json!([
-        pressure("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-        pressure("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-        pressure("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+        pressure(
+            "MemoryPressure",
+            "KubeletHasSufficientMemory",
+            "kubelet has sufficient memory available"
+        ),
+        pressure(
+            "DiskPressure",
+            "KubeletHasNoDiskPressure",
+            "kubelet has no disk pressure"
+        ),
+        pressure(
+            "PIDPressure",
+            "KubeletHasSufficientPID",
+            "kubelet has sufficient PID available"
+        ),
         ready_cond,
     ])
 }
@@ -134,7 +144,12 @@ pub(crate) fn register(api: &Api) {
         if created.is_ok() {
             // The status subresource: a create drops it.
             let status = obj["status"].clone();
-            let _ = api.set_status(NODES, &(String::new(), node.name.clone()), "kubelet", &status);
+            let _ = api.set_status(
+                NODES,
+                &(String::new(), node.name.clone()),
+                "kubelet",
+                &status,
+            );
         }
         renew_lease(api, &node.name);
     }

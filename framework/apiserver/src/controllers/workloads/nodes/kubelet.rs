@@ -77,12 +77,22 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
     });
     let q = queue.clone();
     let known: Vec<String> = api.cfg.nodes.iter().map(|n| n.name.clone()).collect();
-    informer::watch(api.shared.clone(), PODS.res(), cancel.clone(), move |c: &Change| {
-        let node = c.obj.value.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
-        if known.iter().any(|n| n == node) && c.ty != EventType::Deleted {
-            q.add(key_of(&c.obj.value));
-        }
-    });
+    informer::watch(
+        api.shared.clone(),
+        PODS.res(),
+        cancel.clone(),
+        move |c: &Change| {
+            let node = c
+                .obj
+                .value
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if known.iter().any(|n| n == node) && c.ty != EventType::Deleted {
+                q.add(key_of(&c.obj.value));
+            }
+        },
+    );
     // A node started again, or made (not) ready: look at its pods.
     let k2 = k.clone();
     let c2 = cancel.clone();
@@ -132,7 +142,11 @@ fn full_image(image: &str) -> String {
     let tag = if image.contains('@') {
         return image.to_owned();
     } else {
-        image.rsplit_once(':').map(|(_, t)| t).filter(|t| !t.contains('/')).unwrap_or("latest")
+        image
+            .rsplit_once(':')
+            .map(|(_, t)| t)
+            .filter(|t| !t.contains('/'))
+            .unwrap_or("latest")
     };
     format!("{repo}:{tag}")
 }
@@ -153,7 +167,10 @@ impl Kubelet {
         };
         let pod = &obj.value;
         let uid = obj.uid().to_owned();
-        let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+        let node = pod
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         let Some(node_index) = self.api.cfg.nodes.iter().position(|n| n.name == node) else {
             return;
         };
@@ -203,7 +220,12 @@ impl Kubelet {
             match rt.stopping_since {
                 None => {
                     rt.stopping_since = Some(now);
-                    self.event(pod, "Normal", "Killing", &format!("Stopping container {}", first_container(pod)));
+                    self.event(
+                        pod,
+                        "Normal",
+                        "Killing",
+                        &format!("Stopping container {}", first_container(pod)),
+                    );
                     self.later(key, now + timing.stop_latency);
                 }
                 Some(since) if now >= since + timing.stop_latency => {
@@ -231,7 +253,11 @@ impl Kubelet {
                 Stage::Creating(_) | Stage::PullBackOff(_) => {
                     if rt.plan.behavior == PodBehavior::ImagePullFails {
                         rt.pulls += 1;
-                        let wait = backoff(timing.restart_backoff.0, timing.restart_backoff.1, rt.pulls - 1);
+                        let wait = backoff(
+                            timing.restart_backoff.0,
+                            timing.restart_backoff.1,
+                            rt.pulls - 1,
+                        );
                         rt.stage = Stage::PullBackOff(now + wait);
                         self.event(pod, "Warning", "Failed", &format!(
                             "Failed to pull image \"{}\": rpc error: code = NotFound desc = failed to pull and unpack image: not found",
@@ -244,7 +270,12 @@ impl Kubelet {
                     rt.started_at = util::now();
                     rt.ready = rt.plan.readiness == Readiness::Immediate;
                     if rt.restarts == 0 {
-                        self.event(pod, "Normal", "Started", &format!("Started container {}", first_container(pod)));
+                        self.event(
+                            pod,
+                            "Normal",
+                            "Started",
+                            &format!("Started container {}", first_container(pod)),
+                        );
                     }
                     changed = true;
                 }
@@ -295,13 +326,22 @@ impl Kubelet {
                             let wait = if rt.restarts == 0 {
                                 Duration::ZERO
                             } else {
-                                backoff(timing.restart_backoff.0, timing.restart_backoff.1, (rt.restarts - 1) as u32)
+                                backoff(
+                                    timing.restart_backoff.0,
+                                    timing.restart_backoff.1,
+                                    (rt.restarts - 1) as u32,
+                                )
                             };
                             rt.stage = Stage::BackOff(now + wait);
                             if !wait.is_zero() {
-                                self.event(pod, "Warning", "BackOff", &format!(
+                                self.event(
+                                    pod,
+                                    "Warning",
+                                    "BackOff",
+                                    &format!(
                                     "Back-off restarting failed container {} in pod {}_{}({uid})",
-                                    first_container(pod), key.1, key.0));
+                                    first_container(pod), key.1, key.0),
+                                );
                                 self.later(key, now + wait);
                                 break;
                             }
@@ -345,10 +385,18 @@ impl Kubelet {
             let mut next = status.clone();
             // Conditions the kubelet does not own survive (DisruptionTarget).
             if let Some(old) = p.pointer("/status/conditions").and_then(Value::as_array) {
-                let mine = ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"];
+                let mine = [
+                    "PodReadyToStartContainers",
+                    "Initialized",
+                    "Ready",
+                    "ContainersReady",
+                    "PodScheduled",
+                ];
                 let extra: Vec<Value> = old
                     .iter()
-                    .filter(|c| !mine.contains(&c.get("type").and_then(Value::as_str).unwrap_or("")))
+                    .filter(|c| {
+                        !mine.contains(&c.get("type").and_then(Value::as_str).unwrap_or(""))
+                    })
                     .cloned()
                     .collect();
                 if let Some(list) = next.get_mut("conditions").and_then(Value::as_array_mut) {
@@ -357,7 +405,9 @@ impl Kubelet {
                 // Transition times move only when a condition's status does.
                 if let Some(list) = next.get_mut("conditions").and_then(Value::as_array_mut) {
                     for c in list.iter_mut() {
-                        let same = old.iter().find(|o| o.get("type") == c.get("type") && o.get("status") == c.get("status"));
+                        let same = old.iter().find(|o| {
+                            o.get("type") == c.get("type") && o.get("status") == c.get("status")
+                        });
                         if let Some(o) = same {
                             c["lastTransitionTime"] = o["lastTransitionTime"].clone();
                         }
@@ -393,7 +443,10 @@ fn first_image(pod: &Value) -> String {
 }
 
 fn container_id(uid: &str, restarts: i64) -> String {
-    let digest = ring::digest::digest(&ring::digest::SHA256, format!("{uid}/{restarts}").as_bytes());
+    let digest = ring::digest::digest(
+        &ring::digest::SHA256,
+        format!("{uid}/{restarts}").as_bytes(),
+    );
     let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
     format!("containerd://{hex}")
 }
@@ -418,12 +471,22 @@ fn status(pod: &Value, rt: &Runtime) -> Value {
         .unwrap_or_default();
     let names: Vec<String> = containers
         .iter()
-        .map(|c| c.get("name").and_then(Value::as_str).unwrap_or("").to_owned())
+        .map(|c| {
+            c.get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        })
         .collect();
-    let uid = pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("");
+    let uid = pod
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let last = rt.last_terminated.clone();
     let (phase, sandbox) = match &rt.stage {
-        Stage::Creating(_) | Stage::PullBackOff(_) => ("Pending", matches!(rt.stage, Stage::PullBackOff(_))),
+        Stage::Creating(_) | Stage::PullBackOff(_) => {
+            ("Pending", matches!(rt.stage, Stage::PullBackOff(_)))
+        }
         Stage::Running(_) | Stage::BackOff(_) => ("Running", true),
         Stage::Done => {
             let code = last

@@ -27,7 +27,11 @@ const UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
 /// Runs the checks every heartbeat interval.
 pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
     tokio::spawn(async move {
-        let every = api.cfg.timing.heartbeat.min(std::time::Duration::from_secs(5));
+        let every = api
+            .cfg
+            .timing
+            .heartbeat
+            .min(std::time::Duration::from_secs(5));
         loop {
             tokio::select! {
                 _ = cancel.cancelled() => return,
@@ -66,14 +70,16 @@ fn check(api: &Api, node: &Value) {
                 .and_then(|t| t.parse::<jiff::Timestamp>().ok())
         });
     let grace = api.cfg.timing.node_grace;
-    let silent = renewed.is_none_or(|t| {
-        jiff::Timestamp::now().duration_since(t).unsigned_abs() > grace
-    });
+    let silent =
+        renewed.is_none_or(|t| jiff::Timestamp::now().duration_since(t).unsigned_abs() > grace);
     let mut status = ready_status(node);
     if silent && status != "Unknown" {
         let now = util::now();
         let _ = api.update_status(NODES, &key, COMPONENT, |n| {
-            let Some(list) = n.pointer_mut("/status/conditions").and_then(Value::as_array_mut) else {
+            let Some(list) = n
+                .pointer_mut("/status/conditions")
+                .and_then(Value::as_array_mut)
+            else {
                 return false;
             };
             for c in list.iter_mut() {
@@ -102,12 +108,21 @@ fn check(api: &Api, node: &Value) {
         .filter(|t| managed.contains(&t.get("key").and_then(Value::as_str).unwrap_or("")))
         .map(|t| {
             (
-                t.get("key").and_then(Value::as_str).unwrap_or("").to_owned(),
-                t.get("effect").and_then(Value::as_str).unwrap_or("").to_owned(),
+                t.get("key")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+                t.get("effect")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
             )
         })
         .collect();
-    let mut want_sorted: Vec<(String, String)> = want.iter().map(|(k, e)| ((*k).to_owned(), (*e).to_owned())).collect();
+    let mut want_sorted: Vec<(String, String)> = want
+        .iter()
+        .map(|(k, e)| ((*k).to_owned(), (*e).to_owned()))
+        .collect();
     want_sorted.sort();
     let mut have_sorted = have.clone();
     have_sorted.sort();
@@ -117,8 +132,16 @@ fn check(api: &Api, node: &Value) {
             let mut taints: Vec<Value> = fit::taints(n)
                 .into_iter()
                 .filter(|t| {
-                    let k = t.get("key").and_then(Value::as_str).unwrap_or("").to_owned();
-                    let e = t.get("effect").and_then(Value::as_str).unwrap_or("").to_owned();
+                    let k = t
+                        .get("key")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned();
+                    let e = t
+                        .get("effect")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned();
                     !managed.contains(&k.as_str()) || want_sorted.contains(&(k, e))
                 })
                 .collect();
@@ -167,7 +190,10 @@ fn check(api: &Api, node: &Value) {
 fn mark_not_ready(api: &Api, pod: &Value) {
     let now = util::now();
     let _ = api.update_status(PODS, &key_of(pod), COMPONENT, |p| {
-        let Some(list) = p.pointer_mut("/status/conditions").and_then(Value::as_array_mut) else {
+        let Some(list) = p
+            .pointer_mut("/status/conditions")
+            .and_then(Value::as_array_mut)
+        else {
             return false;
         };
         let mut changed = false;
@@ -228,12 +254,17 @@ fn evict_if_intolerant(api: &Api, node: &Value, pod: &Value) {
         let Some(list) = conds.as_array_mut() else {
             return false;
         };
-        if list.iter().any(|c| c.get("type").and_then(Value::as_str) == Some("DisruptionTarget")) {
+        if list
+            .iter()
+            .any(|c| c.get("type").and_then(Value::as_str) == Some("DisruptionTarget"))
+        {
             return false;
         }
-        list.push(json!({"type": "DisruptionTarget", "status": "True", "lastProbeTime": null,
+        list.push(
+            json!({"type": "DisruptionTarget", "status": "True", "lastProbeTime": null,
             "lastTransitionTime": util::now(), "reason": "DeletionByTaintManager",
-            "message": "Taint manager: deleting due to NoExecute taint"}));
+            "message": "Taint manager: deleting due to NoExecute taint"}),
+        );
         true
     });
     let uid = util::meta_str(pod, "uid").map(str::to_owned);

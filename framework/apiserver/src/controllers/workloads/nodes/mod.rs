@@ -5,8 +5,8 @@
 //! [`behavior`]); the node lifecycle controller and taint manager react to
 //! failed nodes ([`lifecycle`]).
 
-pub(crate) mod fit;
 mod behavior;
+pub(crate) mod fit;
 mod heartbeat;
 mod kubelet;
 mod lifecycle;

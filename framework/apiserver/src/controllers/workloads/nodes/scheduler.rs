@@ -39,7 +39,8 @@ impl Usage {
         if self.pods.contains_key(uid) {
             return;
         }
-        self.pods.insert(uid.to_owned(), (node.to_owned(), cpu, mem));
+        self.pods
+            .insert(uid.to_owned(), (node.to_owned(), cpu, mem));
         let e = self.nodes.entry(node.to_owned()).or_default();
         e.0 += cpu;
         e.1 += mem;
@@ -60,7 +61,10 @@ impl Usage {
 }
 
 fn wants_scheduling(pod: &Value) -> bool {
-    let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+    let node = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let scheduler = pod
         .pointer("/spec/schedulerName")
         .and_then(Value::as_str)
@@ -73,32 +77,45 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
     let queue = Arc::new(Queue::default());
     let usage = Arc::new(Mutex::new(Usage::default()));
     let (q, u) = (queue.clone(), usage.clone());
-    informer::watch(api.shared.clone(), PODS.res(), cancel.clone(), move |c: &Change| {
-        let pod = &c.obj.value;
-        let mut u = u.lock().unwrap_or_else(|e| e.into_inner());
-        let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
-        if c.ty == EventType::Deleted || pods::terminal(pod) {
-            if u.remove(c.obj.uid()) {
-                // Room was freed: retry the pods that did not fit.
-                for k in std::mem::take(&mut u.waiting) {
-                    q.add(k);
+    informer::watch(
+        api.shared.clone(),
+        PODS.res(),
+        cancel.clone(),
+        move |c: &Change| {
+            let pod = &c.obj.value;
+            let mut u = u.lock().unwrap_or_else(|e| e.into_inner());
+            let node = pod
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if c.ty == EventType::Deleted || pods::terminal(pod) {
+                if u.remove(c.obj.uid()) {
+                    // Room was freed: retry the pods that did not fit.
+                    for k in std::mem::take(&mut u.waiting) {
+                        q.add(k);
+                    }
                 }
+                u.waiting.remove(&key_of(pod));
+            } else if !node.is_empty() {
+                let (cpu, mem) = fit::requests(pod);
+                u.insert(c.obj.uid(), node, cpu, mem);
+            } else if wants_scheduling(pod) {
+                q.add(key_of(pod));
             }
-            u.waiting.remove(&key_of(pod));
-        } else if !node.is_empty() {
-            let (cpu, mem) = fit::requests(pod);
-            u.insert(c.obj.uid(), node, cpu, mem);
-        } else if wants_scheduling(pod) {
-            q.add(key_of(pod));
-        }
-    });
+        },
+    );
     let (q, u) = (queue.clone(), usage.clone());
-    informer::watch(api.shared.clone(), NODES.res(), cancel.clone(), move |_c: &Change| {
-        let mut u = u.lock().unwrap_or_else(|e| e.into_inner());
-        for k in std::mem::take(&mut u.waiting) {
-            q.add(k);
-        }
-    });
+    informer::watch(
+        api.shared.clone(),
+        NODES.res(),
+        cancel.clone(),
+        move |_c: &Change| {
+            let mut u = u.lock().unwrap_or_else(|e| e.into_inner());
+            for k in std::mem::take(&mut u.waiting) {
+                q.add(k);
+            }
+        },
+    );
     let q = queue.clone();
     tokio::spawn(async move {
         q.run(cancel, |key| schedule(&api, &usage, key)).await;
@@ -125,7 +142,10 @@ fn schedule(api: &Api, usage: &Mutex<Usage>, key: &ObjKey) {
             let name = node.name();
             let reason = if n.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true)
                 && !fit::tolerations(pod).iter().any(|t| {
-                    fit::tolerates(t, &json!({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}))
+                    fit::tolerates(
+                        t,
+                        &json!({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}),
+                    )
                 }) {
                 Some("node(s) were unschedulable".to_owned())
             } else if let Some(t) = fit::untolerated(pod, n) {
@@ -202,7 +222,11 @@ fn schedule(api: &Api, usage: &Mutex<Usage>, key: &ObjKey) {
 
 fn unschedulable(api: &Api, key: &ObjKey, pod: &Value, msg: &str) {
     let current = pods::condition(pod, "PodScheduled");
-    if current.and_then(|c| c.get("message")).and_then(Value::as_str) == Some(msg) {
+    if current
+        .and_then(|c| c.get("message"))
+        .and_then(Value::as_str)
+        == Some(msg)
+    {
         return;
     }
     let msg = msg.to_owned();
@@ -213,8 +237,10 @@ fn unschedulable(api: &Api, key: &ObjKey, pod: &Value, msg: &str) {
         let conds = status.entry("conditions").or_insert_with(|| json!([]));
         if let Some(list) = conds.as_array_mut() {
             list.retain(|c| c.get("type").and_then(Value::as_str) != Some("PodScheduled"));
-            list.push(json!({"type": "PodScheduled", "status": "False", "lastProbeTime": null,
-                "lastTransitionTime": util::now(), "reason": "Unschedulable", "message": msg}));
+            list.push(
+                json!({"type": "PodScheduled", "status": "False", "lastProbeTime": null,
+                "lastTransitionTime": util::now(), "reason": "Unschedulable", "message": msg}),
+            );
         }
         true
     });
