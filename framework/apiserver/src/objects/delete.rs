@@ -155,7 +155,7 @@ pub(crate) fn delete(
             }
             // A pod whose graceful deletion is cut short (grace period 0)
             // and that no finalizer holds goes now.
-            if deleting && before == fins && !(fins.is_empty() && !ns_pending) {
+            if deleting && before == fins && (ns_pending || !fins.is_empty()) {
                 return Ok(Deleted::Pending(old));
             }
             if opts.dry_run {

@@ -120,9 +120,7 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
     }
     let mut candidates = api.owned(PODS, obj.uid());
     candidates.extend(orphans.of(api, &key.0));
-    let claimed = claim(
-        api, MANAGER, &ds, DAEMONSETS, &selector, PODS, candidates, None,
-    );
+    let claimed = claim(api, &ds, DAEMONSETS, &selector, PODS, candidates, None);
     let template = ds.pointer("/spec/template").cloned().unwrap_or_default();
     let collision = ds.pointer("/status/collisionCount").and_then(Value::as_i64);
     let Some(rev) = history::ensure(api, &ds, DAEMONSETS, &template, collision) else {

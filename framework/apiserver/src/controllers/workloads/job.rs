@@ -118,16 +118,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
     }
     let mut candidates = api.owned(PODS, &uid);
     candidates.extend(orphans.of(api, &key.0));
-    let all = claim(
-        api,
-        MANAGER,
-        &job,
-        JOBS,
-        &selector,
-        PODS,
-        candidates,
-        Some(TRACKING),
-    );
+    let all = claim(api, &job, JOBS, &selector, PODS, candidates, Some(TRACKING));
     let active: Vec<&Arc<StoredObject>> = all.iter().filter(|p| pods::active(&p.value)).collect();
     let mut status = job.get("status").cloned().unwrap_or_else(|| json!({}));
     if !status.is_object() {

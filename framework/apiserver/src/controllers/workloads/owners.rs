@@ -10,13 +10,13 @@ use serde_json::{json, Value};
 
 use super::api::{controller_of, controller_ref, key_of, Api, Kind};
 use super::pods::selector_matches;
+use crate::controllers::write::MANAGER;
 use crate::storage::StoredObject;
 use crate::util;
 
 /// Claims `candidates` for `owner`; returns the objects it now controls.
 pub(crate) fn claim(
     api: &Api,
-    manager: &str,
     owner: &Value,
     owner_kind: Kind,
     selector: &Value,
@@ -36,7 +36,7 @@ pub(crate) fn claim(
                     mine.push(obj);
                 } else if !owner_deleting {
                     let uid = owner_uid.clone();
-                    let _ = api.update(child_kind, &key_of(&obj.value), manager, |o| {
+                    let _ = api.update(child_kind, &key_of(&obj.value), MANAGER, |o| {
                         let Some(refs) = o
                             .pointer_mut("/metadata/ownerReferences")
                             .and_then(Value::as_array_mut)
@@ -59,7 +59,7 @@ pub(crate) fn claim(
                     continue;
                 }
                 let reference = controller_ref(owner, owner_kind);
-                let adopted = api.update(child_kind, &key_of(&obj.value), manager, |o| {
+                let adopted = api.update(child_kind, &key_of(&obj.value), MANAGER, |o| {
                     if controller_of(o).is_some() {
                         return false;
                     }

@@ -130,16 +130,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, key: &ObjKey) {
     let uid = util::meta_str(&rs, "uid").unwrap_or("");
     let mut candidates = api.owned(PODS, uid);
     candidates.extend(orphans.of(api, &key.0));
-    let claimed = claim(
-        api,
-        MANAGER,
-        &rs,
-        REPLICASETS,
-        &selector,
-        PODS,
-        candidates,
-        None,
-    );
+    let claimed = claim(api, &rs, REPLICASETS, &selector, PODS, candidates, None);
     let active: Vec<Arc<StoredObject>> = claimed
         .into_iter()
         .filter(|p| pods::active(&p.value))

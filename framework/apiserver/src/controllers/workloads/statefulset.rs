@@ -120,16 +120,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, key: &ObjKey) {
     }
     let mut candidates = api.owned(PODS, &uid);
     candidates.extend(orphans.of(api, &key.0));
-    let claimed = claim(
-        api,
-        MANAGER,
-        &set,
-        STATEFULSETS,
-        &selector,
-        PODS,
-        candidates,
-        None,
-    );
+    let claimed = claim(api, &set, STATEFULSETS, &selector, PODS, candidates, None);
     let template = set.pointer("/spec/template").cloned().unwrap_or_default();
     let collision = set
         .pointer("/status/collisionCount")

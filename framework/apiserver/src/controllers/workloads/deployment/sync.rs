@@ -121,7 +121,6 @@ impl Sync<'_> {
         let candidates = self.api.list(REPLICASETS, Some(&self.key.0));
         let mut rss: Vec<Rs> = claim(
             self.api,
-            MANAGER,
             &self.d,
             DEPLOYMENTS,
             &selector,
