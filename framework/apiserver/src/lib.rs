@@ -61,6 +61,7 @@
 
 mod admission;
 mod apidocs;
+mod cluster;
 mod controllers;
 mod crds;
 mod decode;
@@ -88,6 +89,10 @@ mod validation;
 mod watch;
 mod work;
 
+pub use cluster::{
+    PodBehavior, PodPolicy, Readiness, SimNode, SimulatedNodes, Workloads, ANNOTATION_EXIT_AFTER,
+    ANNOTATION_EXIT_CODE, ANNOTATION_IMAGE_PULL, ANNOTATION_READY, ANNOTATION_START_LATENCY,
+};
 pub use error::Error;
 pub use faults::{Failure, RequestMatch};
 pub use server::kubeconfig::CONTEXT as KUBECONFIG_CONTEXT;

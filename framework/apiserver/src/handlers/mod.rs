@@ -7,6 +7,7 @@ mod ctx;
 mod delete;
 mod jsonpatch;
 mod openapi;
+mod pods;
 mod read;
 mod scale;
 mod write;
@@ -269,6 +270,7 @@ fn verb(method: &Method, p: &ResourcePath, watch: bool) -> Result<&'static str, 
         ("GET" | "HEAD", false) if watch => "watch",
         ("GET" | "HEAD", false) => "list",
         ("POST", false) => "create",
+        ("POST", true) if p.subresource.is_some() => "create",
         ("PUT", true) => "update",
         ("PATCH", true) => "patch",
         ("DELETE", true) => "delete",
@@ -305,6 +307,8 @@ async fn resource(
         Some("status") if def.status => {}
         Some("scale") if def.scale.is_some() => {}
         Some("finalize") if def.builtin().is_some() && def.plural == "namespaces" => {}
+        Some("binding" | "eviction")
+            if def.builtin().is_some() && def.group.is_empty() && def.plural == "pods" => {}
         Some(_) => return Err(ApiError::resource_not_found()),
     }
     let watch = p.watch_prefix || query.flag("watch")? == Some(true);
@@ -325,6 +329,7 @@ async fn resource(
     }
     let base_verb_ok = match verb {
         "watch" | "list" | "get" => def.has_verb(verb) || p.subresource.is_some(),
+        "create" if p.subresource.is_some() => true,
         _ => def.has_verb(verb),
     };
     if !base_verb_ok {
@@ -348,6 +353,8 @@ async fn resource(
         ("watch", None) => read::watch(&ctx).await,
         ("watch", Some(_)) | ("list", Some(_)) => Err(ApiError::method_not_allowed()),
         ("create", None) => write::create(&ctx, body).await,
+        ("create", Some("binding")) => pods::binding(&ctx, body).await,
+        ("create", Some("eviction")) => pods::eviction(&ctx, body).await,
         ("update", _) => write::update(&ctx, body).await,
         ("patch", Some("finalize")) => Err(ApiError::method_not_allowed()),
         ("patch", _) => write::patch(&ctx, body).await,

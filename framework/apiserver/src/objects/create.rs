@@ -123,6 +123,7 @@ pub(crate) fn create(
         }
     }
     defaults::on_create(def, &mut obj, &shared.next_cluster_ip);
+    super::tolerations::admit(shared, def, &mut obj);
     let warnings = validate(def, &mut obj, None, opts)?;
     if !opts.apply {
         admission::track_managed_fields(def, None, &mut obj, &opts.manager, opts.sub.name(), &now);

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::graceful::{self, Graceful};
 use super::hooks::{after_delete, after_write};
 use super::opts::store_error;
 use super::update::namespace_spec_finalizers;
@@ -31,6 +32,8 @@ pub(crate) struct DeleteOpts {
     pub uid: Option<String>,
     pub rv: Option<u64>,
     pub dry_run: bool,
+    /// `gracePeriodSeconds` (pods).
+    pub grace_period: Option<i64>,
 }
 
 /// What a delete did.
@@ -100,6 +103,34 @@ pub(crate) fn delete(
         }
         let mut fins = util::finalizers(&old.value);
         let deleting = old.value.pointer("/metadata/deletionTimestamp").is_some();
+        match graceful::check(shared, def, &old.value, opts.grace_period) {
+            Graceful::Pending => return Ok(Deleted::Pending(old)),
+            Graceful::Mark(period) => {
+                let mut next = (*old.value).clone();
+                if let Some(meta) = util::meta_mut(&mut next) {
+                    meta.insert(
+                        "deletionTimestamp".into(),
+                        json!(graceful::deadline(period)),
+                    );
+                    meta.insert("deletionGracePeriodSeconds".into(), json!(period));
+                }
+                if opts.dry_run {
+                    return Ok(Deleted::Pending(Arc::new(StoredObject::encode(
+                        next, old.rv,
+                    ))));
+                }
+                let r = shared.storage.lock().update(&res, key, next, Some(old.rv));
+                match r {
+                    Ok(stored) => {
+                        after_write(shared, def, Some(&old), &stored);
+                        return Ok(Deleted::Pending(stored));
+                    }
+                    Err(StoreError::Conflict) => continue,
+                    Err(e) => return Err(store_error(def, &key.1, e)),
+                }
+            }
+            Graceful::No => {}
+        }
         match opts.propagation {
             Some(Propagation::Orphan) => {
                 fins.retain(|f| f != "foregroundDeletion");
@@ -141,7 +172,9 @@ pub(crate) fn delete(
                     status.insert("phase".into(), json!("Terminating"));
                 }
             }
-            if deleting && before == fins {
+            // A pod whose graceful deletion is cut short (grace period 0)
+            // and that no finalizer holds goes now.
+            if deleting && before == fins && (ns_pending || !fins.is_empty()) {
                 return Ok(Deleted::Pending(old));
             }
             if opts.dry_run {

@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 pub use faults::Faults;
 
 use crate::apidocs::OpenApiDocs;
+use crate::cluster::{SimulatedNodes, Workloads};
 use crate::error::Error;
 use crate::faults::{Failure, FaultRules, RequestMatch};
 use crate::objects::{self, WriteOpts};
@@ -50,6 +51,7 @@ pub struct ApiServerBuilder {
     bookmark_interval: Duration,
     latency: Option<Duration>,
     failures: Vec<(usize, RequestMatch, Failure)>,
+    workloads: Option<Workloads>,
 }
 
 impl Default for ApiServerBuilder {
@@ -62,6 +64,7 @@ impl Default for ApiServerBuilder {
             bookmark_interval: Duration::from_secs(60),
             latency: None,
             failures: Vec::new(),
+            workloads: None,
         }
     }
 }
@@ -116,6 +119,24 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Runs kube-controller-manager's workload controllers (Deployment,
+    /// ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, disruption, node
+    /// lifecycle) and simulated nodes whose scheduler and kubelet take
+    /// pods from `Pending` to `Running` and `Ready`, crash, fail and
+    /// finish (see [`Workloads`]). Off by default: without it Deployments
+    /// get no ReplicaSets and Pods never run, as with envtest.
+    pub fn workloads(mut self, workloads: Workloads) -> Self {
+        self.workloads = Some(workloads);
+        self
+    }
+
+    /// Shorthand for [`workloads`](Self::workloads) with `n` nodes and
+    /// real-cluster timings ([`Workloads::new`]).
+    pub fn nodes(self, n: usize) -> Self {
+        let workloads = self.workloads.clone().unwrap_or_default().nodes(n);
+        self.workloads(workloads)
+    }
+
     /// Starts serving.
     pub async fn start(self) -> Result<ApiServer, Error> {
         let listener = TcpListener::bind(self.bind)
@@ -146,6 +167,8 @@ impl ApiServerBuilder {
             controllers: ControllerQueue::default(),
             options: Options {
                 bookmark_interval: self.bookmark_interval,
+                workloads: self.workloads.map(Arc::new),
+                node_controls: Arc::default(),
             },
             next_cluster_ip: AtomicU32::new(1),
             openapi: OpenApiDocs::default(),
@@ -286,6 +309,14 @@ impl ApiServer {
     pub fn faults(&self) -> Faults {
         Faults {
             shared: self.shared.clone(),
+        }
+    }
+
+    /// Fault injection on the simulated nodes (they exist only with
+    /// [`ApiServerBuilder::workloads`]).
+    pub fn nodes(&self) -> SimulatedNodes {
+        SimulatedNodes {
+            controls: self.shared.options.node_controls.clone(),
         }
     }
 
