@@ -27,6 +27,9 @@ pub mod client;
 pub mod controller;
 pub mod crd;
 pub mod events;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod ids;
 pub mod manager;
 pub mod prelude;

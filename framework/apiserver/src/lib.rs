@@ -69,6 +69,9 @@ mod defaults;
 mod discovery;
 mod error;
 mod faults;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod handlers;
 mod http;
 mod objects;

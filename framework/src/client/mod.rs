@@ -28,11 +28,11 @@
 //! ```
 
 pub mod api;
-mod auth;
+pub(crate) mod auth;
 pub mod config;
 pub mod discovery;
-mod error;
-mod tls;
+pub(crate) mod error;
+pub(crate) mod tls;
 mod transport;
 pub mod watch;
 

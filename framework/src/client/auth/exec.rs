@@ -34,12 +34,18 @@ pub(crate) struct ExecAuth {
 }
 
 #[derive(Clone)]
-struct Cached {
+pub(crate) struct Cached {
     header: Option<HeaderValue>,
     expires: Option<jiff::Timestamp>,
 }
 
 impl Cached {
+    /// Whether the credential carries a bearer token.
+    #[cfg(feature = "fuzzing")]
+    pub(crate) fn has_token(&self) -> bool {
+        self.header.is_some()
+    }
+
     fn valid(&self) -> bool {
         self.expires.is_none_or(|exp| jiff::Timestamp::now() < exp)
     }
@@ -166,7 +172,8 @@ impl ExecAuth {
         self.parse(&output.stdout)
     }
 
-    fn parse(&self, stdout: &[u8]) -> Result<Cached, Error> {
+    /// Reads the `ExecCredential` a plugin printed.
+    pub(crate) fn parse(&self, stdout: &[u8]) -> Result<Cached, Error> {
         let cmd = &self.config.command;
         // The serde message is not included: it could quote part of a secret.
         let cred: ExecCredential = serde_json::from_slice(stdout).map_err(|e| {
