@@ -60,13 +60,15 @@ set +e
 "$bin" "$work" "$seeds" "$corpus" "${dict[@]}" \
   -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=2048 \
   -max_len="$max_len" -artifact_prefix="$crashes/" -print_final_stats=1 \
-  "$@" 2>&1 | tee "$log" | grep -E '^#[0-9]+\s+(INITED|NEW|REDUCE|pulse|DONE)|ERROR|panicked|SUMMARY|Test unit' | tail -40
+  "$@" 2>&1 | tee "$log" | grep -E '^#[0-9]+\s+(INITED|NEW|REDUCE|pulse|DONE)|ERROR|panicked|SUMMARY|Test unit' | tail -6
 status=${PIPESTATUS[0]}
 set -e
 
-# Minimise: the smallest set of inputs keeping all coverage, without the
-# seeds (kept apart, readable), named by content.
-"$bin" -merge=1 "$merged" "$seeds" "$corpus" "$work" -timeout="$timeout" \
+# Minimise: a small set of inputs covering every edge the run reached
+# (edges alone, not hit counts or comparisons, so the repository keeps
+# hundreds of inputs rather than thousands), without the seeds (kept
+# apart, readable), named by content.
+"$bin" -set_cover_merge=1 -use_counters=0 -use_cmp=0 "$merged" "$seeds" "$corpus" "$work" -timeout="$timeout" \
   -rss_limit_mb=2048 -max_len="$max_len" >/dev/null 2>&1 || true
 for f in "$seeds"/*; do
   [ -f "$f" ] && rm -f "$merged/$(sha1sum "$f" | cut -c1-40)"
@@ -74,9 +76,12 @@ done
 find "$corpus" -type f ! -name .gitkeep -delete
 cp "$merged"/* "$corpus"/ 2>/dev/null || true
 
+if [ "$status" -ne 0 ] && ! grep -q '^#[0-9]' "$log"; then
+  tail -20 "$log" >&2
+fi
 execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-last=$(grep -E '^#[0-9]+' "$log" | tail -1)
+last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
 cov=$(sed -n 's/.*cov: \([0-9]*\).*/\1/p' <<<"$last")
 ft=$(sed -n 's/.*ft: \([0-9]*\).*/\1/p' <<<"$last")
 echo "target=$target seconds=$seconds executions=${execs:-?} execs_per_sec=${rate:-?}" \

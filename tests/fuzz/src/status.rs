@@ -38,9 +38,16 @@ pub(crate) fn check(data: &[u8], limits: &Limits) -> Checked {
             format!("an API error without a code: {status:?}"),
         ));
     }
-    let is_status_body = serde_json::from_slice::<serde_json::Value>(body)
+    // Whether the body says it is a Status, read as leniently as JSON
+    // allows (unknown keys are skipped, not checked for UTF-8): only
+    // then may the code be the body's.
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        kind: Option<String>,
+    }
+    let is_status_body = serde_json::from_slice::<Kind>(body)
         .ok()
-        .is_some_and(|v| v.get("kind").and_then(|k| k.as_str()) == Some("Status"));
+        .is_some_and(|k| k.kind.as_deref() == Some("Status"));
     if !is_status_body {
         if status.code != code {
             return Err((
