@@ -11,15 +11,22 @@
 //! - [`controller`]: the reconcile loop and its helpers.
 //! - [`manager`]: runs controllers with a shared cache, leader election,
 //!   probes, metrics and graceful shutdown.
+//! - [`rbac`]: the RBAC rules an operator needs, recorded from its
+//!   controllers and rendered as kubebuilder's roles.
+//! - `app` (feature `app`, default): the operator's standard command line,
+//!   `run` and `manifests`.
 //! - `testing` (feature `testing`): the in-process API server of the
 //!   `kubeforge-apiserver` crate, with a [`Client`] for it.
 
+#[cfg(feature = "app")]
+pub mod app;
 pub mod cache;
 pub mod client;
 pub mod controller;
 pub mod crd;
 pub mod manager;
 pub mod prelude;
+pub mod rbac;
 pub mod scheme;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -23,6 +23,7 @@ use super::{is_terminal, Action, CachedClient, CachedObject, Context, Recorder};
 use crate::cache::{
     EventHandler, HandlerRegistration, InformerOptions, ObjectKey, SharedInformer, SyncError,
 };
+use crate::rbac::Rule;
 use crate::workqueue::{default_controller_rate_limiter, RateLimiter, WorkQueue};
 
 /// How long a controller waits for its informers to sync, unless configured
@@ -273,6 +274,9 @@ pub(crate) struct BuilderParts<K> {
     recover_panic: bool,
     metrics: Option<ControllerMetrics>,
     recorder: Option<Recorder>,
+    /// What the watches and the primary's writes need, and the extra
+    /// rules declared with [`ControllerBuilder::rule`].
+    rules: Vec<Rule>,
 }
 
 impl<K, T: fmt::Debug> fmt::Debug for ControllerBuilder<K, T> {
@@ -318,8 +322,19 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
                 recover_panic: true,
                 metrics: None,
                 recorder: None,
+                rules: Rule::for_primary::<K>(),
             },
         }
+    }
+
+    /// A rule the reconcile needs beyond what the builder already knows
+    /// (what it watches, the primary's status and finalizers, owned
+    /// objects' writes, events): e.g. `Rule::on::<Secret>().reads()` for
+    /// cached reads of Secrets. The operator's `manifests` renders it into
+    /// the manager role (see [`rbac`](crate::rbac)).
+    pub fn rule(mut self, rule: Rule) -> Self {
+        self.parts.rules.push(rule);
+        self
     }
 
     /// The controller's name: its metrics label, workqueue name, event
@@ -368,6 +383,7 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
 
     /// [`owns`](Self::owns) with predicates, or enqueueing every owner.
     pub fn owns_with<O: CachedObject>(mut self, owns: Owns<PartialObjectMeta<O>>) -> Self {
+        self.parts.rules.push(Rule::for_owned::<O>());
         let matcher = owner_match::<K>(owns.every_owner);
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
             let keys: KeysFn<PartialObjectMeta<O>> = Arc::new(move |o| matcher.owners(o));
@@ -401,6 +417,7 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
     /// # }
     /// ```
     pub fn owns_objects<O: CachedObject>(mut self, owns: Owns<O>) -> Self {
+        self.parts.rules.push(Rule::for_owned::<O>());
         let matcher = owner_match::<K>(owns.every_owner);
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
             let keys: KeysFn<O> = Arc::new(move |o| matcher.owners(o));
@@ -420,6 +437,7 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
 
     /// [`watches`](Self::watches) with predicates or informer options.
     pub fn watches_with<W: CachedObject>(mut self, watch: Watch<W>) -> Self {
+        self.parts.rules.push(Rule::for_watched::<W>());
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
             let informer = if is_default(&watch.options) {
                 env.client.informer::<W>()
@@ -433,6 +451,7 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
 
     /// [`watches`](Self::watches) on `W`'s metadata only.
     pub fn watches_metadata<W: CachedObject>(mut self, watch: Watch<PartialObjectMeta<W>>) -> Self {
+        self.parts.rules.push(Rule::for_watched::<W>());
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
             let informer = if is_default(&watch.options) {
                 env.client.metadata_informer::<W>()
@@ -450,6 +469,12 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
     /// [`DynamicObject`]s (set [`InformerOptions::cluster_scoped`] in the
     /// watch's options for a cluster-scoped resource).
     pub fn watches_dynamic(mut self, resource: ApiResource, watch: Watch<DynamicObject>) -> Self {
+        let rule = if watch.options.cluster_scoped {
+            Rule::cluster_resource(&resource.group, &resource.plural)
+        } else {
+            Rule::resource(&resource.group, &resource.plural)
+        };
+        self.parts.rules.push(rule.reads());
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
             let informer = env
                 .client
@@ -586,6 +611,11 @@ impl<K: CachedObject> BuilderParts<K> {
         }
     }
 
+    /// The rules this controller needs (see [`ControllerBuilder::rule`]).
+    pub(crate) fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
     pub(crate) fn set_shutdown_timeout(&mut self, timeout: Duration) {
         self.shutdown_timeout = timeout;
     }
@@ -594,7 +624,7 @@ impl<K: CachedObject> BuilderParts<K> {
         self.cache_sync_timeout.get_or_insert(timeout);
     }
 
-    fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         self.name
             .clone()
             .unwrap_or_else(|| K::kind(&()).to_lowercase())

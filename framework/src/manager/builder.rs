@@ -20,6 +20,7 @@ use crate::controller::{
     CachedClient, ControllerMetrics, DEFAULT_CACHE_SYNC_TIMEOUT, DEFAULT_FIELD_MANAGER,
     DEFAULT_FRESHNESS_TIMEOUT,
 };
+use crate::rbac::{Permissions, Rule};
 use crate::{Client, Config, Scheme};
 
 /// How long a stopping manager lets its controllers and runnables finish,
@@ -92,6 +93,7 @@ pub struct ManagerBuilder {
     freshness_timeout: Duration,
     field_manager: String,
     keep_managed_fields: bool,
+    rules: Vec<Rule>,
 }
 
 impl std::fmt::Debug for ManagerBuilder {
@@ -132,6 +134,7 @@ impl Default for ManagerBuilder {
             freshness_timeout: DEFAULT_FRESHNESS_TIMEOUT,
             field_manager: DEFAULT_FIELD_MANAGER.to_owned(),
             keep_managed_fields: false,
+            rules: Vec::new(),
         }
     }
 }
@@ -292,6 +295,13 @@ impl ManagerBuilder {
         self
     }
 
+    /// A rule the operator needs beyond its controllers' (see
+    /// [`Manager::permissions`]), e.g. for a runnable's requests.
+    pub fn rule(mut self, rule: Rule) -> Self {
+        self.rules.push(rule);
+        self
+    }
+
     /// Builds the manager: configures the client if none was given, checks
     /// the leader-election settings, and binds the endpoints (so their
     /// addresses are known before [`Manager::run`]).
@@ -333,6 +343,13 @@ impl ManagerBuilder {
             }
         })?;
 
+        let permissions = Permissions::new();
+        for rule in self.rules {
+            permissions.add_rule(rule);
+        }
+        if let Some(name) = &self.lease_name {
+            permissions.set_leader_election_lease(name.clone());
+        }
         let election = match (self.lease_name, self.lease_lock) {
             (None, None) => None,
             (name, lock) => {
@@ -407,6 +424,7 @@ impl ManagerBuilder {
             graceful_shutdown_timeout: self.graceful_shutdown_timeout,
             cache_sync_timeout: self.cache_sync_timeout,
             recorders: Mutex::new(HashMap::new()),
+            permissions,
         }))
     }
 }

@@ -29,6 +29,7 @@ use crate::controller::{
     Action, CachedClient, CachedObject, Context, Controller, ControllerBuilder, ControllerMetrics,
     Recorder,
 };
+use crate::rbac::{Permissions, Rule};
 use crate::{Client, Scheme};
 
 /// How long, beyond the graceful shutdown timeout, the manager waits for
@@ -79,6 +80,7 @@ pub(crate) struct ManagerParts {
     pub(crate) graceful_shutdown_timeout: Duration,
     pub(crate) cache_sync_timeout: Duration,
     pub(crate) recorders: Mutex<HashMap<String, Recorder>>,
+    pub(crate) permissions: Permissions,
 }
 
 /// Where a manager stands in leader election: empty until
@@ -324,6 +326,14 @@ impl Manager {
     /// runs).
     pub fn leadership(&self) -> Leadership {
         self.leadership.clone()
+    }
+
+    /// What the operator needs from the API server: what each registered
+    /// controller watches and writes, the extra rules declared on the
+    /// builders, the leader-election Lease. The standard command line's
+    /// `manifests` renders it as RBAC (see [`rbac`](crate::rbac)).
+    pub fn permissions(&self) -> &Permissions {
+        &self.parts.permissions
     }
 
     /// This process's identity in leader election.
@@ -619,6 +629,12 @@ impl<K: CachedObject> ControllerBuilder<K, &Manager> {
         parts.set_shutdown_timeout(manager.parts.graceful_shutdown_timeout);
         parts.set_cache_sync_timeout_if_unset(manager.parts.cache_sync_timeout);
         parts.set_recorder_if_unset(|name| manager.recorder(name));
+        let mut rules = parts.rules().to_vec();
+        rules.push(Rule::for_events());
+        manager
+            .parts
+            .permissions
+            .add_controller(parts.name(), rules);
         let controller = parts.build(reconcile, error_policy, data);
         manager.register_controller(controller);
     }
