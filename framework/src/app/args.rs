@@ -113,16 +113,21 @@ pub enum Invocation<F> {
 /// The standard command line of the operator `name`, with the operator's
 /// flags `F` beside the standard ones of each command.
 pub fn command<F: Args>(name: &str, about: Option<&str>, version: Option<&str>) -> Command {
-    let run = F::augment_args(RunArgs::augment_args(
-        Command::new("run").about("Run the operator (the default)"),
-    ));
-    let manifests = F::augment_args(ManifestArgs::augment_args(Command::new("manifests").about(
-        "Print (or write under --dir) the operator's CRDs and RBAC, as its code defines them",
-    )));
+    // `augment_args` sets the about of `F`'s doc comment: set ours after it.
+    let run = F::augment_args(RunArgs::augment_args(Command::new("run")))
+        .about("Run the operator (the default)")
+        .long_about(None::<&str>);
+    let manifests = F::augment_args(ManifestArgs::augment_args(Command::new("manifests")))
+        .about(
+            "Print (or write under --dir) the operator's CRDs and RBAC, as its code defines them",
+        )
+        .long_about(None::<&str>);
     let mut root = F::augment_args(RunArgs::augment_args(Command::new(name.to_owned())))
         .subcommand(run)
         .subcommand(manifests)
-        .args_conflicts_with_subcommands(true);
+        .args_conflicts_with_subcommands(true)
+        .about(None::<&str>)
+        .long_about(None::<&str>);
     if let Some(about) = about {
         root = root.about(about.to_owned());
     }
@@ -236,6 +241,17 @@ mod tests {
     #[test]
     fn run_flags_are_not_taken_beside_a_subcommand() {
         assert!(!parse_err(&["--leader-elect", "manifests"]).is_empty());
+    }
+
+    #[test]
+    fn the_help_says_what_each_command_does() {
+        let help = command::<NoFlags>("op", Some("Runs shops."), None)
+            .render_help()
+            .to_string();
+        assert!(help.contains("Runs shops."), "{help}");
+        assert!(help.contains("Run the operator (the default)"), "{help}");
+        assert!(help.contains("CRDs and RBAC"), "{help}");
+        assert!(!help.contains("adds none"), "{help}");
     }
 
     /// An operator's own flags sit beside the standard ones of each command.

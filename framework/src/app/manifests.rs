@@ -34,8 +34,8 @@ pub struct ManifestFile {
 
 fn header(operator: &str) -> String {
     format!(
-        "# Generated from the code of {operator} (`{operator} manifests`, run by\n\
-         # `kubeforge generate`): do not edit, change the code and regenerate.\n"
+        "# Generated from the code of {operator} (its `manifests` command, which\n\
+         # `kubeforge generate` runs): do not edit; change the code and regenerate.\n"
     )
 }
 
