@@ -39,7 +39,7 @@ struct Operator {
 impl Operator {
     async fn start() -> Operator {
         let server = ApiServer::start().await.expect("API server starts");
-        memcached_operator::embedded::install_crd(&server).expect("CRD installs");
+        server.install_crd_for::<Memcached>().expect("CRD installs");
         let client = server.client().expect("client");
         let mgr = Manager::builder()
             .client(client.clone())
