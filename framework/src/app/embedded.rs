@@ -170,7 +170,7 @@ impl Running {
         match self.task.take() {
             Some(task) => match task.await {
                 Ok(result) => result.map_err(Error::Manager),
-                Err(e) => Err(Error::Setup(Box::new(e))),
+                Err(e) => Err(Error::Task(e)),
             },
             None => Ok(()),
         }

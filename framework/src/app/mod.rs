@@ -165,6 +165,10 @@ pub enum Error {
     #[error("setting up the operator: {0}")]
     Setup(#[source] BoxError),
 
+    /// The task running the operator panicked or was cancelled.
+    #[error("the operator's task failed: {0}")]
+    Task(#[source] tokio::task::JoinError),
+
     /// A manifest could not be written as YAML.
     #[error("{0}")]
     Manifest(#[source] crate::crd::CrdError),
