@@ -88,10 +88,15 @@ pub fn render(permissions: &Permissions, options: &RoleOptions) -> RoleManifests
         namespace: Some(options.service_account_namespace.clone()),
         api_group: None,
     };
-    let role_ref = |kind: &str, name: &str| RoleRef {
-        api_group: Some("rbac.authorization.k8s.io".to_owned()),
-        kind: kind.to_owned(),
-        name: name.to_owned(),
+    // Through JSON: RoleRef's apiGroup is optional in some Kubernetes
+    // versions' types and not in others; the JSON is the same.
+    let role_ref = |kind: &str, name: &str| -> RoleRef {
+        serde_json::from_value(serde_json::json!({
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": kind,
+            "name": name,
+        }))
+        .unwrap_or_default()
     };
     let mut out = RoleManifests::default();
 
