@@ -8,9 +8,17 @@
 //!   CustomResourceDefinitions that `#[derive(CustomResource)]` produces.
 //! - [`cache`]: reflectors, indexed stores and shared informers.
 //! - [`workqueue`]: the deduplicating, delaying, rate-limited queue.
-//! - [`controller`]: the reconcile loop and its helpers.
+//! - [`reconcile`]: what a reconcile function uses: the cached client and
+//!   its writes (which read their own writes), finalizers, owner
+//!   references, conditions.
+//! - [`controller`]: the reconcile loop: builder, sources, handlers,
+//!   predicates, workers.
+//! - [`events`]: the events.k8s.io recorder with client-go's series
+//!   aggregation.
 //! - [`manager`]: runs controllers with a shared cache, leader election,
-//!   probes, metrics and graceful shutdown.
+//!   probes, metrics and graceful shutdown, in named groups of runnables.
+//! - [`serve`]: the HTTP(S) server the probe and metrics endpoints (and
+//!   webhooks) are served by, with one lifecycle.
 //! - [`rbac`]: the RBAC rules an operator needs, recorded from its
 //!   controllers and rendered as kubebuilder's roles.
 //! - `app` (feature `app`, default): the operator's standard command line,
@@ -24,10 +32,14 @@ pub mod cache;
 pub mod client;
 pub mod controller;
 pub mod crd;
+pub mod events;
+mod ids;
 pub mod manager;
 pub mod prelude;
 pub mod rbac;
+pub mod reconcile;
 pub mod scheme;
+pub mod serve;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod workqueue;

@@ -8,19 +8,19 @@
 #[doc(no_inline)]
 pub use crate::cache::ObjectKey;
 #[doc(no_inline)]
-pub use crate::controller::finalizer::{Event as FinalizerEvent, FinalizerError};
-#[doc(no_inline)]
-pub use crate::controller::owner::set_controller_reference;
-#[doc(no_inline)]
 pub use crate::controller::predicate::{GenerationChanged, PredicateExt};
 #[doc(no_inline)]
-pub use crate::controller::{
-    Action, CachedClient, Context, Controller, ListOptions, Owns, TerminalError, Watch,
-};
+pub use crate::controller::{Action, Context, Controller, Owns, TerminalError, Watch};
 #[doc(no_inline)]
 pub use crate::crd::CustomResource;
 #[doc(no_inline)]
 pub use crate::manager::Manager;
+#[doc(no_inline)]
+pub use crate::reconcile::finalizer::{Event as FinalizerEvent, FinalizerError};
+#[doc(no_inline)]
+pub use crate::reconcile::owner::set_controller_reference;
+#[doc(no_inline)]
+pub use crate::reconcile::{CachedClient, ListOptions};
 #[doc(no_inline)]
 pub use crate::scheme::Scheme;
 /// `server.client()` and `server.install_crd_for::<K>()` on the in-process

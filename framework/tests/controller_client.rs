@@ -14,10 +14,11 @@ use client_support::{handler, json as respond, Fixture, Recorded};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kubeforge::cache::SharedInformerFactory;
-use kubeforge::controller::{CachedClient, Error, ListOptions, OperationResult};
 use kubeforge::kube_core::params::{DeleteParams, Patch, PatchParams, PostParams};
 use kubeforge::kube_core::ObjectMeta;
-use kubeforge::testing::{ApiServer, ApiServerExt};
+use kubeforge::reconcile::finalizer::Event;
+use kubeforge::reconcile::{CachedClient, Error, ListOptions, OperationResult};
+use kubeforge::testing::{ApiServer, ApiServerExt, Failure, RequestMatch};
 use kubeforge::{Api, Client};
 use serde_json::json;
 
@@ -406,4 +407,127 @@ async fn apply_and_apply_status_send_forced_apply_patches_as_the_field_manager()
         json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
                "status": {"replicas": 3}})
     );
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("never")]
+struct Never;
+
+/// Holds the informers back: their watches end, and every relist and
+/// rewatch is refused, so the cache keeps what it has.
+fn hold_back_the_cache(server: &ApiServer) {
+    for verb in ["list", "watch"] {
+        server.faults().fail_next(
+            usize::MAX,
+            RequestMatch::verb(verb),
+            Failure::ServiceUnavailable {
+                retry_after_seconds: 1,
+            },
+        );
+    }
+    server.faults().close_watches();
+}
+
+/// A cached read right after a write is never older than the write, or,
+/// when the cache cannot catch up in time, fails as stale: never the older
+/// object.
+async fn assert_not_older<K>(cached: &CachedClient, written: u64, name: &str, what: &str)
+where
+    K: kubeforge::reconcile::CachedObject,
+{
+    match cached.get::<K>(NS, name).await {
+        Ok(read) => assert!(
+            rv(&*read) >= written,
+            "{what}: the cache returned resourceVersion {} after a write at {written}",
+            rv(&*read)
+        ),
+        Err(e) => assert!(matches!(e, Error::StaleCache(_)), "{what}: {e}"),
+    }
+}
+
+/// The write helpers a reconcile is offered (server-side apply,
+/// create-or-update, the finalizer flow, status patches) all keep
+/// read-your-own-writes: with the cache held back, a cached read right
+/// after each one waits for the cache (and here reports it stale) instead
+/// of returning the object as it was before the write. (The `Api`-based
+/// free functions of these names that `kubeforge::controller` offered
+/// returned the older object for all four; they are now deprecated, and
+/// live on as `reconcile::uncached`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_write_helpers_keep_read_your_own_writes() {
+    let server = ApiServer::start().await.expect("server starts");
+    let client = server.client().expect("client");
+    let factory = SharedInformerFactory::new(client.clone());
+    factory.start();
+    let cached = CachedClient::builder(client.clone(), factory)
+        .sync_timeout(Duration::from_secs(20))
+        .read_your_writes_timeout(Duration::from_millis(300))
+        .build();
+    let mut web = Deployment::default();
+    web.metadata.name = Some("web".into());
+    web.metadata.namespace = Some(NS.into());
+    web.spec = serde_json::from_value(json!({
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}},
+                     "spec": {"containers": [{"name": "web", "image": "nginx"}]}}
+    }))
+    .unwrap();
+    let web = cached.create(&web).await.unwrap();
+    let settings = cached.create(&cm("settings", &[], &[])).await.unwrap();
+    // Both informers synced and current.
+    assert_eq!(
+        rv(&*cached.get::<Deployment>(NS, "web").await.unwrap()),
+        rv(&web)
+    );
+    assert_eq!(
+        rv(&*cached.get::<ConfigMap>(NS, "settings").await.unwrap()),
+        rv(&settings)
+    );
+
+    hold_back_the_cache(&server);
+
+    // create_or_update reads through the cache first, so it goes first:
+    // after any write the cache is stale for ConfigMaps, and its read would
+    // rightly fail.
+    let (_, updated) = cached
+        .create_or_update::<ConfigMap, _>(NS, "settings", |c| {
+            c.data
+                .get_or_insert_with(Default::default)
+                .insert("mode".into(), "fast".into());
+        })
+        .await
+        .unwrap();
+    assert_not_older::<ConfigMap>(&cached, rv(&updated), "settings", "create_or_update").await;
+
+    let finalizer_added = Arc::new(std::sync::Mutex::new(0));
+    let seen = Arc::clone(&finalizer_added);
+    cached
+        .finalizer(
+            "example.com/cleanup",
+            Arc::new(updated),
+            |event| async move {
+                if let Event::Apply(obj) = event {
+                    *seen.lock().unwrap() = rv(&*obj);
+                }
+                Ok::<_, Never>(())
+            },
+        )
+        .await
+        .unwrap();
+    let added = *finalizer_added.lock().unwrap();
+    assert!(added > 0, "the flow applied");
+    assert_not_older::<ConfigMap>(&cached, added, "settings", "finalizer").await;
+
+    let applied = cached
+        .apply(&cm("applied", &[], &[("k", "v")]))
+        .await
+        .unwrap();
+    assert_not_older::<ConfigMap>(&cached, rv(&applied), "applied", "apply").await;
+
+    let status = DeploymentStatus {
+        observed_generation: Some(1),
+        ..Default::default()
+    };
+    let patched = cached.patch_status(&web, &status).await.unwrap();
+    assert_not_older::<Deployment>(&cached, rv(&patched), "web", "patch_status").await;
 }

@@ -1,6 +1,7 @@
-//! The controller helpers against a stub API server over real HTTPS on
-//! 127.0.0.1: the finalizer flow, create-or-update, server-side apply,
-//! status writes and the event recorder. The stub keeps objects in memory
+//! The reconcile helpers over a plain `Api` (`reconcile::uncached`)
+//! against a stub API server over real HTTPS on 127.0.0.1: the finalizer
+//! flow, create-or-update, server-side apply, status writes and the event
+//! recorder. The stub keeps objects in memory
 //! with kube-apiserver's write rules that these helpers depend on
 //! (resourceVersion preconditions, JSON-patch `test` failures answered with
 //! 422, deletion held by finalizers, release on removing the last one, no
@@ -18,15 +19,13 @@ use client_support::{handler, json, status, Fixture, Recorded};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::ClusterRole;
-use kubeforge::controller::apply::{
-    apply, apply_status, create_or_update, patch_status, OperationResult,
-};
-use kubeforge::controller::events::{object_reference, EventType, Recorder};
-use kubeforge::controller::finalizer::{
-    add_finalizer, finalizer, remove_finalizer, Event, FinalizerError, Outcome,
-};
-use kubeforge::controller::Error;
+use kubeforge::events::{object_reference, EventType, Recorder};
 use kubeforge::kube_core::params::{DeleteParams, PostParams};
+use kubeforge::reconcile::finalizer::{Event, FinalizerError, Outcome};
+use kubeforge::reconcile::uncached::{
+    add_finalizer, apply, apply_status, create_or_update, finalizer, patch_status, remove_finalizer,
+};
+use kubeforge::reconcile::{Error, OperationResult};
 use kubeforge::{Api, Client};
 use serde_json::{json as j, Value};
 

@@ -17,9 +17,9 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kubeforge::cache::{ObjectForm, ObjectKey, SharedInformerFactory};
-use kubeforge::controller::predicate::GenerationChanged;
+use kubeforge::controller::predicate::{self, GenerationChanged};
 use kubeforge::controller::{
-    Action, CachedClient, Context, Controller, ControllerMetrics, Error, Owns, TerminalError, Watch,
+    Action, Channel, Context, Controller, ControllerMetrics, Error, Owns, TerminalError, Watch,
 };
 use kubeforge::kube_core::params::{DeleteParams, Patch, PatchParams, PostParams};
 use kubeforge::kube_core::ObjectMeta;
@@ -27,6 +27,7 @@ use kubeforge::manager::CancellationToken;
 use kubeforge::prelude::{
     set_controller_reference, CustomResource, Deserialize, FinalizerEvent, JsonSchema, Serialize,
 };
+use kubeforge::reconcile::CachedClient;
 use kubeforge::testing::{ApiServer, ApiServerExt};
 use kubeforge::workqueue::ItemExponentialFailure;
 use kubeforge::{Api, Client};
@@ -111,7 +112,7 @@ fn cm(name: &str, data: &[(&str, &str)]) -> ConfigMap {
 }
 
 /// Runs `controller` until the returned token is cancelled.
-fn spawn<K: kubeforge::controller::CachedObject>(
+fn spawn<K: kubeforge::reconcile::CachedObject>(
     controller: Controller<K>,
 ) -> (
     CancellationToken,
@@ -387,6 +388,46 @@ async fn a_watched_object_wakes_the_keys_its_mapper_returns() {
         .await
         .unwrap();
     eventually("the mapped reconcile", || log.count("mapped") == 2).await;
+    stop(token, task).await;
+}
+
+/// A channel source turns objects from outside the cluster into generic
+/// events: its predicates decide with `generic`, and each object passing
+/// them reconciles its own key, or the keys its mapper returns. (The
+/// primary watch here enqueues nothing, so every reconcile comes from the
+/// channel.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_delivers_generic_events_through_its_predicates() {
+    let h = harness().await;
+    let cms: Api<ConfigMap> = Api::namespaced(h.client.clone(), NS);
+    for name in ["skipped", "nudged", "mapped-to"] {
+        cms.create(&PostParams::default(), &cm(name, &[]))
+            .await
+            .unwrap();
+    }
+    let log = Arc::new(Log::default());
+    let (nudge, nudges) = tokio::sync::mpsc::channel(8);
+    let (point, pointers) = tokio::sync::mpsc::channel::<Secret>(8);
+    let controller = Controller::<ConfigMap>::builder(h.cached.clone())
+        .for_predicate(predicate::from_fn(|_: &ConfigMap| false))
+        .watches_channel(Channel::new(nudges).predicate(predicate::from_generic(
+            |cm: &ConfigMap| cm.metadata.name.as_deref() != Some("skipped"),
+        )))
+        .watches_channel(
+            Channel::new(pointers).map(|_: &Secret| vec![ObjectKey::namespaced(NS, "mapped-to")]),
+        )
+        .reconcile(log_reconcile, Arc::clone(&log));
+    let (token, task) = spawn(controller);
+
+    nudge.send(cm("skipped", &[])).await.unwrap();
+    nudge.send(cm("nudged", &[])).await.unwrap();
+    eventually("the nudged reconcile", || log.count("nudged") == 1).await;
+    // One worker takes keys in order: had "skipped" passed, it would have
+    // been reconciled before "nudged".
+    assert_eq!(log.count("skipped"), 0);
+
+    point.send(Secret::default()).await.unwrap();
+    eventually("the mapped reconcile", || log.count("mapped-to") == 1).await;
     stop(token, task).await;
 }
 

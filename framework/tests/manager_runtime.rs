@@ -15,12 +15,13 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kubeforge::controller::{Action, Context};
+use kubeforge::controller::{Action, Context, ControllerMetrics};
 use kubeforge::kube_core::params::{Patch, PatchParams, PostParams};
 use kubeforge::kube_core::ObjectMeta;
 use kubeforge::manager::{CancellationToken, Error, Leadership, Manager, ManagerBuilder};
 use kubeforge::testing::{ApiServer, ApiServerExt, Failure, RequestMatch};
 use kubeforge::Api;
+use prometheus_client::registry::Registry;
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
@@ -312,6 +313,133 @@ async fn shutdown_abandons_reconciles_that_outlast_the_timeout() {
         asked.elapsed() >= Duration::from_millis(200),
         "it waited the timeout first"
     );
+}
+
+/// controller-runtime's `DefaultFromConfig`: the manager's graceful
+/// shutdown timeout is only the default of the controllers it runs. One
+/// that sets a shorter one abandons its stuck reconcile without waiting for
+/// the manager's hour; one that sets a longer one gets to finish.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controllers_own_graceful_shutdown_timeout_wins_over_the_managers() {
+    init_tracing();
+    let server = ApiServer::start().await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(server.client().unwrap(), NS);
+
+    // Shorter than the manager's: the manager's hour is not waited for.
+    let mgr = builder(&server)
+        .graceful_shutdown_timeout(Duration::from_secs(3600))
+        .build()
+        .await
+        .unwrap();
+    let started = Arc::new(AtomicBool::new(false));
+    mgr.controller::<ConfigMap>()
+        .graceful_shutdown_timeout(Duration::from_millis(100))
+        .reconcile(
+            |_: Arc<ConfigMap>, ctx: Arc<Context<Arc<AtomicBool>>>| async move {
+                ctx.store(true, Ordering::SeqCst);
+                sleep(Duration::from_secs(3600)).await;
+                Ok::<_, Never>(Action::done())
+            },
+            Arc::clone(&started),
+        );
+    let (stop, task) = run(mgr);
+    api.create(&PostParams::default(), &cm("stuck"))
+        .await
+        .unwrap();
+    eventually("the reconcile to start", || started.load(Ordering::SeqCst)).await;
+    stop.cancel();
+    tokio::time::timeout(PATIENCE, task)
+        .await
+        .expect("the controller's 100 ms, not the manager's hour")
+        .unwrap()
+        .unwrap();
+
+    // Longer than the manager's: the reconcile in flight finishes.
+    let mgr = builder(&server)
+        .graceful_shutdown_timeout(Duration::from_millis(1))
+        .build()
+        .await
+        .unwrap();
+    #[derive(Default)]
+    struct Flags {
+        started: AtomicBool,
+        finished: AtomicBool,
+    }
+    let flags = Arc::new(Flags::default());
+    mgr.controller::<ConfigMap>()
+        .graceful_shutdown_timeout(PATIENCE)
+        .reconcile(
+            |_: Arc<ConfigMap>, ctx: Arc<Context<Arc<Flags>>>| async move {
+                ctx.started.store(true, Ordering::SeqCst);
+                sleep(Duration::from_millis(300)).await;
+                ctx.finished.store(true, Ordering::SeqCst);
+                Ok::<_, Never>(Action::done())
+            },
+            Arc::clone(&flags),
+        );
+    let (stop, task) = run(mgr);
+    eventually("the reconcile to start", || {
+        flags.started.load(Ordering::SeqCst)
+    })
+    .await;
+    stop.cancel();
+    task.await.unwrap().unwrap();
+    assert!(
+        flags.finished.load(Ordering::SeqCst),
+        "the manager's 1 ms overrode the controller's own timeout"
+    );
+}
+
+/// A controller given its own metrics reports into them, not into the
+/// manager's registry (the manager's are only the default).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controllers_own_metrics_are_not_replaced_by_the_managers() {
+    init_tracing();
+    let server = ApiServer::start().await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(server.client().unwrap(), NS);
+    api.create(&PostParams::default(), &cm("seen"))
+        .await
+        .unwrap();
+    let mgr = builder(&server)
+        .metrics_bind_address("127.0.0.1:0")
+        .build()
+        .await
+        .unwrap();
+    let metrics_address = mgr.metrics_address().expect("metrics on");
+    let own = ControllerMetrics::new();
+    let mut own_registry = Registry::default();
+    own.register(&mut own_registry);
+    let reconciled = Arc::new(AtomicUsize::new(0));
+    mgr.controller::<ConfigMap>()
+        .named("own-metrics")
+        .metrics(own)
+        .reconcile(
+            |_: Arc<ConfigMap>, ctx: Arc<Context<Arc<AtomicUsize>>>| async move {
+                ctx.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, Never>(Action::done())
+            },
+            Arc::clone(&reconciled),
+        );
+    let (stop, task) = run(mgr);
+    eventually("a reconcile", || reconciled.load(Ordering::SeqCst) >= 1).await;
+
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &own_registry).unwrap();
+    let own_samples = parse_metrics(&text);
+    let success =
+        r#"controller_runtime_reconcile_total{controller="own-metrics",result="success"}"#;
+    assert!(
+        own_samples.get(success).copied().unwrap_or(0.0) >= 1.0,
+        "the controller's own metrics saw no reconcile:\n{text}"
+    );
+    let (code, scraped) = http_get(metrics_address, "/metrics").await;
+    assert_eq!(code, 200);
+    assert!(
+        !scraped.contains(r#"controller="own-metrics""#),
+        "the manager's registry has the controller's series:\n{scraped}"
+    );
+    stop.cancel();
+    task.await.unwrap().unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

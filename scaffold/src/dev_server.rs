@@ -1,12 +1,14 @@
 //! `kubeforge dev-server`: runs kubeforge's API server until SIGINT or
 //! SIGTERM, writes a kubeconfig for it, and installs CRDs from files or
-//! directories (multi-document YAML) at start.
+//! directories (multi-document YAML) at start. The workload controllers
+//! and three simulated nodes run unless `--nodes 0`, so Deployments get
+//! pods that start and become ready.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use kubeforge_apiserver::ApiServer;
+use kubeforge_apiserver::{ApiServer, Workloads};
 
 /// Options of `kubeforge dev-server`.
 #[derive(clap::Args, Debug)]
@@ -22,6 +24,11 @@ pub struct Args {
     /// files); repeatable.
     #[arg(long = "crd", value_name = "FILE_OR_DIR")]
     crds: Vec<PathBuf>,
+    /// Simulated nodes whose kubelets run pods (the workload controllers
+    /// run with them); 0 turns the workload controllers and nodes off, so
+    /// nothing writes status but you.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    nodes: usize,
 }
 
 /// Runs the server until a termination signal.
@@ -48,8 +55,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 async fn serve(args: Args) -> anyhow::Result<()> {
     let manifests = load_crds(&args.crds)?;
-    let server = ApiServer::builder()
-        .bind(args.listen)
+    let mut builder = ApiServer::builder().bind(args.listen);
+    if args.nodes > 0 {
+        builder = builder.workloads(Workloads::new().nodes(args.nodes));
+    }
+    let server = builder
         .start()
         .await
         .with_context(|| format!("cannot start the API server on {}", args.listen))?;

@@ -1,7 +1,8 @@
 //! How the crates fit together, checked with cargo itself: the API server
 //! crate depends on no kubeforge crate (so it never reuses the runtime it
 //! tests, and kube-rs projects can use it alone), `kubeforge dev-server`
-//! needs the server and not the runtime, and a project may pin the
+//! needs the server and not the runtime, a kube-rs project tests with the
+//! server and kube-rs alone, and a project may pin the
 //! Kubernetes version of its API types as kube-rs projects do.
 
 use kubeforge_e2e::{cargo, run_ok, target_dir, workspace_root};
@@ -39,6 +40,13 @@ fn the_api_server_depends_on_no_kubeforge_crate() {
 }
 
 #[test]
+fn the_kube_rs_users_crate_tests_the_server_with_kube_rs_alone() {
+    let names = dependencies("kube-rs-users", "all");
+    assert!(names.iter().any(|n| n == "kube-runtime"), "{names:?}");
+    assert_eq!(kubeforge_crates(&names), ["kubeforge-apiserver"]);
+}
+
+#[test]
 fn the_dev_server_command_needs_the_server_not_the_runtime() {
     let names = dependencies("kubeforge-cli", "normal");
     assert_eq!(
@@ -51,6 +59,22 @@ fn the_dev_server_command_needs_the_server_not_the_runtime() {
 fn the_runtime_uses_the_server_only_for_its_testing_feature() {
     let names = dependencies("kubeforge", "normal");
     assert_eq!(kubeforge_crates(&names), ["kubeforge", "kubeforge-macros"]);
+}
+
+/// kube-rs is a dependency of the side-by-side benchmark only
+/// (tests/bench-vs-kube-runtime), never of kubeforge or its server.
+#[test]
+fn kube_rs_stays_out_of_kubeforges_tree() {
+    for package in ["kubeforge", "kubeforge-apiserver"] {
+        let names = dependencies(package, "all");
+        let kube_rs: Vec<&String> = names
+            .iter()
+            .filter(|n| ["kube", "kube-client", "kube-runtime"].contains(&n.as_str()))
+            .collect();
+        assert!(kube_rs.is_empty(), "{package} depends on {kube_rs:?}");
+    }
+    let bench = dependencies("kubeforge-bench-vs-kube-runtime", "normal");
+    assert!(bench.iter().any(|n| n == "kube-runtime"), "{bench:?}");
 }
 
 /// kubeforge's default feature picks k8s-openapi's latest version; this
@@ -66,15 +90,33 @@ fn a_project_naming_k8s_openapis_latest_version_builds_beside_kubeforge() {
 /// A project that pins one version turns kubeforge's default off and names
 /// its own (tests/fixtures/pinned-k8s-version, which compiles only with
 /// 1.33's types).
+///
+/// The fixture is built from a copy under the target directory whose lock
+/// file starts as the workspace's: it resolves to the versions the
+/// workspace already locked and downloaded (so `--offline` holds), and a
+/// dependency change in the workspace can never leave a second lock file
+/// stale.
 #[test]
 fn a_project_pinning_a_kubernetes_version_builds() {
-    let manifest = workspace_root().join("tests/fixtures/pinned-k8s-version/Cargo.toml");
+    let root = workspace_root();
+    let fixture = root.join("tests/fixtures/pinned-k8s-version");
+    let copy = target_dir().join("fixtures/pinned-k8s-version");
+    std::fs::create_dir_all(copy.join("src")).unwrap();
+    let manifest = std::fs::read_to_string(fixture.join("Cargo.toml"))
+        .unwrap()
+        .replace(
+            "\"../../../framework\"",
+            &format!("{:?}", root.join("framework")),
+        );
+    std::fs::write(copy.join("Cargo.toml"), manifest).unwrap();
+    std::fs::copy(fixture.join("src/lib.rs"), copy.join("src/lib.rs")).unwrap();
+    std::fs::copy(root.join("Cargo.lock"), copy.join("Cargo.lock")).unwrap();
     // The workspace's target directory: the build scripts and proc-macros
     // are the same crates and are not built again.
     run_ok(
         cargo()
-            .args(["check", "--quiet", "--locked", "--manifest-path"])
-            .arg(&manifest)
+            .args(["check", "--quiet", "--offline", "--manifest-path"])
+            .arg(copy.join("Cargo.toml"))
             .arg("--target-dir")
             .arg(target_dir()),
     );

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use kubeforge::controller::{Error, FinalizerEvent};
+use kubeforge::controller::Error;
 use kubeforge::k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use kubeforge::k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, PodSecurityContext, PodSpec, PodTemplateSpec,

@@ -23,8 +23,7 @@
 //! use memcached_operator::{reconcile, Memcached, Settings};
 //!
 //! #[tokio::main]
-//! async fn main() -> anyhow::Result<()> {
-//!     tracing_subscriber::fmt::init();
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     // The cluster from $KUBECONFIG, ~/.kube/config or the service account.
 //!     let mgr = Manager::builder()
 //!         .leader_election("memcached-operator.cache.example.com")

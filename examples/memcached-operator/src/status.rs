@@ -16,10 +16,10 @@
 //! and `Degraded=True`. `lastTransitionTime` moves only when a condition's
 //! status flips (`set_condition`).
 
-use kubeforge::controller::conditions::{new_condition, set_condition_at, ConditionExt as _};
-use kubeforge::controller::ConditionStatus::{self, False, True};
 use kubeforge::k8s_openapi::api::apps::v1::{Deployment, DeploymentCondition, DeploymentStatus};
 use kubeforge::k8s_openapi::jiff::Timestamp;
+use kubeforge::reconcile::conditions::ConditionStatus::{self, False, True};
+use kubeforge::reconcile::conditions::{new_condition, set_condition_at, ConditionExt as _};
 
 use crate::api::{Memcached, MemcachedStatus};
 
@@ -165,9 +165,9 @@ pub fn observe(mc: &Memcached, deployment: &Deployment, now: Timestamp) -> Memca
 mod tests {
     use super::*;
     use crate::api::MemcachedSpec;
-    use kubeforge::controller::find_condition;
     use kubeforge::k8s_openapi::api::apps::v1::DeploymentSpec;
     use kubeforge::k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
+    use kubeforge::reconcile::conditions::find_condition;
 
     fn t(seconds: i64) -> Timestamp {
         Timestamp::from_second(1_700_000_000 + seconds).unwrap()

@@ -2,22 +2,24 @@
 //! real manager and reconcile (through `memcached_operator::register`),
 //! driven the way a user and the Deployment controller would drive them.
 //!
-//! The server has no Deployment controller, so the test writes the
-//! Deployment's status itself, as envtest users do. Every wait is a poll
-//! with a deadline; the figures printed (run with `--nocapture`) are for
-//! reading, not asserted.
+//! Most tests run the server without workload controllers and write the
+//! Deployment's status themselves, as envtest users do; one runs it with
+//! the Deployment controller and simulated nodes and writes no status at
+//! all. Every wait is a poll with a deadline; the figures printed (run
+//! with `--nocapture`) are for reading, not asserted.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use kubeforge::controller::find_condition;
 use kubeforge::k8s_openapi::api::apps::v1::Deployment;
+use kubeforge::k8s_openapi::api::core::v1::Pod;
 use kubeforge::k8s_openapi::api::events::v1::Event;
 use kubeforge::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kubeforge::kube_core::params::ListParams;
 use kubeforge::manager::CancellationToken;
 use kubeforge::prelude::*;
-use kubeforge::testing::{ApiServer, ApiServerExt};
+use kubeforge::reconcile::conditions::find_condition;
+use kubeforge::testing::{ApiServer, ApiServerExt, Workloads};
 use memcached_operator::controller::{CONTROLLER_NAME, FIELD_MANAGER, FINALIZED_REASON};
 use memcached_operator::status::{AVAILABLE, DEGRADED, PROGRESSING};
 use memcached_operator::{register, Memcached, MemcachedSpec, Settings, FINALIZER};
@@ -38,7 +40,10 @@ struct Operator {
 
 impl Operator {
     async fn start() -> Operator {
-        let server = ApiServer::start().await.expect("API server starts");
+        Operator::start_on(ApiServer::start().await.expect("API server starts")).await
+    }
+
+    async fn start_on(server: ApiServer) -> Operator {
         server.install_crd_for::<Memcached>().expect("CRD installs");
         let client = server.client().expect("client");
         let mgr = Manager::builder()
@@ -438,5 +443,54 @@ async fn memcacheds_are_reconciled_independently() {
         .map(|d| d.name_any())
         .collect();
     assert_eq!(left, ["a", "c"]);
+    op.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_run_and_the_memcached_becomes_available_with_the_workload_controllers() {
+    let server = ApiServer::builder()
+        .workloads(Workloads::fast())
+        .start()
+        .await
+        .expect("API server starts");
+    let op = Operator::start_on(server).await;
+    let memcacheds: Api<Memcached> = op.api();
+    let pods: Api<Pod> = op.api();
+    memcacheds
+        .create(
+            &PostParams::default(),
+            &Memcached::new("live", MemcachedSpec::with_size(2)),
+        )
+        .await
+        .expect("create Memcached");
+    // No status is written here: the Deployment controller, the scheduler
+    // and the simulated kubelet bring the pods up.
+    let ready = eventually("Available=True from running pods", || async {
+        let mc = memcacheds.get("live").await.expect("get Memcached");
+        has_condition(&mc, AVAILABLE, "True", "PodsAvailable").then_some(mc)
+    })
+    .await;
+    let status = ready.status.clone().unwrap();
+    assert_eq!(
+        (
+            status.replicas,
+            status.ready_replicas,
+            status.available_replicas
+        ),
+        (2, 2, 2)
+    );
+    let running = pods
+        .list(&ListParams::default().labels("app.kubernetes.io/instance=live"))
+        .await
+        .expect("list pods");
+    assert_eq!(running.items.len(), 2);
+    assert!(running.items.iter().all(|p| {
+        let s = p.status.as_ref();
+        s.and_then(|s| s.phase.as_deref()) == Some("Running")
+            && p.spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_deref())
+                .is_some()
+    }));
     op.stop().await;
 }

@@ -232,3 +232,67 @@ pub(crate) fn field_manager(param: Option<&str>, user_agent: Option<&str>) -> St
     let prefix = ua.split('/').next().unwrap_or("");
     prefix.chars().take(128).collect()
 }
+
+/// The longest `fieldManager` (apimachinery `FieldManagerMaxLength`).
+const FIELD_MANAGER_MAX_LENGTH: i64 = 128;
+
+/// `ValidateFieldManager` (apimachinery meta/v1/validation): at most 128
+/// bytes, every character printable.
+pub(crate) fn validate_field_manager(manager: &str) -> Vec<Cause> {
+    let mut errs = Vec::new();
+    if manager.len() as i64 > FIELD_MANAGER_MAX_LENGTH {
+        errs.push(FieldError::too_long(
+            "fieldManager",
+            FIELD_MANAGER_MAX_LENGTH,
+        ));
+    }
+    for (i, c) in manager.char_indices() {
+        if !printable(c) {
+            errs.push(FieldError::invalid_str(
+                "fieldManager",
+                manager,
+                &format!("invalid character U+{:04X} (at position {i})", c as u32),
+            ));
+        }
+    }
+    errs.iter().map(cause_of).collect()
+}
+
+/// Go's `unicode.IsPrint` (letters, marks, numbers, punctuation, symbols
+/// and the ASCII space), without Unicode tables: no control, no space
+/// other than U+0020, no format character (Cf), private-use character or
+/// noncharacter.
+fn printable(c: char) -> bool {
+    if c == ' ' {
+        return true;
+    }
+    if c.is_control() || c.is_whitespace() {
+        return false;
+    }
+    let u = c as u32;
+    let format = matches!(
+        u,
+        0xAD | 0x600..=0x605
+            | 0x61C
+            | 0x6DD
+            | 0x70F
+            | 0x8E2
+            | 0x180E
+            | 0x200B..=0x200F
+            | 0x202A..=0x202E
+            | 0x2060..=0x2064
+            | 0x2066..=0x206F
+            | 0xFEFF
+            | 0xFFF9..=0xFFFB
+            | 0x110BD
+            | 0x110CD
+            | 0x13430..=0x1343F
+            | 0x1BCA0..=0x1BCA3
+            | 0x1D173..=0x1D17A
+            | 0xE0001
+            | 0xE0020..=0xE007F
+    );
+    let private_use = matches!(u, 0xE000..=0xF8FF | 0xF0000..=0x10FFFF);
+    let noncharacter = matches!(u, 0xFDD0..=0xFDEF) || u & 0xFFFE == 0xFFFE;
+    !(format || private_use || noncharacter)
+}

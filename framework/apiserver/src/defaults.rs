@@ -111,6 +111,8 @@ pub(crate) fn on_create(def: &ResourceDef, obj: &mut Value, next_ip: &AtomicU32)
                 json!({"phase": "Pending", "qosClass": qos}),
             );
         }
+    } else if is(def, "batch", "jobs") {
+        job_selector(obj);
     } else if is(def, "apiextensions.k8s.io", "customresourcedefinitions") {
         if let Some(meta) = ensure_object(obj, &["metadata"]) {
             let fins = meta
@@ -144,6 +146,20 @@ fn field_defaults(def: &ResourceDef, obj: &mut Value) {
     {
         if let Some(spec) = ensure_object(obj, &["spec"]) {
             set_if_absent(spec, "replicas", json!(1));
+            if def.plural == "statefulsets" {
+                set_if_absent(spec, "podManagementPolicy", json!("OrderedReady"));
+                set_if_absent(spec, "revisionHistoryLimit", json!(10));
+                set_if_absent(
+                    spec,
+                    "updateStrategy",
+                    json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+                );
+                set_if_absent(
+                    spec,
+                    "persistentVolumeClaimRetentionPolicy",
+                    json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
+                );
+            }
             if def.plural == "deployments" {
                 set_if_absent(spec, "revisionHistoryLimit", json!(10));
                 set_if_absent(spec, "progressDeadlineSeconds", json!(600));
@@ -163,9 +179,72 @@ fn field_defaults(def: &ResourceDef, obj: &mut Value) {
                 }
             }
         }
+    } else if is(def, "apps", "daemonsets") {
+        if let Some(spec) = ensure_object(obj, &["spec"]) {
+            set_if_absent(spec, "revisionHistoryLimit", json!(10));
+            set_if_absent(
+                spec,
+                "updateStrategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}),
+            );
+        }
+    } else if is(def, "batch", "cronjobs") {
+        if let Some(spec) = ensure_object(obj, &["spec"]) {
+            set_if_absent(spec, "concurrencyPolicy", json!("Allow"));
+            set_if_absent(spec, "suspend", json!(false));
+            set_if_absent(spec, "successfulJobsHistoryLimit", json!(3));
+            set_if_absent(spec, "failedJobsHistoryLimit", json!(1));
+        }
+    } else if is(def, "batch", "jobs") {
+        if let Some(spec) = ensure_object(obj, &["spec"]) {
+            if spec.get("completions").is_none_or(Value::is_null)
+                && spec.get("parallelism").is_none_or(Value::is_null)
+            {
+                spec.insert("completions".into(), json!(1));
+            }
+            set_if_absent(spec, "parallelism", json!(1));
+            set_if_absent(spec, "backoffLimit", json!(6));
+            set_if_absent(spec, "completionMode", json!("NonIndexed"));
+            set_if_absent(spec, "suspend", json!(false));
+            if spec.get("podFailurePolicy").is_none_or(Value::is_null) {
+                set_if_absent(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
+            }
+        }
     } else if is(def, "apiextensions.k8s.io", "customresourcedefinitions") {
         if let Some(spec) = ensure_object(obj, &["spec"]) {
             set_if_absent(spec, "conversion", json!({"strategy": "None"}));
+        }
+    }
+}
+
+/// The Job strategy's `generateSelector`: unless `manualSelector`, the
+/// selector is the Job's uid and the template gets the job labels.
+fn job_selector(obj: &mut Value) {
+    if obj.pointer("/spec/manualSelector").and_then(Value::as_bool) == Some(true) {
+        return;
+    }
+    let uid = obj
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let name = obj_name(obj);
+    if let Some(labels) = ensure_object(obj, &["spec", "template", "metadata", "labels"]) {
+        for (k, v) in [
+            ("batch.kubernetes.io/controller-uid", &uid),
+            ("batch.kubernetes.io/job-name", &name),
+            ("controller-uid", &uid),
+            ("job-name", &name),
+        ] {
+            labels.insert(k.into(), json!(v));
+        }
+    }
+    if obj.pointer("/spec/selector").is_none_or(Value::is_null) {
+        if let Some(spec) = ensure_object(obj, &["spec"]) {
+            spec.insert(
+                "selector".into(),
+                json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}),
+            );
         }
     }
 }

@@ -81,8 +81,14 @@ pub(crate) fn resource_list(reg: &Registry, group: &str, version: &str) -> Value
         }
         resources.push(entry);
         let mut subs: Vec<Value> = Vec::new();
-        for (sub, verbs) in &def.extra_subresources {
-            subs.push(json!({"name": format!("{}/{sub}", def.plural), "singularName": "", "namespaced": def.namespaced, "kind": def.kind, "verbs": verbs}));
+        for sub in &def.extra_subresources {
+            let mut entry = json!({"name": format!("{}/{}", def.plural, sub.name), "singularName": "", "namespaced": def.namespaced, "kind": def.kind, "verbs": sub.verbs});
+            if let Some((g, v, k)) = sub.kind {
+                entry["group"] = json!(g);
+                entry["version"] = json!(v);
+                entry["kind"] = json!(k);
+            }
+            subs.push(entry);
         }
         if def.scale.is_some() {
             subs.push(json!({"name": format!("{}/scale", def.plural), "singularName": "", "namespaced": def.namespaced,
@@ -117,8 +123,11 @@ fn aggregated_resource(def: &ResourceDef, version: &str) -> Value {
         r["categories"] = json!(def.categories);
     }
     let mut subs = Vec::new();
-    for (sub, verbs) in &def.extra_subresources {
-        subs.push(json!({"subresource": sub, "responseKind": {"group": def.group, "version": version, "kind": def.kind}, "verbs": verbs}));
+    for sub in &def.extra_subresources {
+        let (g, v, k) = sub
+            .kind
+            .unwrap_or((def.group.as_str(), version, def.kind.as_str()));
+        subs.push(json!({"subresource": sub.name, "responseKind": {"group": g, "version": v, "kind": k}, "verbs": sub.verbs}));
     }
     if def.scale.is_some() {
         subs.push(json!({"subresource": "scale", "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"}, "verbs": SUB_VERBS}));

@@ -1,7 +1,8 @@
 //! HTTP plumbing shared by the handlers: the response body type, JSON/YAML
 //! responses, `Accept` negotiation (plain JSON, YAML, `as=Table`,
 //! `as=PartialObjectMetadata`, aggregated discovery), request bodies with
-//! kube-apiserver's 3 MiB limit, and the query string.
+//! kube-apiserver's 3 MiB limit (decoded by [`decode`]), and the query
+//! string.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -11,6 +12,7 @@ use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, Limited};
 use serde_json::Value;
 
+use super::decode::{self, Decoded};
 use super::status::ApiError;
 
 /// The body of every response.
@@ -256,17 +258,25 @@ where
 
 /// Parses a JSON or YAML body into an object.
 pub(crate) fn decode_object(bytes: &[u8], media: &str) -> Result<Value, ApiError> {
-    let value: Value = match media {
-        "application/json" | "" => serde_json::from_slice(bytes)
+    decode_body(bytes, media).map(|d| d.value)
+}
+
+/// Parses a JSON, YAML or protobuf body, noting duplicate keys.
+pub(crate) fn decode_body(bytes: &[u8], media: &str) -> Result<Decoded, ApiError> {
+    let decoded = match media {
+        "application/json" | "" => decode::json(bytes)
             .map_err(|e| ApiError::bad_request(format!("error decoding JSON body: {e}")))?,
         "application/yaml" | "application/apply-patch+yaml" => {
             let text = std::str::from_utf8(bytes)
                 .map_err(|e| ApiError::bad_request(format!("error decoding YAML body: {e}")))?;
-            serde_saphyr::from_str(text)
+            decode::yaml(text)
                 .map_err(|e| ApiError::bad_request(format!("error decoding YAML body: {e}")))?
         }
         "application/vnd.kubernetes.protobuf" => match super::protobuf::decode(bytes) {
-            Ok(v) => v,
+            Ok(value) => Decoded {
+                value,
+                duplicates: Vec::new(),
+            },
             Err(e @ super::protobuf::ProtobufError::UnsupportedKind { .. }) => {
                 tracing::debug!(error = %e, "protobuf body refused");
                 return Err(ApiError::unsupported_media_type(&[
@@ -288,7 +298,7 @@ pub(crate) fn decode_object(bytes: &[u8], media: &str) -> Result<Value, ApiError
             ]))
         }
     };
-    Ok(value)
+    Ok(decoded)
 }
 
 /// The query string as a map (last value wins).

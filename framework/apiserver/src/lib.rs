@@ -54,13 +54,17 @@
 //! - The engine below: `storage` (objects, history, watchers),
 //!   `registry` (built-ins, CRDs, storage conversions), `selectors`,
 //!   `faults` (the rules), `http` (negotiation, bodies), `protobuf`
-//!   (request bodies kubectl sends that way), `status` (errors as
-//!   `Status`), `util`.
+//!   (request bodies kubectl sends that way), `decode` (JSON and YAML
+//!   bodies, with duplicate keys noted and alias expansion bounded),
+//!   `status` (errors as `Status`), `util`, and `work` (the threads
+//!   writes and CEL run on, off the runtime's).
 
 mod admission;
 mod apidocs;
+mod cluster;
 mod controllers;
 mod crds;
+mod decode;
 mod defaults;
 mod discovery;
 mod error;
@@ -83,7 +87,12 @@ mod table;
 mod util;
 mod validation;
 mod watch;
+mod work;
 
+pub use cluster::{
+    PodBehavior, PodPolicy, Readiness, SimNode, SimulatedNodes, Workloads, ANNOTATION_EXIT_AFTER,
+    ANNOTATION_EXIT_CODE, ANNOTATION_IMAGE_PULL, ANNOTATION_READY, ANNOTATION_START_LATENCY,
+};
 pub use error::Error;
 pub use faults::{Failure, RequestMatch};
 pub use server::kubeconfig::CONTEXT as KUBECONFIG_CONTEXT;

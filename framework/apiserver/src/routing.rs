@@ -8,6 +8,8 @@ use percent_encoding::percent_decode_str;
 /// Where a request goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Route {
+    /// `/`: the list of served paths.
+    Root,
     Version,
     Health,
     /// `/api`
@@ -52,6 +54,7 @@ fn decode(seg: &str) -> String {
 pub(crate) fn route(path: &str) -> Route {
     let trimmed = path.trim_end_matches('/');
     match trimmed {
+        "" => return Route::Root,
         "/version" => return Route::Version,
         "/healthz" | "/livez" | "/readyz" => return Route::Health,
         "/api" => return Route::CoreDiscovery,
@@ -191,6 +194,7 @@ mod tests {
             }
         );
         assert_eq!(route("/foo"), Route::NotFound);
+        assert_eq!(route("/"), Route::Root);
         assert_eq!(route("/api/v1/a/b/c/d/e/f/g"), Route::NotFound);
     }
 }

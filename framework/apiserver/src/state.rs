@@ -7,12 +7,13 @@
 
 use std::collections::BTreeSet;
 use std::sync::atomic::AtomicU32;
-use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
 
 use crate::apidocs::OpenApiDocs;
+use crate::cluster::{NodeControls, Workloads};
 use crate::faults::FaultRules;
 use crate::registry::{Registry, ResKey, ResourceDef};
 use crate::storage::{ObjKey, Storage, StoredObject};
@@ -23,6 +24,10 @@ use crate::util;
 pub(crate) struct Options {
     /// Interval between watch bookmarks (kube-apiserver: about a minute).
     pub bookmark_interval: Duration,
+    /// The workload controllers and simulated nodes, when on.
+    pub workloads: Option<Arc<Workloads>>,
+    /// The simulated nodes' fault switches.
+    pub node_controls: Arc<NodeControls>,
 }
 
 /// State shared by requests and the controllers.

@@ -219,6 +219,12 @@ impl ApiError {
         )
     }
 
+    /// What kube-apiserver's panic filter answers (`WithPanicRecovery`),
+    /// as a `Status`.
+    pub fn panicked() -> Self {
+        Self::internal("This request caused apiserver to panic. Look in the logs for details.")
+    }
+
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(500, "InternalError", message)
     }

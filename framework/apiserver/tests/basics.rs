@@ -65,13 +65,18 @@ async fn version_and_health() {
     }
 }
 
+/// kube-apiserver's go-restful containers (`/api`, `/api/v1`, the
+/// built-in groups) answer paths they do not know with a `Status`
+/// (`serviceErrorHandler`); what no container claims reaches the
+/// not-found handler at the end of the delegation chain, which is Go's
+/// `http.NotFound`.
 #[tokio::test]
-async fn unknown_paths_are_plain_text_404_and_unknown_resources_a_status() {
+async fn unknown_paths_get_the_404_of_whoever_owns_the_path() {
     let k = Kube::start().await;
     for p in [
         "/nope",
         "/apis/nope.example.com/v1",
-        "/apis/apps/v7/deployments",
+        "/apis/nope.example.com/v1/widgets",
         "/openapi/v3/apis/nope.example.com/v1",
         "/openapi/v2",
     ] {
@@ -83,18 +88,113 @@ async fn unknown_paths_are_plain_text_404_and_unknown_resources_a_status() {
             .unwrap()
             .starts_with("text/plain"));
     }
-    let r = k.get("/api/v1/widgets").await;
-    assert_eq!(r.code(), 404);
-    let s = r.json();
-    assert_eq!(s["reason"], "NotFound");
-    assert_eq!(
-        s["message"],
-        "the server could not find the requested resource"
+    for p in [
+        "/api/v1/widgets",
+        "/api/v7",
+        "/api/v1/a/b/c/d/e/f/g",
+        "/api/nope",
+        "/apis/apps/v7/deployments",
+        "/apis/apps/v7",
+        "/apis/apps/v1/namespaces/default/deployments/x/y/z",
+        // A cluster-scoped resource under a namespace path.
+        "/api/v1/namespaces/default/namespaces",
+    ] {
+        let r = k.get(p).await;
+        assert_eq!(r.code(), 404, "{p}");
+        assert_eq!(r.headers["content-type"], "application/json", "{p}");
+        let s = r.json();
+        assert_eq!(s["kind"], "Status", "{p}");
+        assert_eq!(s["reason"], "NotFound");
+        assert_eq!(
+            s["message"],
+            "the server could not find the requested resource"
+        );
+        assert_eq!(s["details"], serde_json::json!({}));
+    }
+}
+
+#[tokio::test]
+async fn the_root_lists_the_served_paths() {
+    let k = Kube::start().await;
+    let r = k.get("/").await;
+    assert_eq!(r.code(), 200);
+    let paths: Vec<String> = r.json()["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_owned())
+        .collect();
+    let mut sorted = paths.clone();
+    sorted.sort();
+    assert_eq!(paths, sorted);
+    for p in [
+        "/api",
+        "/api/v1",
+        "/apis",
+        "/apis/",
+        "/apis/apps",
+        "/apis/apps/v1",
+        "/healthz",
+        "/livez",
+        "/openapi/v3",
+        "/readyz",
+        "/version",
+    ] {
+        assert!(paths.iter().any(|x| x == p), "{p} in {paths:?}");
+    }
+    // Served, so listed: every path answers.
+    for p in &paths {
+        assert_eq!(k.get(p).await.code(), 200, "{p}");
+    }
+}
+
+/// Go's net/http answers requests it cannot read with a plain-text body
+/// naming the status (`server.go`: `"HTTP/1.1 " + publicErr +
+/// errorHeaders + publicErr`), and closes the connection.
+#[tokio::test]
+async fn oversized_request_lines_and_headers_get_a_body() {
+    let k = Kube::start().await;
+    let host = k.server.addr();
+    let long_uri = format!(
+        "GET /api?x={} HTTP/1.1\r\nHost: {host}\r\n\r\n",
+        "a".repeat(70_000)
     );
-    // A cluster-scoped resource under a namespace path.
-    assert_eq!(
-        k.get("/api/v1/namespaces/default/namespaces").await.code(),
-        404
+    // kube-apiserver reads up to 1 MiB of headers (MaxHeaderBytes); this
+    // is well past it.
+    let big_header = format!(
+        "GET /api HTTP/1.1\r\nHost: {host}\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(2 << 20)
+    );
+    for (request, status) in [
+        (long_uri, "414 URI Too Long"),
+        (big_header, "431 Request Header Fields Too Large"),
+    ] {
+        let answer = common::raw_http1(&k.server, request.as_bytes()).await;
+        let answer = String::from_utf8_lossy(&answer).into_owned();
+        let (head, body) = answer.split_once("\r\n\r\n").expect("a response");
+        assert!(
+            head.starts_with(&format!("HTTP/1.1 {status}\r\n")),
+            "{head}"
+        );
+        let head = head.to_ascii_lowercase();
+        assert!(
+            head.contains("\r\ncontent-type: text/plain; charset=utf-8"),
+            "{head}"
+        );
+        assert!(head.contains("\r\nconnection: close"), "{head}");
+        assert_eq!(body, status);
+    }
+    // A header under kube-apiserver's limit is read.
+    let fits = format!(
+        "GET /version HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {}\r\nConnection: close\r\nX-Big: {}\r\n\r\n",
+        k.token(),
+        "a".repeat(512 << 10)
+    );
+    let answer = common::raw_http1(&k.server, fits.as_bytes()).await;
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200 OK\r\n"),
+        "{}",
+        String::from_utf8_lossy(&answer[..answer.len().min(200)])
     );
 }
 

@@ -162,3 +162,75 @@ async fn a_terminating_crd_waits_for_its_objects_and_refuses_new_ones() {
     .await;
     assert_eq!(k.get(things).await.code(), 404);
 }
+
+/// A CRD with one rule on a `spec` declaring `a` (a string).
+fn crd_with_rule(name: &str, rule: serde_json::Value) -> serde_json::Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{name}.rules.example.com")},
+        "spec": {"group": "rules.example.com", "scope": "Namespaced",
+            "names": {"plural": name, "kind": "Rule"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object",
+                             "properties": {"a": {"type": "string"}},
+                             "x-kubernetes-validations": [rule]}}}}}]}})
+}
+
+#[tokio::test]
+async fn rules_that_do_not_compile_are_refused_naming_the_rule_and_the_error() {
+    let k = Kube::start().await;
+    let field = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule";
+    for (rule, detail) in [
+        (
+            "self.nope == 1",
+            "compilation failed: ERROR: <input>:1:5: undefined field 'nope'\n | self.nope == 1\n | ....^",
+        ),
+        ("1", "cel expression must evaluate to a bool"),
+        (
+            "self.a.matches(\"(\")",
+            "compilation failed: ERROR: <input>:1:16: invalid matches argument\n | self.a.matches(\"(\")\n | ...............^",
+        ),
+    ] {
+        let r = k
+            .post(
+                common::CRDS,
+                &crd_with_rule("things", json!({"rule": rule})),
+            )
+            .await;
+        assert_eq!(r.code(), 422, "{rule}: {}", String::from_utf8_lossy(&r.body));
+        let cause = &r.json()["details"]["causes"][0];
+        assert_eq!(cause["field"], field);
+        assert_eq!(
+            cause["message"],
+            format!(
+                "Invalid value: {}: {detail}",
+                serde_json::to_string(&json!({"rule": rule})).unwrap()
+            ),
+            "{rule}"
+        );
+    }
+    // What kube-apiserver accepts is accepted.
+    for (i, rule) in [
+        "self.a.matches('^[a-z]+$') && size(self.a) < 10",
+        "!has(self.a) || self.a.startsWith('x')",
+        "self.a.size() >= 0 && self.a != 'z'",
+        "type(self.a) == string",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let r = k
+            .post(
+                common::CRDS,
+                &crd_with_rule(&format!("ok{i}s"), json!({"rule": rule})),
+            )
+            .await;
+        assert_eq!(
+            r.code(),
+            201,
+            "{rule}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+    }
+}

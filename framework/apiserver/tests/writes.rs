@@ -85,6 +85,13 @@ async fn create_rejections() {
         with_rv.json()["message"],
         "resourceVersion should not be set on objects to be created"
     );
+    // Only a number above zero is refused (etcd3 store Create: the
+    // versioner's ParseUint); anything else is replaced.
+    for (i, rv) in ["0", "abc", "-1"].iter().enumerate() {
+        let r = k.post(CMS, &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("rv{i}"), "resourceVersion": rv}})).await;
+        assert_eq!(r.code(), 201, "{rv}: {}", String::from_utf8_lossy(&r.body));
+        assert_ne!(r.json()["metadata"]["resourceVersion"], *rv);
+    }
     let missing_ns = k
         .post(
             "/api/v1/namespaces/nope/configmaps",
@@ -798,6 +805,14 @@ async fn unknown_fields_warn_by_default_and_fail_under_strict() {
         .await;
     assert_eq!(r.code(), 201);
     assert!(r.headers.get("warning").is_none());
+    // Under Warn and Ignore alike, unknown fields are dropped, as decoding
+    // into the kind's type drops them.
+    for name in ["u", "w"] {
+        let stored = k.get(&format!("{CMS}/{name}")).await.json();
+        assert!(stored.get("extra").is_none(), "{stored}");
+        assert!(stored["metadata"].get("bogus").is_none(), "{stored}");
+        assert_eq!(stored["data"]["a"], "b");
+    }
     // A full, valid Deployment has no unknown fields.
     let d = k
         .raw(
@@ -850,4 +865,184 @@ async fn events_api_and_core_events_share_one_store() {
         k.get("/api/v1/namespaces/default/events/e1").await.json()["message"],
         "changed"
     );
+}
+
+/// kube-apiserver decodes a built-in's body with the endpoint's kind and
+/// version as defaults (apimachinery's `gvkWithDefaults`), which is how the
+/// official Python client sends its models; a custom resource is decoded
+/// unstructured and must name its kind and apiVersion.
+#[tokio::test]
+async fn bodies_without_type_meta_take_the_endpoints_for_builtins_only() {
+    let k = Kube::start().await;
+    // Create, cluster-scoped and namespaced, with neither field.
+    let ns = k
+        .post("/api/v1/namespaces", &json!({"metadata": {"name": "bare"}}))
+        .await;
+    assert_eq!(ns.code(), 201, "{}", ns.json());
+    assert_eq!(ns.json()["kind"], "Namespace");
+    assert_eq!(ns.json()["apiVersion"], "v1");
+    let d = deployment("bare", 1);
+    let mut bare = d.clone();
+    bare.as_object_mut().unwrap().remove("kind");
+    let created = k.post(DEPLOYS, &bare).await;
+    assert_eq!(created.code(), 201, "{}", created.json());
+    assert_eq!(created.json()["kind"], "Deployment");
+    assert_eq!(created.json()["apiVersion"], "apps/v1");
+    // Only the kind given; and a replace with neither.
+    let cm = k
+        .post(
+            CMS,
+            &json!({"kind": "ConfigMap", "metadata": {"name": "c"}}),
+        )
+        .await;
+    assert_eq!(cm.code(), 201, "{}", cm.json());
+    let mut replace = cm.json();
+    replace["data"] = json!({"k": "v"});
+    let map = replace.as_object_mut().unwrap();
+    map.remove("kind");
+    map.remove("apiVersion");
+    let replaced = k.put(&format!("{CMS}/c"), &replace).await;
+    assert_eq!(replaced.code(), 200, "{}", replaced.json());
+    assert_eq!(replaced.json()["kind"], "ConfigMap");
+    assert_eq!(k.get(&format!("{CMS}/c")).await.json()["data"]["k"], "v");
+    // Naming another kind is still a 400.
+    let other = k
+        .post(CMS, &json!({"kind": "Secret", "metadata": {"name": "s"}}))
+        .await;
+    assert_eq!(other.code(), 400);
+    assert!(other.json()["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("Secret in version \"v1\" cannot be handled as a ConfigMap"));
+
+    // Custom resources: no kind is kube-apiserver's unstructured decode
+    // error, no apiVersion its group-version check.
+    widget_crd(&k).await;
+    let mut no_kind = widget("w");
+    no_kind.as_object_mut().unwrap().remove("kind");
+    let r = k.post(WIDGETS, &no_kind).await;
+    assert_eq!(r.code(), 400);
+    let message = r.json()["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.starts_with(
+            "the object provided is unrecognized (must be of type Widget): Object 'Kind' is missing in '{"
+        ),
+        "{message}"
+    );
+    assert!(message.ends_with(" ...)"), "{message}");
+    let mut no_version = widget("w");
+    no_version.as_object_mut().unwrap().remove("apiVersion");
+    let r = k.post(WIDGETS, &no_version).await;
+    assert_eq!(r.code(), 400);
+    assert_eq!(
+        r.json()["message"],
+        "the API version in the data () does not match the expected API version (ex.com/v1)"
+    );
+    assert_eq!(k.get(&format!("{WIDGETS}/w")).await.code(), 404);
+}
+
+#[tokio::test]
+async fn duplicate_keys_warn_by_default_and_fail_under_strict() {
+    let k = Kube::start().await;
+    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d","name":"d"},"data":{"a":"1"},"data":{"a":"2"}}"#;
+    let r = k
+        .raw(
+            "POST",
+            &format!("{CMS}?fieldValidation=Strict"),
+            Some("application/json"),
+            body,
+            None,
+        )
+        .await;
+    assert_eq!(r.code(), 400, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(
+        r.json()["message"],
+        "strict decoding error: duplicate field \"metadata.name\", duplicate field \"data\""
+    );
+    let r = k
+        .raw("POST", CMS, Some("application/json"), body, None)
+        .await;
+    assert_eq!(r.code(), 201);
+    let warnings: Vec<&str> = r
+        .headers
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            r#"299 - "duplicate field \"metadata.name\"""#,
+            r#"299 - "duplicate field \"data\"""#
+        ]
+    );
+    // The last value wins, as encoding/json decodes.
+    assert_eq!(r.json()["data"]["a"], "2");
+}
+
+#[tokio::test]
+async fn field_manager_must_be_short_and_printable() {
+    let k = Kube::start().await;
+    let cm =
+        |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+    let long = "m".repeat(129);
+    let r = k
+        .post(&format!("{CMS}?fieldManager={long}"), &cm("a"))
+        .await;
+    assert_eq!(r.code(), 422, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(
+        r.json()["message"],
+        "CreateOptions.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more than 128 bytes"
+    );
+    let r = k.post(&format!("{CMS}?fieldManager=a%07b"), &cm("a")).await;
+    assert_eq!(r.code(), 422);
+    let cause = &r.json()["details"]["causes"][0];
+    assert_eq!(cause["field"], "fieldManager");
+    assert_eq!(
+        cause["message"],
+        "Invalid value: \"a\\ab\": invalid character U+0007 (at position 1)"
+    );
+    let ok = k
+        .post(&format!("{CMS}?fieldManager={}", "m".repeat(128)), &cm("b"))
+        .await;
+    assert_eq!(ok.code(), 201);
+    let r = k
+        .merge(
+            &format!("{CMS}/b?fieldManager=%E2%80%8B"),
+            &json!({"data": {"x": "y"}}),
+        )
+        .await;
+    assert_eq!(r.code(), 422);
+    assert!(r.json()["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Invalid value: "));
+    let r = k
+        .put(&format!("{CMS}/b?fieldManager={long}"), &cm("b"))
+        .await;
+    assert_eq!(r.code(), 422);
+    assert!(r.json()["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("UpdateOptions.meta.k8s.io"));
+}
+
+#[tokio::test]
+async fn the_system_namespaces_may_not_be_deleted() {
+    let k = Kube::start().await;
+    for ns in ["default", "kube-system", "kube-public"] {
+        let r = k.delete(&format!("/api/v1/namespaces/{ns}")).await;
+        assert_eq!(r.code(), 403, "{ns}");
+        let s = r.json();
+        assert_eq!(s["reason"], "Forbidden");
+        assert_eq!(
+            s["message"],
+            format!("namespaces \"{ns}\" is forbidden: this namespace may not be deleted")
+        );
+        assert_eq!(s["details"], json!({"name": ns, "kind": "namespaces"}));
+        assert_eq!(k.get(&format!("/api/v1/namespaces/{ns}")).await.code(), 200);
+    }
+    // Other namespaces, kube-node-lease included, may go.
+    let r = k.delete("/api/v1/namespaces/kube-node-lease").await;
+    assert_eq!(r.code(), 200);
 }

@@ -3,6 +3,11 @@
 //! and [`App::start_on`](super::App::start_on) (an operator in a test).
 //! Either way the operator's CRDs are installed first, and its samples can
 //! be created.
+//!
+//! The `--embedded` server runs the workload controllers and three
+//! simulated nodes ([`Workloads::new`]): the Deployments, StatefulSets and
+//! Jobs an operator creates get pods that start and become ready, as on a
+//! cluster, so conditions computed from them move as they would there.
 
 use std::net::SocketAddr;
 
@@ -14,16 +19,18 @@ use kube_core::params::PostParams;
 use super::Error;
 use crate::manager::CancellationToken;
 use crate::scheme::Scheme;
-use crate::testing::ApiServer;
+use crate::testing::{ApiServer, Workloads};
 use crate::{Api, Client};
 
-/// Starts the API server on `listen` and installs `crds`.
+/// Starts the API server on `listen`, with the workload controllers and
+/// simulated nodes, and installs `crds`.
 pub(crate) async fn start_server(
     listen: SocketAddr,
     crds: &[CustomResourceDefinition],
 ) -> Result<ApiServer, Error> {
     let server = ApiServer::builder()
         .bind(listen)
+        .workloads(Workloads::new())
         .start()
         .await
         .map_err(|source| Error::Embedded {

@@ -1,17 +1,17 @@
 //! One named index of a store: the function that files an object under
 //! zero or more values, and the inverted map from each value to the objects
 //! filed under it (client-go's `Indexers` / `Indices`, `index.go`). Objects
-//! are named by their slot in the store, so a look-up reads the slots
-//! directly instead of hashing each key again.
+//! are named by their slot in the store (four bytes each), so a look-up
+//! reads the slots directly instead of hashing each key again.
 
-use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use super::ObjectKey;
+use hashbrown::{HashMap, HashSet};
+use kube_core::Resource;
 
 /// Where an object lives in the store's slab.
-pub(crate) type SlotId = usize;
+pub(crate) type SlotId = u32;
 
 /// The name of the index every store has: objects filed under their
 /// namespace, `""` for cluster-scoped ones (client-go's `NamespaceIndex`).
@@ -25,8 +25,7 @@ pub type IndexFn<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
 
 enum IndexFunc<K> {
     /// The built-in namespace index. The namespace is part of the key, so it
-    /// is read from the key and never changes on update: no call, no
-    /// allocation on the hot path.
+    /// never changes on update: no call, no allocation on the hot path.
     Namespace,
     Custom {
         name: String,
@@ -40,25 +39,16 @@ pub(crate) struct Index<K> {
     values: HashMap<String, HashSet<SlotId>>,
 }
 
-impl<K> Index<K> {
-    pub(crate) fn namespace() -> Self {
-        Self {
-            func: IndexFunc::Namespace,
-            values: HashMap::new(),
-        }
-    }
+/// The namespace the namespace index files `obj` under.
+fn namespace_of<K: Resource>(obj: &K) -> &str {
+    obj.meta().namespace.as_deref().unwrap_or("")
+}
 
-    pub(crate) fn custom(name: String, func: IndexFn<K>) -> Self {
-        Self {
-            func: IndexFunc::Custom { name, func },
-            values: HashMap::new(),
-        }
-    }
-
+impl<K: Resource> Index<K> {
     /// Files a new object.
-    pub(crate) fn insert(&mut self, id: SlotId, key: &ObjectKey, obj: &K) {
+    pub(crate) fn insert(&mut self, id: SlotId, obj: &K) {
         match &self.func {
-            IndexFunc::Namespace => add_value(&mut self.values, key.namespace_or_empty(), id),
+            IndexFunc::Namespace => add_value(&mut self.values, namespace_of(obj), id),
             IndexFunc::Custom { name, func } => {
                 for v in call(name, func, obj) {
                     add_value(&mut self.values, &v, id);
@@ -86,9 +76,9 @@ impl<K> Index<K> {
     }
 
     /// Unfiles a removed object.
-    pub(crate) fn remove(&mut self, id: SlotId, key: &ObjectKey, obj: &K) {
+    pub(crate) fn remove(&mut self, id: SlotId, obj: &K) {
         match &self.func {
-            IndexFunc::Namespace => remove_value(&mut self.values, key.namespace_or_empty(), id),
+            IndexFunc::Namespace => remove_value(&mut self.values, namespace_of(obj), id),
             IndexFunc::Custom { name, func } => {
                 for v in call(name, func, obj) {
                     remove_value(&mut self.values, &v, id);
@@ -96,10 +86,31 @@ impl<K> Index<K> {
             }
         }
     }
+}
+
+impl<K> Index<K> {
+    pub(crate) fn namespace() -> Self {
+        Self {
+            func: IndexFunc::Namespace,
+            values: HashMap::new(),
+        }
+    }
+
+    pub(crate) fn custom(name: String, func: IndexFn<K>) -> Self {
+        Self {
+            func: IndexFunc::Custom { name, func },
+            values: HashMap::new(),
+        }
+    }
 
     /// The slots filed under `value`.
     pub(crate) fn slots(&self, value: &str) -> impl Iterator<Item = SlotId> + '_ {
         self.values.get(value).into_iter().flatten().copied()
+    }
+
+    /// How many slots are filed under `value`.
+    pub(crate) fn count(&self, value: &str) -> usize {
+        self.values.get(value).map_or(0, HashSet::len)
     }
 
     /// Every value with at least one key filed under it.
@@ -127,7 +138,9 @@ fn add_value(values: &mut HashMap<String, HashSet<SlotId>>, v: &str, id: SlotId)
     if let Some(set) = values.get_mut(v) {
         set.insert(id);
     } else {
-        values.insert(v.to_owned(), HashSet::from([id]));
+        let mut set = HashSet::new();
+        set.insert(id);
+        values.insert(v.to_owned(), set);
     }
 }
 

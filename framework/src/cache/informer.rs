@@ -614,6 +614,10 @@ where
         let version = resource_version.clone();
         let Replaced { vanished, applied } = core.writer.replace(items, resource_version);
         inner.note_version(Some(&version));
+        if core.listeners.is_empty() {
+            inner.mark_synced(&core);
+            return;
+        }
         let mut events = Vec::with_capacity(vanished.len() + applied.len());
         events.extend(vanished.into_iter().map(|(_, object)| {
             Event::Delete(DeletedObject {

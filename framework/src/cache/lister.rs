@@ -41,16 +41,6 @@ impl<K> Lister<K> {
         &self.store
     }
 
-    /// The object stored under `key`.
-    pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        self.store.get(key)
-    }
-
-    /// The object named `name` in `namespace` (`None` for cluster-scoped).
-    pub fn get_by(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
-        self.store.get_by(namespace, name)
-    }
-
     /// A view of one namespace.
     pub fn namespace(&self, namespace: impl Into<String>) -> NamespaceLister<K> {
         NamespaceLister {
@@ -61,6 +51,16 @@ impl<K> Lister<K> {
 }
 
 impl<K: Resource> Lister<K> {
+    /// The object stored under `key`.
+    pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.store.get(key)
+    }
+
+    /// The object named `name` in `namespace` (`None` for cluster-scoped).
+    pub fn get_by(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
+        self.store.get_by(namespace, name)
+    }
+
     /// Every object whose labels match `selector` (`Selector::default()`
     /// matches everything).
     pub fn list(&self, selector: &Selector) -> Vec<Arc<K>> {

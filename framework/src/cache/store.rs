@@ -7,50 +7,69 @@
 //! not reflect. It is a std lock, held only for map operations and never
 //! across an `await`. Objects are stored as `Arc<K>` and handed out as
 //! clones of the `Arc`: the store never clones a `K`.
+//!
+//! Memory per object beyond the object itself is a few bytes: the objects
+//! sit in a slab, and the key map holds only slot numbers, hashed and
+//! compared by the namespace and name read from the stored object, so no
+//! key is kept a second time.
 
-use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::hash::BuildHasher as _;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 use kube_core::Resource;
 
 use super::index::{Index, IndexFn, SlotId, NAMESPACE_INDEX};
 use super::sink::{Applied, Delta, Replaced};
 use super::{Error, ObjectKey};
 
-struct Slot<K> {
-    key: Arc<ObjectKey>,
-    obj: Arc<K>,
+/// The namespace (`""` for cluster-scoped objects) and name an object is
+/// keyed by: what [`ObjectKey::of`] gives, borrowed from the object.
+fn key_parts<K: Resource>(obj: &K) -> (&str, &str) {
+    let meta = obj.meta();
+    let namespace = meta.namespace.as_deref().unwrap_or("");
+    let name = meta
+        .name
+        .as_deref()
+        .or(meta.generate_name.as_deref())
+        .unwrap_or("");
+    (namespace, name)
+}
+
+/// The parts of `key` as [`key_parts`] gives them.
+fn parts_of(key: &ObjectKey) -> (&str, &str) {
+    (key.namespace_or_empty(), &key.name)
 }
 
 /// Objects live in a slab; the key map and the indexes name them by slot, so
 /// an index look-up reads slots directly (no second hash per hit) and an
 /// update that keeps its index values touches no index at all.
 struct State<K> {
-    slots: Vec<Option<Slot<K>>>,
+    slots: Vec<Option<Arc<K>>>,
     free: Vec<SlotId>,
-    by_key: HashMap<Arc<ObjectKey>, SlotId>,
+    /// The slot of every object, hashed by [`key_parts`].
+    by_key: HashTable<SlotId>,
+    hasher: DefaultHashBuilder,
     indexes: HashMap<String, Index<K>>,
     last_sync_resource_version: Option<String>,
 }
 
 impl<K> State<K> {
-    fn slot(&self, id: SlotId) -> Option<&Slot<K>> {
-        self.slots.get(id).and_then(Option::as_ref)
+    fn slot(&self, id: SlotId) -> Option<&Arc<K>> {
+        self.slots.get(id as usize).and_then(Option::as_ref)
     }
 
-    fn get(&self, key: &ObjectKey) -> Option<&Arc<K>> {
-        self.by_key
-            .get(key)
-            .and_then(|id| self.slot(*id))
-            .map(|s| &s.obj)
+    fn len(&self) -> usize {
+        self.by_key.len()
     }
 
-    fn occupied(&self) -> impl Iterator<Item = (SlotId, &Slot<K>)> {
+    fn occupied(&self) -> impl Iterator<Item = (SlotId, &Arc<K>)> {
+        // Slot ids fit a `SlotId`: `allocate` never hands out more.
         self.slots
             .iter()
             .enumerate()
-            .filter_map(|(id, s)| s.as_ref().map(|s| (id, s)))
+            .filter_map(|(id, s)| s.as_ref().map(|s| (id as SlotId, s)))
     }
 
     fn index(&self, name: &str) -> Result<&Index<K>, Error> {
@@ -60,12 +79,35 @@ impl<K> State<K> {
     }
 
     fn objects_in(&self, index: &Index<K>, value: &str) -> Vec<Arc<K>> {
-        index
-            .slots(value)
-            .filter_map(|id| self.slot(id))
-            .map(|s| Arc::clone(&s.obj))
-            .collect()
+        let mut out = Vec::with_capacity(index.count(value));
+        out.extend(index.slots(value).filter_map(|id| self.slot(id)).cloned());
+        out
     }
+}
+
+impl<K: Resource> State<K> {
+    fn hash(&self, parts: (&str, &str)) -> u64 {
+        self.hasher.hash_one(parts)
+    }
+
+    /// The slot holding the object keyed by `parts`.
+    fn find(&self, parts: (&str, &str)) -> Option<SlotId> {
+        let slots = &self.slots;
+        self.by_key
+            .find(self.hash(parts), |&id| slot_has_key(slots, id, parts))
+            .copied()
+    }
+
+    fn get(&self, key: &ObjectKey) -> Option<&Arc<K>> {
+        self.find(parts_of(key)).and_then(|id| self.slot(id))
+    }
+}
+
+fn slot_has_key<K: Resource>(slots: &[Option<Arc<K>>], id: SlotId, parts: (&str, &str)) -> bool {
+    slots
+        .get(id as usize)
+        .and_then(Option::as_ref)
+        .is_some_and(|obj| key_parts(obj.as_ref()) == parts)
 }
 
 /// A cheap-to-clone, read-side handle on an indexed cache of `Arc<K>`.
@@ -90,7 +132,7 @@ impl<K> fmt::Debug for Store<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.read();
         f.debug_struct("Store")
-            .field("len", &state.by_key.len())
+            .field("len", &state.len())
             .field("indexes", &state.indexes.keys().collect::<Vec<_>>())
             .field(
                 "last_sync_resource_version",
@@ -112,36 +154,12 @@ impl<K> Store<K> {
         self.state.write().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The object stored under `key`.
-    pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        self.read().get(key).cloned()
-    }
-
-    /// The object named `name` in `namespace` (`None` for cluster-scoped).
-    pub fn get_by(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
-        self.get(&ObjectKey::new(namespace.map(str::to_owned), name))
-    }
-
-    /// Whether an object is stored under `key`.
-    pub fn contains(&self, key: &ObjectKey) -> bool {
-        self.read().by_key.contains_key(key)
-    }
-
     /// Every stored object, in no particular order.
     pub fn list(&self) -> Vec<Arc<K>> {
         let state = self.read();
-        let mut out = Vec::with_capacity(state.by_key.len());
-        out.extend(state.occupied().map(|(_, s)| Arc::clone(&s.obj)));
+        let mut out = Vec::with_capacity(state.len());
+        out.extend(state.occupied().map(|(_, obj)| Arc::clone(obj)));
         out
-    }
-
-    /// Every stored key, in no particular order.
-    pub fn list_keys(&self) -> Vec<ObjectKey> {
-        self.read()
-            .by_key
-            .keys()
-            .map(|k| ObjectKey::clone(k))
-            .collect()
     }
 
     /// The objects in `namespace` (`""` lists cluster-scoped objects), through
@@ -156,29 +174,18 @@ impl<K> Store<K> {
 
     /// How many objects are stored.
     pub fn len(&self) -> usize {
-        self.read().by_key.len()
+        self.read().len()
     }
 
     /// Whether the store is empty.
     pub fn is_empty(&self) -> bool {
-        self.read().by_key.is_empty()
+        self.read().len() == 0
     }
 
     /// The objects the index `index` files under `value`.
     pub fn by_index(&self, index: &str, value: &str) -> Result<Vec<Arc<K>>, Error> {
         let state = self.read();
         Ok(state.objects_in(state.index(index)?, value))
-    }
-
-    /// The keys the index `index` files under `value`.
-    pub fn index_keys(&self, index: &str, value: &str) -> Result<Vec<ObjectKey>, Error> {
-        let state = self.read();
-        Ok(state
-            .index(index)?
-            .slots(value)
-            .filter_map(|id| state.slot(id))
-            .map(|s| ObjectKey::clone(&s.key))
-            .collect())
     }
 
     /// Every value the index `index` has at least one object filed under.
@@ -199,6 +206,42 @@ impl<K> Store<K> {
 }
 
 impl<K: Resource> Store<K> {
+    /// The object stored under `key`.
+    pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.read().get(key).cloned()
+    }
+
+    /// The object named `name` in `namespace` (`None` for cluster-scoped).
+    pub fn get_by(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
+        let state = self.read();
+        let id = state.find((namespace.unwrap_or(""), name))?;
+        state.slot(id).cloned()
+    }
+
+    /// Whether an object is stored under `key`.
+    pub fn contains(&self, key: &ObjectKey) -> bool {
+        self.read().find(parts_of(key)).is_some()
+    }
+
+    /// Every stored key, in no particular order.
+    pub fn list_keys(&self) -> Vec<ObjectKey> {
+        let state = self.read();
+        let mut out = Vec::with_capacity(state.len());
+        out.extend(state.occupied().map(|(_, obj)| ObjectKey::of(obj.as_ref())));
+        out
+    }
+
+    /// The keys the index `index` files under `value`.
+    pub fn index_keys(&self, index: &str, value: &str) -> Result<Vec<ObjectKey>, Error> {
+        let state = self.read();
+        Ok(state
+            .index(index)?
+            .slots(value)
+            .filter_map(|id| state.slot(id))
+            .map(|obj| ObjectKey::of(obj.as_ref()))
+            .collect())
+    }
+
     /// Adds the index `name`: `func` gives the values an object is filed
     /// under. Items already stored are indexed before this returns. A name
     /// already in use is [`Error::IndexExists`].
@@ -216,8 +259,8 @@ impl<K: Resource> Store<K> {
             return Err(Error::IndexExists(name));
         }
         let mut index = Index::custom(name.clone(), Arc::new(func) as IndexFn<K>);
-        for (id, slot) in state.occupied() {
-            index.insert(id, &slot.key, &slot.obj);
+        for (id, obj) in state.occupied() {
+            index.insert(id, obj);
         }
         state.indexes.insert(name, index);
         Ok(())
@@ -251,54 +294,78 @@ fn different_uid<K: Resource>(old: &K, new: &K) -> bool {
 }
 
 impl<K: Resource> State<K> {
-    fn upsert(&mut self, key: ObjectKey, obj: Arc<K>) -> Applied<K> {
-        if let Some(&id) = self.by_key.get(&key) {
+    /// Stores `obj`, replacing what its key held. Returns what happened and
+    /// the slot it is in (`None` only if the slab is full: 2^32 objects).
+    fn upsert(&mut self, obj: Arc<K>) -> (Applied<K>, Option<SlotId>) {
+        if let Some(id) = self.find(key_parts(obj.as_ref())) {
             let Self { slots, indexes, .. } = self;
-            if let Some(slot) = slots.get_mut(id).and_then(Option::as_mut) {
-                if same_version(&slot.obj, &obj) {
-                    return Applied::Unchanged(Arc::clone(&slot.obj));
+            if let Some(held) = slots.get_mut(id as usize).and_then(Option::as_mut) {
+                if same_version(held, &obj) {
+                    return (Applied::Unchanged(Arc::clone(held)), Some(id));
                 }
                 for index in indexes.values_mut() {
-                    index.update(id, &slot.obj, &obj);
+                    index.update(id, held, &obj);
                 }
-                let recreated = different_uid(slot.obj.as_ref(), obj.as_ref());
-                let old = std::mem::replace(&mut slot.obj, Arc::clone(&obj));
-                return if recreated {
+                let recreated = different_uid(held.as_ref(), obj.as_ref());
+                let old = std::mem::replace(held, Arc::clone(&obj));
+                let applied = if recreated {
                     Applied::Recreated { old, new: obj }
                 } else {
                     Applied::Updated { old, new: obj }
                 };
+                return (applied, Some(id));
             }
         }
-        let key = Arc::new(key);
-        let id = match self.free.pop() {
-            Some(id) => id,
-            None => {
-                self.slots.push(None);
-                self.slots.len() - 1
-            }
+        let Some(id) = self.allocate() else {
+            tracing::error!(
+                object = %ObjectKey::of(obj.as_ref()),
+                "the store holds 2^32 objects; not storing another"
+            );
+            return (Applied::Absent, None);
         };
         for index in self.indexes.values_mut() {
-            index.insert(id, &key, &obj);
+            index.insert(id, &obj);
         }
-        self.by_key.insert(Arc::clone(&key), id);
-        if let Some(slot) = self.slots.get_mut(id) {
-            *slot = Some(Slot {
-                key,
-                obj: Arc::clone(&obj),
-            });
+        let hash = self.hash(key_parts(obj.as_ref()));
+        if let Some(slot) = self.slots.get_mut(id as usize) {
+            *slot = Some(Arc::clone(&obj));
         }
-        Applied::Added(obj)
+        let Self {
+            slots,
+            by_key,
+            hasher,
+            ..
+        } = self;
+        by_key.insert_unique(hash, id, |&id| rehash(slots, hasher, id));
+        (Applied::Added(obj), Some(id))
+    }
+
+    /// A free slot: a vacated one, or a new one at the end.
+    fn allocate(&mut self) -> Option<SlotId> {
+        if let Some(id) = self.free.pop() {
+            return Some(id);
+        }
+        let id = SlotId::try_from(self.slots.len()).ok()?;
+        self.slots.push(None);
+        Some(id)
+    }
+
+    fn remove_slot(&mut self, id: SlotId) -> Option<Arc<K>> {
+        let obj = self.slots.get_mut(id as usize).and_then(Option::take)?;
+        let hash = self.hash(key_parts(obj.as_ref()));
+        if let Ok(entry) = self.by_key.find_entry(hash, |&held| held == id) {
+            entry.remove();
+        }
+        for index in self.indexes.values_mut() {
+            index.remove(id, &obj);
+        }
+        self.free.push(id);
+        Some(obj)
     }
 
     fn remove(&mut self, key: &ObjectKey) -> Option<Arc<K>> {
-        let id = self.by_key.remove(key)?;
-        let slot = self.slots.get_mut(id).and_then(Option::take)?;
-        for index in self.indexes.values_mut() {
-            index.remove(id, &slot.key, &slot.obj);
-        }
-        self.free.push(id);
-        Some(slot.obj)
+        let id = self.find(parts_of(key))?;
+        self.remove_slot(id)
     }
 
     fn note_resource_version(&mut self, obj: &K) {
@@ -313,6 +380,15 @@ impl<K: Resource> State<K> {
             }
         }
     }
+}
+
+/// The hash of the object in slot `id`, for the key map to grow by.
+fn rehash<K: Resource>(slots: &[Option<Arc<K>>], hasher: &DefaultHashBuilder, id: SlotId) -> u64 {
+    let parts = slots
+        .get(id as usize)
+        .and_then(Option::as_ref)
+        .map_or(("", ""), |obj| key_parts(obj.as_ref()));
+    hasher.hash_one(parts)
 }
 
 /// The single writer of a [`Store`]: applies watch events and whole lists.
@@ -339,11 +415,13 @@ impl<K> Default for StoreWriter<K> {
 impl<K> StoreWriter<K> {
     /// An empty store with only the namespace index, and its writer.
     pub fn new() -> Self {
-        let indexes = HashMap::from([(NAMESPACE_INDEX.to_owned(), Index::namespace())]);
+        let mut indexes = HashMap::new();
+        indexes.insert(NAMESPACE_INDEX.to_owned(), Index::namespace());
         let state = State {
             slots: Vec::new(),
             free: Vec::new(),
-            by_key: HashMap::new(),
+            by_key: HashTable::new(),
+            hasher: DefaultHashBuilder::default(),
             indexes,
             last_sync_resource_version: None,
         };
@@ -369,12 +447,11 @@ impl<K: Resource> StoreWriter<K> {
     /// Applies one watch event and reports what it changed. The object's
     /// resourceVersion, when it has one, becomes the last synced one.
     pub fn apply(&mut self, delta: Delta<K>) -> Applied<K> {
-        let key = ObjectKey::of(delta.object().as_ref());
         let mut state = self.store.write();
         state.note_resource_version(delta.object());
         match delta {
-            Delta::Added(obj) | Delta::Updated(obj) => state.upsert(key, obj),
-            Delta::Deleted(_) => match state.remove(&key) {
+            Delta::Added(obj) | Delta::Updated(obj) => state.upsert(obj).0,
+            Delta::Deleted(obj) => match state.remove(&ObjectKey::of(obj.as_ref())) {
                 Some(old) => Applied::Deleted(old),
                 None => Applied::Absent,
             },
@@ -386,29 +463,48 @@ impl<K: Resource> StoreWriter<K> {
     /// old contents or the new, never a mix. Reports the keys that vanished
     /// (with the last state held) and what happened to each listed item.
     pub fn replace(&mut self, items: Vec<Arc<K>>, resource_version: String) -> Replaced<K> {
-        let keys: Vec<ObjectKey> = items.iter().map(|o| ObjectKey::of(o.as_ref())).collect();
         let mut state = self.store.write();
-
-        let listed: HashSet<&ObjectKey> = keys.iter().collect();
-        let mut gone: Vec<ObjectKey> = state
-            .by_key
-            .keys()
-            .filter(|k| !listed.contains(k.as_ref()))
-            .map(|k| ObjectKey::clone(k))
+        let held = state.len();
+        let adding = items.len().saturating_sub(held);
+        if adding > state.free.len() {
+            // One exact growth for a first list instead of doublings.
+            let more = adding - state.free.len();
+            state.slots.reserve(more);
+        }
+        {
+            let State {
+                slots,
+                by_key,
+                hasher,
+                ..
+            } = &mut *state;
+            by_key.reserve(adding, |&id| rehash(slots, hasher, id));
+        }
+        // Which slots the list names; the others vanished.
+        let mut listed = vec![false; state.slots.len() + adding];
+        let mut applied = Vec::with_capacity(items.len());
+        for obj in items {
+            let (outcome, id) = state.upsert(obj);
+            if let Some(id) = id {
+                if let Some(mark) = listed.get_mut(id as usize) {
+                    *mark = true;
+                } else {
+                    listed.resize(id as usize + 1, false);
+                    listed[id as usize] = true;
+                }
+            }
+            applied.push(outcome);
+        }
+        let mut gone: Vec<(ObjectKey, SlotId)> = state
+            .occupied()
+            .filter(|(id, _)| !listed.get(*id as usize).copied().unwrap_or(false))
+            .map(|(id, obj)| (ObjectKey::of(obj.as_ref()), id))
             .collect();
         drop(listed);
         gone.sort_unstable();
         let vanished = gone
             .into_iter()
-            .filter_map(|key| state.remove(&key).map(|old| (key, old)))
-            .collect();
-
-        let held = state.by_key.len();
-        state.by_key.reserve(items.len().saturating_sub(held));
-        let applied = keys
-            .into_iter()
-            .zip(items)
-            .map(|(key, obj)| state.upsert(key, obj))
+            .filter_map(|(key, id)| state.remove_slot(id).map(|old| (key, old)))
             .collect();
         state.last_sync_resource_version = Some(resource_version);
         Replaced { vanished, applied }

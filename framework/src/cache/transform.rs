@@ -17,11 +17,19 @@ pub const LAST_APPLIED_CONFIG_ANNOTATION: &str = "kubectl.kubernetes.io/last-app
 ///
 /// It must be idempotent and keep the object's name, namespace and
 /// resourceVersion: the cache keys and versions objects by them.
-pub struct Transform<K>(Arc<dyn Fn(K) -> K + Send + Sync>);
+pub struct Transform<K> {
+    func: Arc<dyn Fn(K) -> K + Send + Sync>,
+    /// It starts by dropping `metadata.managedFields`, so a list decoder
+    /// may leave them out of the bytes it decodes.
+    drops_managed_fields: bool,
+}
 
 impl<K> Clone for Transform<K> {
     fn clone(&self) -> Self {
-        Self(Arc::clone(&self.0))
+        Self {
+            func: Arc::clone(&self.func),
+            drops_managed_fields: self.drops_managed_fields,
+        }
     }
 }
 
@@ -34,12 +42,15 @@ impl<K> fmt::Debug for Transform<K> {
 impl<K> Transform<K> {
     /// A transform from a function.
     pub fn new(f: impl Fn(K) -> K + Send + Sync + 'static) -> Self {
-        Self(Arc::new(f))
+        Self {
+            func: Arc::new(f),
+            drops_managed_fields: false,
+        }
     }
 
     /// Runs the transform.
     pub fn apply(&self, obj: K) -> K {
-        (self.0)(obj)
+        (self.func)(obj)
     }
 
     /// This transform followed by `next`.
@@ -47,14 +58,30 @@ impl<K> Transform<K> {
     where
         K: 'static,
     {
-        Self::new(move |obj| next.apply(self.apply(obj)))
+        // `next` sees what `self` left: if `self` drops managedFields
+        // first, so does the whole.
+        let drops_managed_fields = self.drops_managed_fields;
+        Self {
+            drops_managed_fields,
+            ..Self::new(move |obj| next.apply(self.apply(obj)))
+        }
+    }
+
+    /// Whether the transform's result never has `metadata.managedFields`
+    /// and nothing in it reads them: the reflector then cuts them out of
+    /// list items before decoding, so they are never built.
+    pub(crate) fn drops_managed_fields(&self) -> bool {
+        self.drops_managed_fields
     }
 }
 
 /// Drops `metadata.managedFields` (server-side apply bookkeeping) from every
 /// object: `Transform::new` of [`without_managed_fields`].
 pub fn strip_managed_fields<K: Resource + 'static>() -> Transform<K> {
-    Transform::new(without_managed_fields)
+    Transform {
+        drops_managed_fields: true,
+        ..Transform::new(without_managed_fields)
+    }
 }
 
 /// `obj` without `metadata.managedFields`.
@@ -112,6 +139,17 @@ mod tests {
         );
         assert_eq!(out.metadata.name.as_deref(), Some("a"));
         assert_eq!(out.metadata.resource_version.as_deref(), Some("7"));
+    }
+
+    #[test]
+    fn only_a_transform_that_starts_by_stripping_lets_the_decoder_skip_managed_fields() {
+        let strip = strip_managed_fields::<ConfigMap>;
+        let other = || Transform::new(|cm: ConfigMap| cm);
+        assert!(strip().drops_managed_fields());
+        assert!(strip().then(other()).drops_managed_fields());
+        assert!(!other().drops_managed_fields());
+        // `other` runs first and may read them.
+        assert!(!other().then(strip()).drops_managed_fields());
     }
 
     #[test]

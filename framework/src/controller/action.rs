@@ -16,7 +16,7 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::time::Duration;
 
-use super::finalizer::Outcome;
+use crate::reconcile::finalizer::Outcome;
 
 /// What the controller does with an object after a successful reconcile.
 ///
@@ -119,77 +119,12 @@ impl fmt::Display for Action {
     }
 }
 
-/// The action a [`finalizer`](super::finalizer::finalizer) flow's
+/// The action a finalizer flow's
 /// reconciler returned; [`done`](Action::done) when nothing ran.
 impl From<Outcome<Action>> for Action {
     fn from(outcome: Outcome<Action>) -> Self {
         outcome.into_value().unwrap_or_default()
     }
-}
-
-/// An error that retrying will not fix (an invalid spec, a missing
-/// permission): the controller logs and counts it but does not requeue the
-/// object (controller-runtime's `reconcile.TerminalError`). The object is
-/// reconciled again at its next change.
-///
-/// Return it directly, or carry it in your error type as a source:
-///
-/// ```
-/// use kubeforge::controller::{is_terminal, TerminalError};
-///
-/// #[derive(Debug, thiserror::Error)]
-/// enum Error {
-///     #[error("spec is invalid: {0}")]
-///     Invalid(#[from] TerminalError),
-///     #[error("api: {0}")]
-///     Api(#[from] kubeforge::Error),
-/// }
-///
-/// let err = Error::from(TerminalError::new("size must be positive"));
-/// assert!(is_terminal(&err));
-/// ```
-///
-/// The controller finds the marker by walking the error's
-/// [`source`](StdError::source) chain, so a variant must keep it as a
-/// source: `#[from]` or `#[source]`, not `#[error(transparent)]` (which
-/// forwards `source()` past it).
-#[derive(Debug)]
-pub struct TerminalError(Box<dyn StdError + Send + Sync>);
-
-impl TerminalError {
-    /// Marks `err` (any error, or a message) as terminal.
-    pub fn new(err: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
-        Self(err.into())
-    }
-
-    /// The wrapped error.
-    pub fn into_inner(self) -> Box<dyn StdError + Send + Sync> {
-        self.0
-    }
-}
-
-impl fmt::Display for TerminalError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "terminal error: {}", self.0)
-    }
-}
-
-impl StdError for TerminalError {
-    fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        Some(&*self.0)
-    }
-}
-
-/// Whether `err` or any error in its source chain is a [`TerminalError`].
-pub fn is_terminal(err: &(dyn StdError + 'static)) -> bool {
-    let mut next = Some(err);
-    while let Some(e) = next {
-        if e.is::<TerminalError>() {
-            return true;
-        }
-        next = e.source();
-    }
-    false
 }
 
 /// Writes an error and its sources as `outer: inner: innermost`, skipping
@@ -217,6 +152,7 @@ impl fmt::Display for ErrorChain<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reconcile::TerminalError;
 
     #[derive(Debug, thiserror::Error)]
     enum AppError {
@@ -224,8 +160,6 @@ mod tests {
         Invalid(#[from] TerminalError),
         #[error("wrapped")]
         Wrapped(#[source] Box<AppError>),
-        #[error("transient")]
-        Transient,
     }
 
     #[test]
@@ -240,36 +174,6 @@ mod tests {
         assert_eq!(Action::requeue().result_label(), "requeue");
         // `RequeueAfter: 0` is a plain success in controller-runtime.
         assert!(Action::requeue_after(Duration::ZERO).is_done());
-    }
-
-    #[test]
-    fn terminal_errors_are_found_anywhere_in_the_chain() {
-        assert!(is_terminal(&TerminalError::new("bad")));
-        let direct = AppError::from(TerminalError::new("bad"));
-        assert!(is_terminal(&direct));
-        let nested = AppError::Wrapped(Box::new(direct));
-        assert!(is_terminal(&nested));
-        assert!(!is_terminal(&AppError::Transient));
-        assert_eq!(
-            TerminalError::new("size must be positive").to_string(),
-            "terminal error: size must be positive"
-        );
-    }
-
-    #[test]
-    fn the_controller_error_carries_terminal_markers_through_finalizers() {
-        use crate::controller::{Error, FinalizerError};
-        let terminal = Error::from(TerminalError::new("bad spec"));
-        assert!(is_terminal(&terminal));
-        assert_eq!(terminal.to_string(), "terminal error: bad spec");
-        let wrapped = Error::from(FinalizerError::Apply(terminal));
-        assert!(is_terminal(&wrapped));
-        assert_eq!(
-            wrapped.to_string(),
-            "apply failed: terminal error: bad spec"
-        );
-        assert!(!is_terminal(&Error::other("flaky")));
-        assert_eq!(Error::other("flaky").to_string(), "flaky");
     }
 
     #[test]

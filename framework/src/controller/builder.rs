@@ -6,32 +6,29 @@
 use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
-use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-use futures::FutureExt as _;
 use kube_core::{ApiResource, DynamicObject, PartialObjectMeta, Resource};
 
+use super::action::Action;
+use super::context::Context;
 use super::filter::{MetaPredicate, SharedMetaPredicate};
-use super::handler::{EnqueueHandler, KeysFn, OwnerMatch};
+use super::handler::{KeysFn, OwnerMatch};
 use super::metrics::ControllerMetrics;
 use super::predicate::{BoxPredicate, Predicate};
-use super::runner::{Controller, ControllerParts, ErasedReconciler, Failure};
-use super::{is_terminal, Action, CachedClient, CachedObject, Context, Recorder};
-use crate::cache::{
-    EventHandler, HandlerRegistration, InformerOptions, ObjectKey, SharedInformer, SyncError,
-};
+use super::reconciler::{default_error_policy, FnReconciler};
+use super::runner::{Controller, ControllerParts};
+use super::source::{Channel, WatchEnv, WatchSpec};
+use crate::cache::{InformerOptions, ObjectKey};
+use crate::events::Recorder;
 use crate::rbac::Rule;
+use crate::reconcile::{CachedClient, CachedObject, DEFAULT_CACHE_SYNC_TIMEOUT};
 use crate::workqueue::{default_controller_rate_limiter, RateLimiter, WorkQueue};
 
-/// How long a controller waits for its informers to sync, unless configured
-/// (controller-runtime's `CacheSyncTimeout`).
-pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// How long a stopping controller lets in-flight reconciles finish, unless
-/// configured (controller-runtime's `GracefulShutdownTimeout`).
+/// How long a stopping controller (and a stopping manager, for its
+/// controllers and runnables) lets work in flight finish, unless configured
+/// (controller-runtime's `GracefulShutdownTimeout`).
 pub const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The target of a builder made by [`Controller::builder`]: `.reconcile()`
@@ -137,100 +134,6 @@ impl<W: 'static> Watch<W> {
     }
 }
 
-/// A watch being started: its informer and the handler that feeds the
-/// controller's queue.
-pub(crate) trait Source: Send + Sync {
-    /// The informer's name, for errors and logs.
-    fn describe(&self) -> String;
-    /// Waits for the informer to sync, at most `timeout`.
-    fn wait_for_sync(&self, timeout: Duration) -> BoxFuture<'_, Result<(), SyncError>>;
-    /// Adds the handler to the informer (once).
-    fn start(&self) -> Result<Box<dyn Registered>, crate::cache::Error>;
-}
-
-/// A started watch, to be removed when the controller stops.
-pub(crate) trait Registered: Send + Sync {
-    fn remove(&self);
-}
-
-impl<O: Send + Sync + 'static> Registered for HandlerRegistration<O> {
-    fn remove(&self) {
-        HandlerRegistration::remove(self);
-    }
-}
-
-struct InformerSource<O> {
-    informer: SharedInformer<O>,
-    handler: std::sync::Mutex<Option<EnqueueHandler<O>>>,
-}
-
-impl<O> Source for InformerSource<O>
-where
-    O: Resource + Send + Sync + 'static,
-    EnqueueHandler<O>: EventHandler<O>,
-{
-    fn describe(&self) -> String {
-        self.informer.id().to_string()
-    }
-
-    fn wait_for_sync(&self, timeout: Duration) -> BoxFuture<'_, Result<(), SyncError>> {
-        self.informer.wait_for_cache_sync(timeout).boxed()
-    }
-
-    fn start(&self) -> Result<Box<dyn Registered>, crate::cache::Error> {
-        let handler = self
-            .handler
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        match handler {
-            Some(handler) => Ok(Box::new(self.informer.add_handler(handler, None)?)),
-            // Started before: nothing more to remove.
-            None => Ok(Box::new(NoRegistration)),
-        }
-    }
-}
-
-struct NoRegistration;
-
-impl Registered for NoRegistration {
-    fn remove(&self) {}
-}
-
-/// What a watch needs to become a [`Source`] once the controller's queue
-/// and filters are known.
-struct WatchEnv<'a> {
-    client: &'a CachedClient,
-    queue: &'a WorkQueue<ObjectKey>,
-    filters: &'a [SharedMetaPredicate],
-}
-
-impl WatchEnv<'_> {
-    fn source<O>(
-        &self,
-        informer: SharedInformer<O>,
-        predicates: Vec<BoxPredicate<O>>,
-        keys: KeysFn<O>,
-        keys_of_old_too: bool,
-    ) -> Box<dyn Source>
-    where
-        O: Resource + Send + Sync + 'static,
-    {
-        Box::new(InformerSource {
-            informer,
-            handler: std::sync::Mutex::new(Some(EnqueueHandler {
-                queue: self.queue.clone(),
-                predicates,
-                filters: self.filters.to_vec(),
-                keys,
-                keys_of_old_too,
-            })),
-        })
-    }
-}
-
-type WatchSpec = Box<dyn FnOnce(&WatchEnv<'_>) -> Box<dyn Source> + Send>;
-
 /// Configures a controller for primary type `K`. `T` is [`Standalone`] or
 /// the manager it registers with.
 ///
@@ -243,7 +146,8 @@ type WatchSpec = Box<dyn FnOnce(&WatchEnv<'_>) -> Box<dyn Source> + Send>;
 ///   default; [`owns_objects`](ControllerBuilder::owns_objects) caches whole
 ///   objects, sharing the informer the cached client reads);
 /// - mapped watches ([`watches`](ControllerBuilder::watches) and its
-///   metadata-only and dynamic forms);
+///   metadata-only and dynamic forms) and channels of events from outside
+///   the cluster ([`watches_channel`](ControllerBuilder::watches_channel));
 /// - options: [`concurrency`](ControllerBuilder::concurrency) (1),
 ///   [`rate_limiter`](ControllerBuilder::rate_limiter) (client-go's default
 ///   controller limiter), [`named`](ControllerBuilder::named) (the kind in
@@ -252,12 +156,13 @@ type WatchSpec = Box<dyn FnOnce(&WatchEnv<'_>) -> Box<dyn Source> + Send>;
 ///   [`graceful_shutdown_timeout`](ControllerBuilder::graceful_shutdown_timeout)
 ///   (30 seconds).
 ///
-/// It ends with `.reconcile(fn, data)` (or `.reconcile_with(fn, policy,
-/// data)`): a standalone builder returns a runnable [`Controller`]; one
-/// made by a manager registers the controller with it.
+/// It ends with [`.reconcile(fn, data)`](ControllerBuilder::reconcile) (or
+/// `.reconcile_with(fn, policy, data)`): a standalone builder returns a
+/// runnable [`Controller`]; one made by a manager registers the controller
+/// with it.
 pub struct ControllerBuilder<K, T = Standalone> {
-    pub(crate) target: T,
-    pub(crate) parts: BuilderParts<K>,
+    target: T,
+    parts: BuilderParts<K>,
 }
 
 /// Everything a builder collects, whatever its target.
@@ -270,7 +175,7 @@ pub(crate) struct BuilderParts<K> {
     concurrency: usize,
     rate_limiter: Option<Box<dyn RateLimiter<ObjectKey>>>,
     cache_sync_timeout: Option<Duration>,
-    shutdown_timeout: Duration,
+    shutdown_timeout: Option<Duration>,
     recover_panic: bool,
     metrics: Option<ControllerMetrics>,
     recorder: Option<Recorder>,
@@ -318,7 +223,7 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
                 concurrency: 1,
                 rate_limiter: None,
                 cache_sync_timeout: None,
-                shutdown_timeout: DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
+                shutdown_timeout: None,
                 recover_panic: true,
                 metrics: None,
                 recorder: None,
@@ -374,7 +279,7 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
     /// owned objects, use [`owns_objects`](Self::owns_objects), which
     /// watches through the full informer the cached client reads; if it
     /// needs only their metadata, read it with
-    /// [`get_metadata_opt`](super::CachedClient::get_metadata_opt). A
+    /// [`get_metadata_opt`](CachedClient::get_metadata_opt). A
     /// reconciler that writes owned objects with server-side apply reads
     /// them from the apply's answer and needs neither.
     pub fn owns<O: CachedObject>(self) -> Self {
@@ -485,6 +390,21 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
         self
     }
 
+    /// Reconciles the keys of the objects `channel` delivers from outside
+    /// the cluster, as generic events (controller-runtime's
+    /// `WatchesRawSource(source.Channel(..))`): the channel's predicates
+    /// and the controller-wide filters decide with
+    /// [`Predicate::generic`](super::Predicate::generic).
+    pub fn watches_channel<W>(mut self, channel: Channel<W>) -> Self
+    where
+        W: Resource<DynamicType = ()> + Send + Sync + 'static,
+    {
+        self.parts
+            .watches
+            .push(Box::new(move |env: &WatchEnv<'_>| env.channel(channel)));
+        self
+    }
+
     /// How many reconciles may run at once (controller-runtime's
     /// `MaxConcurrentReconciles`, default 1). The workqueue never hands one
     /// key to two workers, whatever this is. Zero counts as one.
@@ -511,9 +431,10 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
     }
 
     /// How long a stopping controller lets in-flight reconciles finish
-    /// before abandoning them (default 30 seconds; a manager sets its own).
+    /// before abandoning them (default 30 seconds, or the manager's
+    /// graceful shutdown timeout for a controller it runs).
     pub fn graceful_shutdown_timeout(mut self, timeout: Duration) -> Self {
-        self.parts.shutdown_timeout = timeout;
+        self.parts.shutdown_timeout = Some(timeout);
         self
     }
 
@@ -524,8 +445,8 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
         self
     }
 
-    /// Reports reconcile and workqueue metrics into `metrics` (a manager
-    /// sets its own).
+    /// Reports reconcile and workqueue metrics into `metrics` (default: a
+    /// set of its own, or the manager's for a controller it runs).
     pub fn metrics(mut self, metrics: ControllerMetrics) -> Self {
         self.parts.metrics = Some(metrics);
         self
@@ -556,20 +477,88 @@ fn owner_match<K: CachedObject>(every_owner: bool) -> OwnerMatch {
     }
 }
 
-impl<K: CachedObject> ControllerBuilder<K, Standalone> {
+/// What `.reconcile(..)` does with the controller it builds, decided by
+/// the builder's target.
+pub(crate) mod target {
+    use std::time::Duration;
+
+    use crate::controller::metrics::ControllerMetrics;
+    use crate::controller::runner::Controller;
+    use crate::events::Recorder;
+    use crate::rbac::Rule;
+
+    /// What a manager gives the controllers it runs, for the settings each
+    /// controller leaves unset (controller-runtime's `DefaultFromConfig`).
+    /// Public in a private module: reachable through [`Target`], nameable
+    /// only in this crate.
+    pub struct ControllerDefaults<'a> {
+        /// The manager's graceful shutdown timeout.
+        pub graceful_shutdown_timeout: Duration,
+        /// The manager's cache sync timeout.
+        pub cache_sync_timeout: Duration,
+        /// The metrics `/metrics` serves.
+        pub metrics: &'a ControllerMetrics,
+        /// The manager's recorder for a controller name.
+        pub recorder: Box<dyn Fn(&str) -> Recorder + 'a>,
+    }
+
+    /// A builder's target: [`Standalone`](super::Standalone) returns the
+    /// controller, a manager registers it.
+    pub trait Target<K> {
+        /// What `.reconcile(..)` returns.
+        type Output;
+
+        /// The settings this target gives controllers that leave them
+        /// unset, if any.
+        fn defaults(&self) -> Option<ControllerDefaults<'_>>;
+
+        /// Takes note of what the controller named `controller` needs
+        /// from the API server (a manager renders it as RBAC); nothing by
+        /// default.
+        fn record_rules(&self, controller: &str, rules: Vec<Rule>) {
+            let _ = (controller, rules);
+        }
+
+        /// Takes the built controller.
+        fn finish(self, controller: Controller<K>) -> Self::Output;
+    }
+}
+
+use target::{ControllerDefaults, Target};
+
+impl<K: CachedObject> Target<K> for Standalone {
+    type Output = Controller<K>;
+
+    fn defaults(&self) -> Option<ControllerDefaults<'_>> {
+        None
+    }
+
+    fn finish(self, controller: Controller<K>) -> Controller<K> {
+        controller
+    }
+}
+
+impl<K: CachedObject, T: Target<K>> ControllerBuilder<K, T> {
     /// Finishes the controller: `reconcile(object, context)` runs for every
     /// key the watches enqueue, with `data` reachable through the
     /// [`Context`]. Errors are retried with the rate limiter (terminal ones
-    /// are not). Run the result with [`Controller::run`].
-    pub fn reconcile<F, Fut, E, D>(self, reconcile: F, data: D) -> Controller<K>
+    /// are not).
+    ///
+    /// A builder from [`Controller::builder`] returns the [`Controller`];
+    /// [`run`](Controller::run) it. One from
+    /// [`Manager::controller`](crate::Manager::controller) registers the
+    /// controller with the manager, which runs it once it runs and leads,
+    /// filling the settings left unset here (graceful shutdown and cache
+    /// sync timeouts, metrics, recorder) with its own; problems such as a
+    /// duplicate name are reported by [`Manager::run`](crate::Manager::run).
+    pub fn reconcile<F, Fut, E, D>(self, reconcile: F, data: D) -> T::Output
     where
         F: Fn(Arc<K>, Arc<Context<D>>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Action, E>> + Send + 'static,
         E: StdError + Send + Sync + 'static,
         D: Send + Sync + 'static,
     {
-        self.parts
-            .build(reconcile, default_error_policy::<K, E, D>, data)
+        self.reconcile_with(reconcile, default_error_policy::<K, E, D>, data)
     }
 
     /// [`reconcile`](Self::reconcile) with an error policy:
@@ -582,7 +571,7 @@ impl<K: CachedObject> ControllerBuilder<K, Standalone> {
         reconcile: F,
         error_policy: P,
         data: D,
-    ) -> Controller<K>
+    ) -> T::Output
     where
         F: Fn(Arc<K>, Arc<Context<D>>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Action, E>> + Send + 'static,
@@ -590,41 +579,34 @@ impl<K: CachedObject> ControllerBuilder<K, Standalone> {
         P: Fn(Arc<K>, &E, Arc<Context<D>>) -> Action + Send + Sync + 'static,
         D: Send + Sync + 'static,
     {
-        self.parts.build(reconcile, error_policy, data)
+        let Self { target, mut parts } = self;
+        if let Some(defaults) = target.defaults() {
+            parts.default_from(defaults);
+        }
+        target.record_rules(&parts.name(), std::mem::take(&mut parts.rules));
+        let controller = parts.build(reconcile, error_policy, data);
+        target.finish(controller)
     }
-}
-
-/// The policy without one: retry with the rate limiter.
-pub(crate) fn default_error_policy<K, E, D>(_: Arc<K>, _: &E, _: Arc<Context<D>>) -> Action {
-    Action::requeue()
 }
 
 impl<K: CachedObject> BuilderParts<K> {
-    pub(crate) fn set_metrics(&mut self, metrics: ControllerMetrics) {
-        self.metrics = Some(metrics);
-    }
-
-    pub(crate) fn set_recorder_if_unset(&mut self, recorder: impl FnOnce(&str) -> Recorder) {
+    /// Fills what the builder left unset from `defaults`; what was set on
+    /// the builder wins.
+    pub(crate) fn default_from(&mut self, defaults: ControllerDefaults<'_>) {
+        self.shutdown_timeout
+            .get_or_insert(defaults.graceful_shutdown_timeout);
+        self.cache_sync_timeout
+            .get_or_insert(defaults.cache_sync_timeout);
+        if self.metrics.is_none() {
+            self.metrics = Some(defaults.metrics.clone());
+        }
         if self.recorder.is_none() {
             let name = self.name();
-            self.recorder = Some(recorder(&name));
+            self.recorder = Some((defaults.recorder)(&name));
         }
     }
 
-    /// The rules this controller needs (see [`ControllerBuilder::rule`]).
-    pub(crate) fn rules(&self) -> &[Rule] {
-        &self.rules
-    }
-
-    pub(crate) fn set_shutdown_timeout(&mut self, timeout: Duration) {
-        self.shutdown_timeout = timeout;
-    }
-
-    pub(crate) fn set_cache_sync_timeout_if_unset(&mut self, timeout: Duration) {
-        self.cache_sync_timeout.get_or_insert(timeout);
-    }
-
-    pub(crate) fn name(&self) -> String {
+    fn name(&self) -> String {
         self.name
             .clone()
             .unwrap_or_else(|| K::kind(&()).to_lowercase())
@@ -676,7 +658,7 @@ impl<K: CachedObject> BuilderParts<K> {
                 client.live().clone(),
                 name.to_string(),
                 // client-go's recorders report the host (pod) name.
-                super::hostname(),
+                crate::ids::hostname(),
             )
         });
         let context = Arc::new(Context::new(
@@ -695,66 +677,16 @@ impl<K: CachedObject> BuilderParts<K> {
             client,
             primary,
             sources,
-            reconciler: Arc::new(FnReconciler {
-                reconcile,
-                error_policy: Arc::new(error_policy),
-                context,
-                _types: PhantomData,
-            }),
+            reconciler: Arc::new(FnReconciler::new(reconcile, error_policy, context)),
             concurrency: self.concurrency,
             cache_sync_timeout: self
                 .cache_sync_timeout
                 .unwrap_or(DEFAULT_CACHE_SYNC_TIMEOUT),
-            shutdown_timeout: self.shutdown_timeout,
+            shutdown_timeout: self
+                .shutdown_timeout
+                .unwrap_or(DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT),
             recover_panic: self.recover_panic,
             metrics: handles,
-        })
-    }
-}
-
-/// Ties a reconcile function's argument, future and error types to
-/// [`FnReconciler`] without owning any.
-type Signature<K, Fut, E> = fn(Arc<K>) -> (Fut, E);
-
-/// A reconcile function, its error policy and its context, behind the
-/// object-safe [`ErasedReconciler`].
-struct FnReconciler<K, F, Fut, E, P, D> {
-    reconcile: F,
-    error_policy: Arc<P>,
-    context: Arc<Context<D>>,
-    _types: PhantomData<Signature<K, Fut, E>>,
-}
-
-impl<K, F, Fut, E, P, D> ErasedReconciler<K> for FnReconciler<K, F, Fut, E, P, D>
-where
-    K: Send + Sync + 'static,
-    F: Fn(Arc<K>, Arc<Context<D>>) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Action, E>> + Send + 'static,
-    E: StdError + Send + Sync + 'static,
-    P: Fn(Arc<K>, &E, Arc<Context<D>>) -> Action + Send + Sync + 'static,
-    D: Send + Sync + 'static,
-{
-    fn reconcile(&self, obj: Arc<K>) -> BoxFuture<'static, Result<Action, Failure>> {
-        let run = (self.reconcile)(Arc::clone(&obj), Arc::clone(&self.context));
-        let policy = Arc::clone(&self.error_policy);
-        let context = Arc::clone(&self.context);
-        Box::pin(async move {
-            match run.await {
-                Ok(action) => Ok(action),
-                Err(error) => {
-                    let terminal = is_terminal(&error);
-                    let then = if terminal {
-                        Action::done()
-                    } else {
-                        policy(obj, &error, context)
-                    };
-                    Err(Failure {
-                        error: Box::new(error),
-                        terminal,
-                        then,
-                    })
-                }
-            }
         })
     }
 }

@@ -8,8 +8,9 @@ use std::future::Future;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use super::finalizer::{Event, FinalizerError, Outcome};
-use super::{CachedClient, CachedObject, Recorder};
+use crate::events::Recorder;
+use crate::reconcile::finalizer::{Event, FinalizerError, Outcome};
+use crate::reconcile::{CachedClient, CachedObject};
 
 /// Shared by every reconcile of one controller, as `Arc<Context<T>>`.
 /// Dereferences to the user's `T`, so `ctx.field` reads the user's data.
@@ -79,7 +80,8 @@ impl<T> Context<T> {
     ///
     /// ```no_run
     /// use std::sync::Arc;
-    /// use kubeforge::controller::{Action, Context, Error, FinalizerEvent};
+    /// use kubeforge::controller::{Action, Context, Error};
+    /// use kubeforge::reconcile::finalizer::Event as FinalizerEvent;
     /// use kubeforge::k8s_openapi::api::core::v1::ConfigMap;
     ///
     /// struct Settings;

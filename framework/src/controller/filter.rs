@@ -19,7 +19,7 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_core::{DynamicResourceScope, Resource};
 
-use super::predicate::{Event, Predicate, PredicateExt};
+use super::predicate::{Event, Predicate};
 
 /// A borrowed view of an object's metadata, as a [`Resource`] of unknown
 /// kind: the type controller-wide filters are evaluated on.
@@ -141,8 +141,6 @@ impl<F> fmt::Debug for MetaFn<F> {
     }
 }
 
-impl<F> PredicateExt for MetaFn<F> {}
-
 impl<K: Resource, F: Fn(&ObjectMeta) -> bool + Send + Sync> Predicate<K> for MetaFn<F> {
     fn create(&self, obj: &K) -> bool {
         (self.0)(obj.meta())
@@ -161,7 +159,7 @@ impl<K: Resource, F: Fn(&ObjectMeta) -> bool + Send + Sync> Predicate<K> for Met
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::predicate::GenerationChanged;
+    use crate::controller::predicate::{GenerationChanged, PredicateExt};
     use k8s_openapi::api::core::v1::ConfigMap;
 
     fn cm(generation: i64, paused: bool) -> ConfigMap {

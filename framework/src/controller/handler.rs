@@ -1,4 +1,4 @@
-//! The informer handlers that turn watch events into queued keys
+//! The handlers that turn watch events into queued keys
 //! (controller-runtime's `handler` package): the primary object's own key
 //! (`EnqueueRequestForObject`), the key of the owner an object names in its
 //! owner references (`EnqueueRequestForOwner`), or the keys a mapper
@@ -17,9 +17,9 @@ use std::sync::Arc;
 use kube_core::Resource;
 
 use super::filter::{passes_all, SharedMetaPredicate};
-use super::owner::group_of;
 use super::predicate::{BoxPredicate, Event, Predicate};
 use crate::cache::{DeletedObject, EventHandler, ObjectKey};
+use crate::reconcile::owner::group_of;
 use crate::workqueue::WorkQueue;
 
 /// Maps an object to the keys to reconcile.
@@ -73,6 +73,13 @@ pub(crate) struct EnqueueHandler<O> {
 impl<O: Resource> EnqueueHandler<O> {
     fn passes(&self, event: Event<'_, O>) -> bool {
         self.predicates.iter().all(|p| p.matches(event)) && passes_all(&self.filters, event)
+    }
+
+    /// An event from outside the cluster (a [`Channel`](super::source::Channel)).
+    pub(crate) fn on_generic(&self, obj: &O) {
+        if self.passes(Event::Generic(obj)) {
+            self.enqueue(obj);
+        }
     }
 
     fn enqueue(&self, obj: &O) {

@@ -60,8 +60,8 @@ pub trait Predicate<K>: Send + Sync {
         true
     }
 
-    /// Whether an event from outside the cluster (a channel source, a
-    /// periodic trigger) passes.
+    /// Whether an event from outside the cluster passes: an object a
+    /// [`Channel`](super::source::Channel) delivered.
     fn generic(&self, obj: &K) -> bool {
         let _ = obj;
         true
@@ -114,10 +114,30 @@ impl<K> Copy for Event<'_, K> {}
 
 /// Chaining combinators: `a.and(b)`, `a.or(b)`, `a.not()`.
 ///
-/// Implemented by every predicate type of this module; implement it (with
-/// no methods) for your own predicate types to chain them too. It has no
-/// type parameter, so chains need no annotations before the object type is
-/// known.
+/// Every predicate has them, the built-in ones and your own alike: the
+/// trait is implemented for every `Send + Sync` type. It has no type
+/// parameter, so chains need no annotations before the object type is
+/// known (which is also why it cannot be limited to types implementing
+/// [`Predicate`]: that trait's parameter is the object type). With
+/// `std::ops::Not` in scope too, call `PredicateExt::not(p)` or use
+/// [`not`].
+///
+/// ```
+/// use kubeforge::controller::predicate::{GenerationChanged, Predicate, PredicateExt};
+/// use kubeforge::k8s_openapi::api::core::v1::ConfigMap;
+///
+/// /// Only config maps that carry data.
+/// struct HasData;
+///
+/// impl Predicate<ConfigMap> for HasData {
+///     fn create(&self, cm: &ConfigMap) -> bool {
+///         cm.data.as_ref().is_some_and(|d| !d.is_empty())
+///     }
+/// }
+///
+/// let filter = HasData.and(GenerationChanged);
+/// assert!(!filter.create(&ConfigMap::default()));
+/// ```
 pub trait PredicateExt: Sized {
     /// Both `self` and `other` must pass (controller-runtime's `And`).
     fn and<P>(self, other: P) -> And<Self, P> {
@@ -136,17 +156,7 @@ pub trait PredicateExt: Sized {
     }
 }
 
-impl PredicateExt for GenerationChanged {}
-impl PredicateExt for ResourceVersionChanged {}
-impl PredicateExt for LabelChanged {}
-impl PredicateExt for AnnotationChanged {}
-impl PredicateExt for LabelSelector {}
-impl<A, B> PredicateExt for And<A, B> {}
-impl<A, B> PredicateExt for Or<A, B> {}
-impl<P> PredicateExt for Not<P> {}
-impl<K> PredicateExt for All<K> {}
-impl<K> PredicateExt for Any<K> {}
-impl<K> PredicateExt for Funcs<K> {}
+impl<P: Send + Sync> PredicateExt for P {}
 
 /// A type-erased predicate.
 pub type BoxPredicate<K> = Box<dyn Predicate<K>>;
@@ -628,9 +638,9 @@ mod tests {
         ]
     }
 
-    /// A predicate with fixed answers, for the combinator truth tables.
+    /// A predicate with fixed answers, for the combinator truth tables
+    /// (chained like any user predicate, with no `PredicateExt` impl).
     struct Fixed(bool);
-    impl PredicateExt for Fixed {}
     impl Predicate<ConfigMap> for Fixed {
         fn create(&self, _: &ConfigMap) -> bool {
             self.0

@@ -11,7 +11,8 @@
 //!
 //! A key whose object is no longer in the cache is skipped: the object was
 //! deleted, and there is nothing to reconcile. Work that must happen on
-//! deletion belongs in a finalizer (see [`finalizer`](super::finalizer)),
+//! deletion belongs in a finalizer (see
+//! [`finalizer`](mod@crate::reconcile::finalizer)),
 //! which keeps the object, marked as deleting, until the reconcile has
 //! done it (kube-rs works the same way).
 //!
@@ -21,38 +22,27 @@
 
 use std::any::Any;
 use std::collections::BTreeMap;
-use std::error::Error as StdError;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use futures::future::{join_all, BoxFuture};
+use futures::future::join_all;
 use futures::FutureExt as _;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
+use super::action::Action;
 use super::action::ErrorChain;
-use super::builder::Source;
 use super::metrics::Handles;
-use super::{random_uuid, Action, CachedClient, CachedObject, Error};
+use super::reconciler::ErasedReconciler;
+use super::source::Source;
 use crate::cache::{ObjectKey, SharedInformer};
+use crate::ids::random_uuid;
+use crate::reconcile::{CachedClient, CachedObject, Error};
 use crate::workqueue::WorkQueue;
-
-/// A reconcile function with its context and error policy, type-erased.
-pub(crate) trait ErasedReconciler<K>: Send + Sync {
-    fn reconcile(&self, obj: Arc<K>) -> BoxFuture<'static, Result<Action, Failure>>;
-}
-
-/// A failed reconcile: the error, whether it is terminal, and what the
-/// error policy wants next.
-pub(crate) struct Failure {
-    pub(crate) error: Box<dyn StdError + Send + Sync>,
-    pub(crate) terminal: bool,
-    pub(crate) then: Action,
-}
 
 /// What a builder hands over.
 pub(crate) struct ControllerParts<K> {
@@ -137,6 +127,11 @@ impl<K: CachedObject> Controller<K> {
     /// The controller's name.
     pub fn name(&self) -> &str {
         &self.parts.name
+    }
+
+    /// How long stopping lets in-flight reconciles finish.
+    pub(crate) fn shutdown_timeout(&self) -> Duration {
+        self.parts.shutdown_timeout
     }
 
     /// The controller's workqueue (for inspection; the controller owns it).

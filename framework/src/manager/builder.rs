@@ -16,16 +16,13 @@ use super::{
     ApiLeaseLock, Endpoints, Error, HttpServer, LeaderElectionConfig, LeaderElector, Probes,
 };
 use crate::cache::SharedInformerFactory;
-use crate::controller::{
-    CachedClient, ControllerMetrics, DEFAULT_CACHE_SYNC_TIMEOUT, DEFAULT_FIELD_MANAGER,
-    DEFAULT_FRESHNESS_TIMEOUT,
+use crate::controller::{ControllerMetrics, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT};
+use crate::reconcile::{
+    CachedClient, DEFAULT_CACHE_SYNC_TIMEOUT, DEFAULT_FIELD_MANAGER,
+    DEFAULT_READ_YOUR_WRITES_TIMEOUT,
 };
 use crate::rbac::{Permissions, Rule};
 use crate::{Client, Config, Scheme};
-
-/// How long a stopping manager lets its controllers and runnables finish,
-/// unless configured (controller-runtime's `GracefulShutdownTimeout`).
-pub const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The `/readyz` check that passes once every cache has synced.
 pub const READYZ_INFORMER_SYNC: &str = "informer-sync";
@@ -90,7 +87,7 @@ pub struct ManagerBuilder {
     lease_lock: Option<Box<dyn LeaseLock>>,
     graceful_shutdown_timeout: Duration,
     cache_sync_timeout: Duration,
-    freshness_timeout: Duration,
+    read_your_writes_timeout: Duration,
     field_manager: String,
     keep_managed_fields: bool,
     rules: Vec<Rule>,
@@ -131,7 +128,7 @@ impl Default for ManagerBuilder {
             lease_lock: None,
             graceful_shutdown_timeout: DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
             cache_sync_timeout: DEFAULT_CACHE_SYNC_TIMEOUT,
-            freshness_timeout: DEFAULT_FRESHNESS_TIMEOUT,
+            read_your_writes_timeout: DEFAULT_READ_YOUR_WRITES_TIMEOUT,
             field_manager: DEFAULT_FIELD_MANAGER.to_owned(),
             keep_managed_fields: false,
             rules: Vec::new(),
@@ -276,9 +273,10 @@ impl ManagerBuilder {
     }
 
     /// How long a cached read waits for the cache to catch up with this
-    /// process's last write of the type (default 10 s).
+    /// process's last write of the type (default 10 s; the cached client's
+    /// [`read_your_writes_timeout`](crate::reconcile::CachedClientBuilder::read_your_writes_timeout)).
     pub fn read_your_writes_timeout(mut self, timeout: Duration) -> Self {
-        self.freshness_timeout = timeout;
+        self.read_your_writes_timeout = timeout;
         self
     }
 
@@ -318,7 +316,7 @@ impl ManagerBuilder {
         let factory = factory.build();
         let mut cached = CachedClient::builder(client.clone(), factory.clone())
             .sync_timeout(self.cache_sync_timeout)
-            .freshness_timeout(self.freshness_timeout)
+            .read_your_writes_timeout(self.read_your_writes_timeout)
             .field_manager(self.field_manager);
         if self.keep_managed_fields {
             cached = cached.keep_managed_fields();

@@ -21,25 +21,33 @@
 //! # }
 //! ```
 //!
-//! [`Manager::run`] follows controller-runtime's start order: the probe and
-//! metrics servers; the caches, blocking until every informer has synced
-//! (a failure names the informer and why; `/readyz` passes only from here
-//! on); the runnables that do not need leadership; leader election; then,
-//! once elected, the controllers and the runnables that need leadership. It
-//! returns an error when leadership is lost (after stopping the controllers
-//! at once), when a cache does not sync, or when a controller or runnable
-//! fails. On SIGTERM/SIGINT (or the token of [`Manager::run_until`]) it
-//! stops taking work, lets in-flight reconciles finish within the graceful
-//! shutdown timeout (then abandons them, with a log), stops the caches,
-//! releases the lease if configured, and stops the servers.
+//! [`Manager::run`] follows controller-runtime's start order, with the
+//! manager's work in named groups of runnables, each started as one and
+//! stopped as one (controller-runtime's runnable groups):
+//!
+//! 1. the *servers* group: the probe and metrics servers;
+//! 2. the caches, blocking until every informer has synced (a failure
+//!    names the informer and why; `/readyz` passes only from here on);
+//! 3. the *runnables* group: the runnables that need no leadership;
+//! 4. leader election;
+//! 5. once elected, the *controllers and leader runnables* group.
+//!
+//! It returns an error when leadership is lost (after stopping the
+//! controllers at once), when a cache does not sync, or when a controller,
+//! runnable or server fails. On SIGTERM/SIGINT (or the token of
+//! [`Manager::run_until`]) it stops in reverse: it stops taking work and
+//! lets in-flight reconciles finish within the graceful shutdown timeout (a
+//! controller's own, when it set a longer one), then abandons them with a
+//! log; stops the caches; releases the lease if configured; writes the
+//! recorders' open event series; and stops the servers.
 //!
 //! The parts that do not need the cache live in their own modules and can be
 //! used on their own:
 //!
 //! - [`leader_election`]: client-go's Lease-based leader election
 //!   ([`LeaderElector`], [`LeadershipHandle`]).
-//! - [`probes`]: a small HTTP server for `/healthz`, `/readyz` (named
-//!   checks) and `/metrics` (Prometheus/OpenMetrics text).
+//! - [`probes`]: `/healthz`, `/readyz` (named checks) and `/metrics`
+//!   (Prometheus/OpenMetrics text), served by a [`crate::serve`] server.
 //! - [`signals`]: a [`CancellationToken`] cancelled on SIGTERM/SIGINT; a
 //!   second signal exits at once.
 
@@ -48,6 +56,8 @@ pub mod leader_election;
 pub mod probes;
 pub mod signals;
 
+mod run;
+mod runnables;
 mod runtime;
 
 use std::net::SocketAddr;
@@ -59,7 +69,10 @@ pub use leader_election::{
 pub use probes::{Endpoints, HttpServer, Probes, SharedRegistry};
 pub use signals::shutdown_on_signals;
 
-pub use builder::{ManagerBuilder, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT, READYZ_INFORMER_SYNC};
+/// The default of [`ManagerBuilder::graceful_shutdown_timeout`], the same
+/// as a controller's.
+pub use crate::controller::DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT;
+pub use builder::{ManagerBuilder, READYZ_INFORMER_SYNC};
 pub use runtime::{Leadership, Manager};
 
 use crate::cache::SyncError;
@@ -163,4 +176,14 @@ fn join(errors: &[SyncError]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// A server's errors, as the manager reports them.
+impl From<crate::serve::Error> for Error {
+    fn from(e: crate::serve::Error) -> Self {
+        match e {
+            crate::serve::Error::Bind { address, source } => Error::Bind { address, source },
+            crate::serve::Error::Serve { address, source } => Error::Serve { address, source },
+        }
+    }
 }

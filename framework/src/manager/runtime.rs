@@ -3,41 +3,31 @@
 //! stops them gracefully (see the module docs of [`manager`](super)).
 
 use std::collections::{HashMap, HashSet};
-use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use futures::FutureExt as _;
-use tokio::task::{JoinHandle, JoinSet};
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::builder::ManagerBuilder;
+use super::runnables::{Groups, Runnable, StartFn};
 use super::{
-    shutdown_on_signals, Error, HttpServer, LeaderElectionConfig, LeaderElector, LeadershipHandle,
-    Phase, Probes, SharedRegistry,
+    Error, HttpServer, LeaderElectionConfig, LeaderElector, LeadershipHandle, Probes,
+    SharedRegistry,
 };
 use crate::cache::SharedInformerFactory;
 use crate::client::BoxError;
-use crate::controller::{default_error_policy, hostname};
-use crate::controller::{
-    Action, CachedClient, CachedObject, Context, Controller, ControllerBuilder, ControllerMetrics,
-    Recorder,
-};
+use crate::controller::{Controller, ControllerBuilder, ControllerMetrics};
+use crate::controller::{ControllerDefaults, Target};
+use crate::events::Recorder;
+use crate::ids::hostname;
 use crate::rbac::{Permissions, Rule};
+use crate::reconcile::{CachedClient, CachedObject};
 use crate::{Client, Scheme};
-
-/// How long, beyond the graceful shutdown timeout, the manager waits for
-/// controllers that are abandoning their reconciles themselves.
-const ABANDON_MARGIN: Duration = Duration::from_secs(1);
-
-/// How long recorders may take to write their open event series at exit.
-const RECORDER_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The leader election a manager runs, ready to start.
 pub(crate) struct Election {
@@ -46,20 +36,12 @@ pub(crate) struct Election {
     pub(crate) config: LeaderElectionConfig,
 }
 
-type StartFn = Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, Result<(), Error>> + Send>;
-
-/// A controller or a user runnable, not yet started.
-struct Runnable {
-    name: String,
-    needs_leader: bool,
-    start: StartFn,
-}
-
+/// What is registered before the manager runs.
 #[derive(Default)]
-struct Pending {
-    runnables: Vec<Runnable>,
+pub(crate) struct Pending {
+    pub(crate) groups: Groups,
     controller_names: HashSet<String>,
-    errors: Vec<Error>,
+    pub(crate) errors: Vec<Error>,
 }
 
 /// What the builder hands over.
@@ -88,7 +70,7 @@ pub(crate) struct ManagerParts {
 /// leads at once). Cheap to clone; get it with [`Manager::leadership`]
 /// before running the manager.
 #[derive(Clone, Debug, Default)]
-pub struct Leadership(Arc<OnceLock<LeadershipHandle>>);
+pub struct Leadership(pub(crate) Arc<OnceLock<LeadershipHandle>>);
 
 impl Leadership {
     /// The election's handle, once the manager has started it.
@@ -174,9 +156,9 @@ impl Leadership {
 /// }
 /// ```
 pub struct Manager {
-    parts: ManagerParts,
+    pub(crate) parts: ManagerParts,
     pending: Mutex<Pending>,
-    leadership: Leadership,
+    pub(crate) leadership: Leadership,
 }
 
 impl fmt::Debug for Manager {
@@ -186,78 +168,15 @@ impl fmt::Debug for Manager {
             .field("namespace", &self.parts.factory.namespace())
             .field("metrics_address", &self.parts.metrics_address)
             .field("probe_address", &self.parts.probe_address)
-            .field("runnables", &self.pending().runnables.len())
+            .field("runnables", &self.pending().groups.len())
             .finish_non_exhaustive()
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // The guarded values are plain lists and maps changed by single
     // inserts: a panic elsewhere cannot leave them inconsistent.
     m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Why the manager stops.
-enum Ending {
-    Requested,
-    LeadershipLost,
-    Failed(Error),
-}
-
-/// Waits for the first runnable of `set` to fail; runnables that end well
-/// are done. Pends forever once the set is empty.
-async fn first_failure(set: &mut JoinSet<(String, Result<(), Error>)>) -> Error {
-    loop {
-        match set.join_next().await {
-            Some(Ok((name, Ok(())))) => tracing::info!(runnable = %name, "runnable finished"),
-            Some(Ok((_, Err(e)))) => return e,
-            Some(Err(e)) => {
-                return Error::Runnable {
-                    name: "unknown".to_owned(),
-                    source: Box::new(e),
-                }
-            }
-            None => std::future::pending::<()>().await,
-        }
-    }
-}
-
-fn spawn_all(
-    set: &mut JoinSet<(String, Result<(), Error>)>,
-    runnables: Vec<Runnable>,
-    stop: &CancellationToken,
-) {
-    for r in runnables {
-        let name = r.name;
-        let run = (r.start)(stop.clone());
-        tracing::info!(runnable = %name, "starting");
-        set.spawn(async move { (name, run.await) });
-    }
-}
-
-/// Waits until `set` is empty or `deadline` passes; then aborts what is
-/// left, saying so. Errors of runnables that stop badly are logged.
-async fn drain(set: &mut JoinSet<(String, Result<(), Error>)>, deadline: Instant, what: &str) {
-    let drained = tokio::time::timeout_at(deadline, async {
-        while let Some(joined) = set.join_next().await {
-            match joined {
-                Ok((name, Err(e))) => {
-                    tracing::error!(runnable = %name, error = %e, "stopped with an error")
-                }
-                Ok((name, Ok(()))) => tracing::debug!(runnable = %name, "stopped"),
-                Err(e) if e.is_cancelled() => {}
-                Err(e) => tracing::error!(error = %e, "runnable task failed"),
-            }
-        }
-    })
-    .await;
-    if drained.is_err() {
-        tracing::warn!(
-            left = set.len(),
-            "{what} still running after the graceful shutdown timeout: abandoning them"
-        );
-        set.abort_all();
-    }
 }
 
 impl Manager {
@@ -274,7 +193,7 @@ impl Manager {
         }
     }
 
-    fn pending(&self) -> MutexGuard<'_, Pending> {
+    pub(crate) fn pending(&self) -> MutexGuard<'_, Pending> {
         lock(&self.pending)
     }
 
@@ -380,23 +299,24 @@ impl Manager {
             pending.errors.push(Error::DuplicateController(name));
             return;
         }
+        let grace = controller.shutdown_timeout();
         let start_name = name.clone();
-        pending.runnables.push(Runnable {
-            name,
-            needs_leader: true,
-            start: Box::new(move |stop| {
-                async move {
-                    controller
-                        .run(stop)
-                        .await
-                        .map_err(|source| Error::Controller {
-                            name: start_name,
-                            source: Box::new(source),
-                        })
-                }
-                .boxed()
-            }),
+        let start: StartFn = Box::new(move |stop| {
+            async move {
+                controller
+                    .run(stop)
+                    .await
+                    .map_err(|source| Error::Controller {
+                        name: start_name,
+                        source: Box::new(source),
+                    })
+            }
+            .boxed()
         });
+        pending
+            .groups
+            .leaders
+            .add(Runnable::new(name, start).with_grace(grace));
     }
 
     /// Adds work to run with the manager: `run(stop)` starts after the
@@ -410,232 +330,47 @@ impl Manager {
     {
         let name = name.into();
         let runnable_name = name.clone();
-        self.pending().runnables.push(Runnable {
-            name,
-            needs_leader,
-            start: Box::new(move |stop| {
-                let run = run(stop);
-                async move {
-                    run.await.map_err(|e| Error::Runnable {
-                        name: runnable_name,
-                        source: e.into(),
-                    })
-                }
-                .boxed()
-            }),
-        });
-    }
-
-    /// Runs until SIGTERM or SIGINT, then stops gracefully (a second signal
-    /// exits at once). See [`run_until`](Self::run_until).
-    pub async fn run(self) -> Result<(), Error> {
-        let stop = shutdown_on_signals()?;
-        self.run_until(stop).await
-    }
-
-    /// Runs until `stop` is cancelled, then stops gracefully; returns early
-    /// with an error if a cache does not sync, leadership is lost, or a
-    /// controller or runnable fails. See the [module docs](super).
-    pub async fn run_until(self, stop: CancellationToken) -> Result<(), Error> {
-        let Pending {
-            runnables, errors, ..
-        } = std::mem::take(&mut *self.pending());
-        if let Some(error) = errors.into_iter().next() {
-            return Err(error);
-        }
-        let (leader_runnables, other_runnables): (Vec<_>, Vec<_>) =
-            runnables.into_iter().partition(|r| r.needs_leader);
-        let parts = &self.parts;
-
-        // 1. The probe and metrics servers.
-        let servers_stop = CancellationToken::new();
-        let servers: Vec<JoinHandle<Result<(), Error>>> =
-            std::mem::take(&mut *lock(&parts.servers))
-                .into_iter()
-                .map(|server| {
-                    tracing::info!(address = %server.local_addr(), "serving probes/metrics");
-                    server.spawn(servers_stop.clone())
+        let start: StartFn = Box::new(move |stop| {
+            let run = run(stop);
+            async move {
+                run.await.map_err(|e| Error::Runnable {
+                    name: runnable_name,
+                    source: e.into(),
                 })
-                .collect();
-        let stop_servers = |servers: Vec<JoinHandle<Result<(), Error>>>| async move {
-            servers_stop.cancel();
-            for server in servers {
-                match server.await {
-                    Ok(Err(e)) => tracing::error!(error = %e, "probe/metrics server failed"),
-                    Err(e) if !e.is_cancelled() => {
-                        tracing::error!(error = %e, "probe/metrics server task failed")
-                    }
-                    _ => {}
-                }
             }
-        };
-
-        // 2. The caches, blocking until every informer has synced.
-        tracing::info!(
-            informers = parts.factory.informer_ids().len(),
-            "starting caches"
-        );
-        parts.factory.start();
-        let synced = tokio::select! {
-            results = parts.factory.wait_for_cache_sync(parts.cache_sync_timeout) => results,
-            () = stop.cancelled() => {
-                parts.factory.shutdown();
-                stop_servers(servers).await;
-                return Ok(());
-            }
-        };
-        let failures: Vec<_> = synced.into_iter().filter_map(|(_, r)| r.err()).collect();
-        if !failures.is_empty() {
-            for failure in &failures {
-                tracing::error!(error = %failure, "cache did not sync");
-            }
-            parts.factory.shutdown();
-            stop_servers(servers).await;
-            return Err(Error::CacheSync(failures));
-        }
-        parts.synced.store(true, Ordering::Release);
-        tracing::info!("caches synced");
-
-        // 3. Runnables that need no leadership.
-        let others_stop = CancellationToken::new();
-        let mut others = JoinSet::new();
-        spawn_all(&mut others, other_runnables, &others_stop);
-
-        // 4. Leader election.
-        let election_stop = CancellationToken::new();
-        let election = lock(&parts.election).take();
-        let (leadership, lease) = match election {
-            Some(Election {
-                elector,
-                lease,
-                config,
-            }) => {
-                tracing::info!(%lease, identity = %parts.identity, "starting leader election");
-                let handle = elector.run(election_stop.clone());
-                let check = handle.healthz_check(config.lease_duration());
-                if let Err(e) = parts.probes.add_healthz_check("leader-election", check) {
-                    tracing::warn!(error = %e, "cannot add the leader-election health check");
-                }
-                (handle, Some((lease, config)))
-            }
-            None => (
-                LeadershipHandle::always_leading(parts.identity.clone(), election_stop.clone()),
-                None,
-            ),
-        };
-        let _ = self.leadership.0.set(leadership.clone());
-        let lease_name = || lease.as_ref().map(|(l, _)| l.clone()).unwrap_or_default();
-
-        // 5. Once elected: controllers and leader-only runnables.
-        let leaders_stop = CancellationToken::new();
-        let mut leaders = JoinSet::new();
-        let mut ending = tokio::select! {
-            elected = leadership.elected() => {
-                if elected {
-                    tracing::info!("elected: starting controllers");
-                    spawn_all(&mut leaders, leader_runnables, &leaders_stop);
-                    None
-                } else {
-                    Some(Ending::LeadershipLost)
-                }
-            }
-            () = stop.cancelled() => Some(Ending::Requested),
-            e = first_failure(&mut others) => Some(Ending::Failed(e)),
-        };
-
-        // 6. Run until told to stop, leadership is lost, or something fails.
-        if ending.is_none() {
-            ending = Some(tokio::select! {
-                () = stop.cancelled() => Ending::Requested,
-                () = leadership.lost() => Ending::LeadershipLost,
-                e = first_failure(&mut leaders) => Ending::Failed(e),
-                e = first_failure(&mut others) => Ending::Failed(e),
-            });
-        }
-        let ending = ending.unwrap_or(Ending::Requested);
-
-        // 7. Stop: work first, then caches, lease, servers.
-        let deadline = Instant::now() + parts.graceful_shutdown_timeout + ABANDON_MARGIN;
-        leaders_stop.cancel();
-        if matches!(ending, Ending::LeadershipLost) {
-            // Another process may lead already: stop at once, no grace.
-            tracing::error!(lease = %lease_name(), "leader election lost: stopping controllers now");
-            leaders.abort_all();
+            .boxed()
+        });
+        let runnable = Runnable::new(name, start);
+        let mut pending = self.pending();
+        if needs_leader {
+            pending.groups.leaders.add(runnable);
         } else {
-            tracing::info!("stopping: waiting for in-flight reconciles");
-        }
-        others_stop.cancel();
-        drain(&mut leaders, deadline, "controllers and leader runnables").await;
-        drain(&mut others, deadline, "runnables").await;
-        parts.factory.shutdown();
-        election_stop.cancel();
-        if let Some((_, config)) = &lease {
-            // A release on cancel happens now; bounded by the renew deadline.
-            let bound = config.renew_deadline() + config.retry_period();
-            match tokio::time::timeout(bound, leadership.ended()).await {
-                Ok(Phase::Stopped) => tracing::info!("left leader election"),
-                Ok(_) => {}
-                Err(_) => tracing::warn!("leader election did not stop in time"),
-            }
-        }
-        let recorders: Vec<Recorder> = lock(&parts.recorders).values().cloned().collect();
-        let flush = futures::future::join_all(recorders.iter().map(Recorder::flush));
-        if tokio::time::timeout(RECORDER_FLUSH_TIMEOUT, flush)
-            .await
-            .is_err()
-        {
-            tracing::warn!("event recorders did not flush in time");
-        }
-        stop_servers(servers).await;
-        tracing::info!("manager stopped");
-        match ending {
-            Ending::Requested => Ok(()),
-            Ending::LeadershipLost => Err(Error::LeadershipLost {
-                lease: lease_name(),
-            }),
-            Ending::Failed(e) => Err(e),
+            pending.groups.others.add(runnable);
         }
     }
 }
 
-impl<K: CachedObject> ControllerBuilder<K, &Manager> {
-    /// Registers the controller with the manager: `reconcile(object,
-    /// context)` runs for every key the watches enqueue, once the manager
-    /// runs and leads. Problems (a duplicate name) are reported by
-    /// [`Manager::run`].
-    pub fn reconcile<F, Fut, E, D>(self, reconcile: F, data: D)
-    where
-        F: Fn(Arc<K>, Arc<Context<D>>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Action, E>> + Send + 'static,
-        E: StdError + Send + Sync + 'static,
-        D: Send + Sync + 'static,
-    {
-        self.reconcile_with(reconcile, default_error_policy::<K, E, D>, data);
+/// A builder from [`Manager::controller`] registers what it builds: its
+/// `.reconcile(..)` returns nothing, and the manager's settings fill what
+/// the builder left unset.
+impl<K: CachedObject> Target<K> for &Manager {
+    type Output = ();
+
+    fn defaults(&self) -> Option<ControllerDefaults<'_>> {
+        Some(ControllerDefaults {
+            graceful_shutdown_timeout: self.parts.graceful_shutdown_timeout,
+            cache_sync_timeout: self.parts.cache_sync_timeout,
+            metrics: &self.parts.controller_metrics,
+            recorder: Box::new(|name| self.recorder(name)),
+        })
     }
 
-    /// [`reconcile`](Self::reconcile) with an error policy (see
-    /// [`ControllerBuilder::reconcile_with`](ControllerBuilder#method.reconcile_with-1)).
-    pub fn reconcile_with<F, Fut, E, P, D>(self, reconcile: F, error_policy: P, data: D)
-    where
-        F: Fn(Arc<K>, Arc<Context<D>>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Action, E>> + Send + 'static,
-        E: StdError + Send + Sync + 'static,
-        P: Fn(Arc<K>, &E, Arc<Context<D>>) -> Action + Send + Sync + 'static,
-        D: Send + Sync + 'static,
-    {
-        let manager = self.target;
-        let mut parts = self.parts;
-        parts.set_metrics(manager.parts.controller_metrics.clone());
-        parts.set_shutdown_timeout(manager.parts.graceful_shutdown_timeout);
-        parts.set_cache_sync_timeout_if_unset(manager.parts.cache_sync_timeout);
-        parts.set_recorder_if_unset(|name| manager.recorder(name));
-        let mut rules = parts.rules().to_vec();
+    fn record_rules(&self, controller: &str, mut rules: Vec<Rule>) {
         rules.push(Rule::for_events());
-        manager
-            .parts
-            .permissions
-            .add_controller(parts.name(), rules);
-        let controller = parts.build(reconcile, error_policy, data);
-        manager.register_controller(controller);
+        self.parts.permissions.add_controller(controller.to_owned(), rules);
+    }
+
+    fn finish(self, controller: Controller<K>) {
+        self.register_controller(controller);
     }
 }

@@ -71,11 +71,16 @@ async fn options(ctx: &Ctx, body: Incoming) -> Result<DeleteOpts, ApiError> {
         Some(r) => Some(parse_rv(r)?),
         None => None,
     };
+    let grace_period = match body.get("gracePeriodSeconds").and_then(Value::as_i64) {
+        Some(g) => Some(g),
+        None => q.int("gracePeriodSeconds")?,
+    };
     Ok(DeleteOpts {
         propagation,
         uid,
         rv,
         dry_run,
+        grace_period,
     })
 }
 

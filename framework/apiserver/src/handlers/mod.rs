@@ -7,12 +7,16 @@ mod ctx;
 mod delete;
 mod jsonpatch;
 mod openapi;
+mod pods;
 mod read;
 mod scale;
 mod write;
 
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+use futures::FutureExt;
 use http::request::Parts;
 use http::{header, HeaderValue, Method, Request, Response};
 use hyper::body::Incoming;
@@ -21,22 +25,61 @@ use serde_json::json;
 use super::discovery;
 use super::faults::Failure;
 use super::http::{self as h, Body, Query};
+use super::registry::Registry;
 use super::routing::{self, ResourcePath, Route};
 use super::state::Shared;
 use super::status::ApiError;
+use super::work;
 use ctx::Ctx;
 
-/// Handles one request; never fails (errors become `Status` responses).
+/// Handles one request; never fails (errors become `Status` responses,
+/// and so does a panic).
 pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let method = parts.method.clone();
     let path = parts.uri.path().to_owned();
-    let resp = match handle_inner(&shared, parts, body).await {
+    let resp = match guarded(handle_inner(&shared, parts, body)).await {
         Ok(r) => r,
         Err(e) => h::error(&e),
     };
     tracing::debug!(%method, %path, status = resp.status().as_u16(), "request");
     resp
+}
+
+/// Runs a handler, turning a panic into the 500 kube-apiserver's panic
+/// filter answers (`WithPanicRecovery`), so the connection is never just
+/// dropped.
+async fn guarded<F>(handler: F) -> Result<Response<Body>, ApiError>
+where
+    F: Future<Output = Result<Response<Body>, ApiError>>,
+{
+    match AssertUnwindSafe(handler).catch_unwind().await {
+        Ok(r) => r,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!(panic = %what, "a request handler panicked");
+            Err(ApiError::panicked())
+        }
+    }
+}
+
+/// Runs the synchronous part of a write (decoding, admission, validation,
+/// storing) on the work threads, off the runtime's.
+pub(super) async fn off_reactor<F>(work: F) -> Result<Response<Body>, ApiError>
+where
+    F: FnOnce() -> Result<Response<Body>, ApiError> + Send + 'static,
+{
+    match work::run(work).await {
+        Ok(r) => r,
+        Err(panicked) => {
+            tracing::error!(%panicked, "a write panicked");
+            Err(ApiError::panicked())
+        }
+    }
 }
 
 fn authenticated(shared: &Shared, parts: &Parts) -> bool {
@@ -91,7 +134,12 @@ async fn handle_inner(
     }
     let route = routing::route(parts.uri.path());
     let query = Query::parse(parts.uri.query());
+    let missing = || not_found(&shared.registry(), parts.uri.path());
     match route {
+        Route::Root => {
+            only_get(&parts)?;
+            Ok(root_paths(&shared.registry()))
+        }
         Route::Version => {
             only_get(&parts)?;
             Ok(h::json(200, &version_doc()))
@@ -125,15 +173,15 @@ async fn handle_inner(
         }
         Route::Group(g) => {
             only_get(&parts)?;
-            let doc = discovery::api_group_doc(&shared.registry(), &g)
-                .ok_or_else(ApiError::page_not_found)?;
+            let doc = discovery::api_group_doc(&shared.registry(), &g);
+            let doc = doc.ok_or_else(missing)?;
             Ok(discovery::legacy(&doc))
         }
         Route::GroupVersion { group, version } => {
             only_get(&parts)?;
             let reg = shared.registry();
             if !reg.has_group_version(&group, &version) {
-                return Err(ApiError::page_not_found());
+                return Err(not_found(&reg, parts.uri.path()));
             }
             Ok(discovery::legacy(&discovery::resource_list(
                 &reg, &group, &version,
@@ -154,8 +202,63 @@ async fn handle_inner(
             only_get(&parts)?;
             Err(ApiError::page_not_found())
         }
-        Route::NotFound => Err(ApiError::page_not_found()),
+        Route::NotFound => Err(missing()),
     }
+}
+
+/// kube-apiserver's 404 for a path nothing serves, which depends on who
+/// owns the path: its go-restful containers (`/api/...` and the built-in
+/// groups' `/apis/{group}/...`) answer a `Status` (`serviceErrorHandler`);
+/// everything else falls through the delegation chain to the not-found
+/// handler, Go's plain-text `http.NotFound`.
+fn not_found(reg: &Registry, path: &str) -> ApiError {
+    let restful = if path == "/api" || path.starts_with("/api/") {
+        true
+    } else if let Some(rest) = path.strip_prefix("/apis/") {
+        let group = rest.split('/').next().unwrap_or("");
+        !group.is_empty() && reg.is_builtin_group(group)
+    } else {
+        false
+    };
+    if restful {
+        ApiError::resource_not_found()
+    } else {
+        ApiError::page_not_found()
+    }
+}
+
+/// `/`: the paths the server serves, sorted, as kube-apiserver's index
+/// handler lists them (`metav1.RootPaths`, indented).
+fn root_paths(reg: &Registry) -> Response<Body> {
+    let mut paths: Vec<String> = [
+        "/api",
+        "/api/v1",
+        "/apis",
+        "/apis/",
+        "/openapi/v3",
+        "/openapi/v3/",
+        "/version",
+    ]
+    .iter()
+    .map(|p| (*p).to_owned())
+    .collect();
+    for probe in ["/healthz", "/livez", "/readyz"] {
+        paths.push(probe.to_owned());
+        for check in ["etcd", "log", "ping"] {
+            paths.push(format!("{probe}/{check}"));
+        }
+    }
+    for (group, versions) in reg.builtin_groups() {
+        if group.is_empty() {
+            continue;
+        }
+        paths.push(format!("/apis/{group}"));
+        paths.extend(versions.iter().map(|v| format!("/apis/{group}/{v}")));
+    }
+    paths.sort();
+    paths.dedup();
+    let body = serde_json::to_vec_pretty(&json!({ "paths": paths })).unwrap_or_default();
+    h::json_bytes(200, body.into())
 }
 
 /// The verb kube-apiserver's request-info resolver assigns.
@@ -167,6 +270,7 @@ fn verb(method: &Method, p: &ResourcePath, watch: bool) -> Result<&'static str, 
         ("GET" | "HEAD", false) if watch => "watch",
         ("GET" | "HEAD", false) => "list",
         ("POST", false) => "create",
+        ("POST", true) if p.subresource.is_some() => "create",
         ("PUT", true) => "update",
         ("PATCH", true) => "patch",
         ("DELETE", true) => "delete",
@@ -184,22 +288,27 @@ async fn resource(
 ) -> Result<Response<Body>, ApiError> {
     let def = {
         let reg = shared.registry();
+        let path = parts.uri.path();
         if !reg.has_group_version(&p.group, &p.version) {
-            return Err(ApiError::page_not_found());
+            return Err(not_found(&reg, path));
         }
-        reg.get(&p.group, &p.version, &p.resource)
-            .ok_or_else(ApiError::resource_not_found)?
+        let def = reg
+            .get(&p.group, &p.version, &p.resource)
+            .ok_or_else(|| not_found(&reg, path))?;
+        if (p.namespace.is_some() && !def.namespaced)
+            || (def.namespaced && p.namespace.is_none() && p.name.is_some())
+        {
+            return Err(not_found(&reg, path));
+        }
+        def
     };
-    if (p.namespace.is_some() && !def.namespaced)
-        || (def.namespaced && p.namespace.is_none() && p.name.is_some())
-    {
-        return Err(ApiError::resource_not_found());
-    }
     match p.subresource.as_deref() {
         None => {}
         Some("status") if def.status => {}
         Some("scale") if def.scale.is_some() => {}
         Some("finalize") if def.builtin().is_some() && def.plural == "namespaces" => {}
+        Some("binding" | "eviction")
+            if def.builtin().is_some() && def.group.is_empty() && def.plural == "pods" => {}
         Some(_) => return Err(ApiError::resource_not_found()),
     }
     let watch = p.watch_prefix || query.flag("watch")? == Some(true);
@@ -220,18 +329,19 @@ async fn resource(
     }
     let base_verb_ok = match verb {
         "watch" | "list" | "get" => def.has_verb(verb) || p.subresource.is_some(),
+        "create" if p.subresource.is_some() => true,
         _ => def.has_verb(verb),
     };
     if !base_verb_ok {
         return Err(ApiError::method_not_allowed());
     }
-    let ctx = Ctx {
+    let ctx = Arc::new(Ctx {
         shared: shared.clone(),
         def,
         path: p,
         query,
         parts,
-    };
+    });
     let sub = ctx.path.subresource.clone();
     match (verb, sub.as_deref()) {
         ("get", Some("scale")) => scale::get(&ctx),
@@ -243,11 +353,57 @@ async fn resource(
         ("watch", None) => read::watch(&ctx).await,
         ("watch", Some(_)) | ("list", Some(_)) => Err(ApiError::method_not_allowed()),
         ("create", None) => write::create(&ctx, body).await,
+        ("create", Some("binding")) => pods::binding(&ctx, body).await,
+        ("create", Some("eviction")) => pods::eviction(&ctx, body).await,
         ("update", _) => write::update(&ctx, body).await,
         ("patch", Some("finalize")) => Err(ApiError::method_not_allowed()),
         ("patch", _) => write::patch(&ctx, body).await,
         ("delete", None) => delete::delete(&ctx, body).await,
         ("deletecollection", None) => delete::delete_collection(&ctx, body).await,
         _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok() -> Result<Response<Body>, ApiError> {
+        Ok(Response::new(h::full("ok")))
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_is_a_500_status() {
+        let err = guarded(async {
+            if ok().is_ok() {
+                panic!("boom");
+            }
+            ok()
+        })
+        .await
+        .unwrap_err();
+        let resp = h::error(&err);
+        assert_eq!(resp.status(), 500);
+        let status = err.to_status();
+        assert_eq!(status["reason"], "InternalError");
+        assert_eq!(
+            status["message"],
+            "This request caused apiserver to panic. Look in the logs for details."
+        );
+        assert!(guarded(async { ok() }).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_panicking_write_is_a_500_status() {
+        let err = off_reactor(|| {
+            if ok().is_ok() {
+                panic!("boom");
+            }
+            ok()
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(err.code, 500);
+        assert!(off_reactor(ok).await.is_ok());
     }
 }

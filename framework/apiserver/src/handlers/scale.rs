@@ -3,15 +3,18 @@
 //! or of a CRD's `specReplicasPath`, `statusReplicasPath` and
 //! `labelSelectorPath`; get, update and merge/JSON patch.
 
+use std::sync::Arc;
+
 use http::Response;
 use hyper::body::Incoming;
 use serde_json::{json, Value};
 
 use super::ctx::Ctx;
+use super::off_reactor;
 use super::read::parse_rv;
 use super::write::{apply_patch, body_object, parse_patch, patch_options, write_opts};
 use crate::http::{self as h, Body};
-use crate::objects::{self, Precondition, Sub};
+use crate::objects::{self, Precondition, Sub, WriteOpts};
 use crate::registry::{json_path, set_json_path, ScalePaths};
 use crate::status::{ApiError, Cause};
 use crate::util;
@@ -135,25 +138,35 @@ fn respond(ctx: &Ctx, obj: &Value) -> Result<Response<Body>, ApiError> {
     Ok(h::json(200, &scale_of(ctx, obj)?))
 }
 
-pub(super) async fn update(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, ApiError> {
-    let opts = write_opts(ctx, Sub::Scale)?;
-    let scale = body_object(ctx, body).await?;
-    let key = ctx.key();
-    let w = objects::update(&ctx.shared, &ctx.def, &key, &opts, |cur| {
-        apply_scale(ctx, cur, &scale)
-    })?;
-    respond(ctx, &w.obj.value)
+pub(super) async fn update(ctx: &Arc<Ctx>, body: Incoming) -> Result<Response<Body>, ApiError> {
+    let mut opts = write_opts(ctx, Sub::Scale, "UpdateOptions")?;
+    let bytes = h::read_body(body).await?;
+    let ctx = ctx.clone();
+    off_reactor(move || {
+        let scale = body_object(&ctx, &bytes, &mut opts)?;
+        let key = ctx.key();
+        let w = objects::update(&ctx.shared, &ctx.def, &key, &opts, |cur| {
+            apply_scale(&ctx, cur, &scale)
+        })?;
+        respond(&ctx, &w.obj.value)
+    })
+    .await
 }
 
-pub(super) async fn patch(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, ApiError> {
-    let opts = write_opts(ctx, Sub::Scale)?;
+pub(super) async fn patch(ctx: &Arc<Ctx>, body: Incoming) -> Result<Response<Body>, ApiError> {
+    let opts = write_opts(ctx, Sub::Scale, "PatchOptions")?;
     let bytes = h::read_body(body).await?;
-    let patch = parse_patch(ctx, &bytes)?;
+    let ctx = ctx.clone();
+    off_reactor(move || patch_with(&ctx, &bytes, &opts)).await
+}
+
+fn patch_with(ctx: &Ctx, bytes: &[u8], opts: &WriteOpts) -> Result<Response<Body>, ApiError> {
+    let patch = parse_patch(ctx, bytes)?;
     let force = patch_options(ctx, &patch)?;
     let key = ctx.key();
-    let w = objects::update(&ctx.shared, &ctx.def, &key, &opts, |cur| {
+    let w = objects::update(&ctx.shared, &ctx.def, &key, opts, |cur| {
         let scale = scale_of(ctx, cur)?;
-        let (patched, pre) = apply_patch(ctx, &opts, force, &scale, &patch)?;
+        let (patched, pre) = apply_patch(ctx, opts, force, &scale, &patch)?;
         let (next, scale_pre) = apply_scale(ctx, cur, &patched)?;
         Ok((
             next,

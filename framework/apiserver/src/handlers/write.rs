@@ -3,12 +3,14 @@
 //! `fieldValidation`, `force`), the one place that dispatches on the patch
 //! content type, and `Warning` headers.
 
-use bytes::Bytes;
+use std::sync::Arc;
+
 use http::{HeaderValue, Response};
 use hyper::body::Incoming;
 use serde_json::Value;
 
 use super::ctx::Ctx;
+use super::off_reactor;
 use super::read::{parse_rv, render};
 use crate::admission::{self, FieldValidation};
 use crate::http::{self as h, Body, Format, Output};
@@ -28,7 +30,9 @@ const CR_PATCH_TYPES: &[&str] = &[
     "application/apply-patch+yaml",
 ];
 
-pub(super) fn write_opts(ctx: &Ctx, sub: Sub) -> Result<WriteOpts, ApiError> {
+/// The options of a write (`CreateOptions`, `UpdateOptions` or
+/// `PatchOptions`, which `kind` names in errors).
+pub(super) fn write_opts(ctx: &Ctx, sub: Sub, kind: &str) -> Result<WriteOpts, ApiError> {
     let dry_run = match ctx.query.get("dryRun") {
         None | Some("") => false,
         Some("All") => true,
@@ -53,6 +57,12 @@ pub(super) fn write_opts(ctx: &Ctx, sub: Sub) -> Result<WriteOpts, ApiError> {
         .headers
         .get(http::header::USER_AGENT)
         .and_then(|v| v.to_str().ok());
+    if let Some(param) = ctx.query.get("fieldManager") {
+        let causes = admission::validate_field_manager(param);
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(kind, "meta.k8s.io", "", causes));
+        }
+    }
     let manager = admission::field_manager(ctx.query.get("fieldManager"), ua);
     Ok(WriteOpts {
         dry_run,
@@ -61,6 +71,7 @@ pub(super) fn write_opts(ctx: &Ctx, sub: Sub) -> Result<WriteOpts, ApiError> {
         validation,
         version: ctx.path.version.clone(),
         apply: false,
+        duplicates: Vec::new(),
     })
 }
 
@@ -81,23 +92,35 @@ pub(super) fn written(ctx: &Ctx, code: u16, w: &Written) -> Result<Response<Body
     Ok(resp)
 }
 
-pub(super) async fn body_object(ctx: &Ctx, body: Incoming) -> Result<Value, ApiError> {
-    let bytes = h::read_body(body).await?;
+/// Decodes a body read whole; the duplicate keys it had go into `opts`
+/// for `fieldValidation` to judge.
+pub(super) fn body_object(
+    ctx: &Ctx,
+    bytes: &[u8],
+    opts: &mut WriteOpts,
+) -> Result<Value, ApiError> {
     let media = h::content_type(&ctx.parts.headers);
-    h::decode_object(&bytes, &media)
+    let decoded = h::decode_body(bytes, &media)?;
+    opts.duplicates = decoded.duplicates;
+    Ok(decoded.value)
 }
 
-pub(super) async fn create(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, ApiError> {
-    let opts = write_opts(ctx, Sub::Main)?;
-    let obj = body_object(ctx, body).await?;
-    let w = objects::create(
-        &ctx.shared,
-        &ctx.def,
-        ctx.path.namespace.as_deref(),
-        obj,
-        &opts,
-    )?;
-    written(ctx, 201, &w)
+pub(super) async fn create(ctx: &Arc<Ctx>, body: Incoming) -> Result<Response<Body>, ApiError> {
+    let mut opts = write_opts(ctx, Sub::Main, "CreateOptions")?;
+    let bytes = h::read_body(body).await?;
+    let ctx = ctx.clone();
+    off_reactor(move || {
+        let obj = body_object(&ctx, &bytes, &mut opts)?;
+        let w = objects::create(
+            &ctx.shared,
+            &ctx.def,
+            ctx.path.namespace.as_deref(),
+            obj,
+            &opts,
+        )?;
+        written(&ctx, 201, &w)
+    })
+    .await
 }
 
 fn sub_of(ctx: &Ctx) -> Sub {
@@ -131,10 +154,18 @@ fn check_identity(ctx: &Ctx, obj: &Value) -> Result<(), ApiError> {
     Ok(())
 }
 
-pub(super) async fn update(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, ApiError> {
-    let sub = sub_of(ctx);
-    let opts = write_opts(ctx, sub)?;
-    let obj = body_object(ctx, body).await?;
+pub(super) async fn update(ctx: &Arc<Ctx>, body: Incoming) -> Result<Response<Body>, ApiError> {
+    let mut opts = write_opts(ctx, sub_of(ctx), "UpdateOptions")?;
+    let bytes = h::read_body(body).await?;
+    let ctx = ctx.clone();
+    off_reactor(move || {
+        let obj = body_object(&ctx, &bytes, &mut opts)?;
+        update_with(&ctx, obj, &opts)
+    })
+    .await
+}
+
+fn update_with(ctx: &Ctx, obj: Value, opts: &WriteOpts) -> Result<Response<Body>, ApiError> {
     check_identity(ctx, &obj)?;
     let pre = match util::meta_str(&obj, "resourceVersion").filter(|s| !s.is_empty()) {
         Some(rv) => Precondition::Rv(parse_rv(rv)?),
@@ -152,7 +183,7 @@ pub(super) async fn update(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, 
         None => Precondition::None,
     };
     let key = ctx.key();
-    let w = objects::update(&ctx.shared, &ctx.def, &key, &opts, |_| {
+    let w = objects::update(&ctx.shared, &ctx.def, &key, opts, |_| {
         Ok((obj.clone(), pre))
     })?;
     written(ctx, 200, &w)
@@ -169,7 +200,7 @@ pub(super) enum Patch {
 /// The one place that dispatches on the patch content type. Custom
 /// resources accept no strategic merge patch (apiextensions-apiserver's
 /// `customresource_handler.go`), so it is a 415 there.
-pub(super) fn parse_patch(ctx: &Ctx, bytes: &Bytes) -> Result<Patch, ApiError> {
+pub(super) fn parse_patch(ctx: &Ctx, bytes: &[u8]) -> Result<Patch, ApiError> {
     let media = h::content_type(&ctx.parts.headers);
     let accepted = if ctx.def.is_custom() {
         CR_PATCH_TYPES
@@ -254,11 +285,15 @@ pub(super) fn patch_options(ctx: &Ctx, patch: &Patch) -> Result<bool, ApiError> 
     Ok(force.unwrap_or(false))
 }
 
-pub(super) async fn patch(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, ApiError> {
-    let sub = sub_of(ctx);
-    let mut opts = write_opts(ctx, sub)?;
+pub(super) async fn patch(ctx: &Arc<Ctx>, body: Incoming) -> Result<Response<Body>, ApiError> {
+    let opts = write_opts(ctx, sub_of(ctx), "PatchOptions")?;
     let bytes = h::read_body(body).await?;
-    let patch = parse_patch(ctx, &bytes)?;
+    let ctx = ctx.clone();
+    off_reactor(move || patch_with(&ctx, &bytes, opts)).await
+}
+
+fn patch_with(ctx: &Ctx, bytes: &[u8], mut opts: WriteOpts) -> Result<Response<Body>, ApiError> {
+    let patch = parse_patch(ctx, bytes)?;
     let force = patch_options(ctx, &patch)?;
     opts.apply = matches!(patch, Patch::Apply(_));
     let key = ctx.key();

@@ -1,7 +1,8 @@
 //! The checks every write makes: `apiVersion`/`kind` against the endpoint,
 //! names, decode-validation of built-ins and their semantic rules, the
-//! admission hooks for CRDs and custom resources, unknown fields per
-//! `fieldValidation`, and the namespace lifecycle gate.
+//! admission hooks for CRDs and custom resources, unknown fields (dropped
+//! from built-in kinds) and duplicate keys per `fieldValidation`, and the
+//! namespace lifecycle gate.
 
 use serde_json::{json, Value};
 
@@ -26,6 +27,14 @@ fn name_rule(def: &ResourceDef) -> NameRule {
 
 /// Checks `apiVersion`/`kind` against the endpoint and rewrites
 /// `apiVersion` to the storage version.
+///
+/// Built-in kinds are decoded as kube-apiserver's typed decoder does, with
+/// the endpoint's kind and version as defaults (apimachinery's
+/// `gvkWithDefaults`): a body without `kind`, or without `apiVersion`, is
+/// the endpoint's type, which is how the official Python client's models
+/// are sent. Custom resources are decoded as unstructured objects, which
+/// must name their kind (`unstructuredJSONScheme`); one without
+/// `apiVersion` fails the create/update handler's group-version check.
 pub(super) fn check_type_meta(
     def: &ResourceDef,
     obj: &mut Value,
@@ -37,17 +46,30 @@ pub(super) fn check_type_meta(
         ));
     };
     let expected = def.api_version(version);
-    let kind = map.get("kind").and_then(Value::as_str).unwrap_or("");
-    let api_version = map.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    if kind.is_empty() {
-        return Err(ApiError::bad_request(
-            "Object 'Kind' is missing in the request body",
-        ));
-    }
-    if api_version.is_empty() {
-        return Err(ApiError::bad_request(
-            "Object 'apiVersion' is missing in the request body",
-        ));
+    let text = |key: &str| {
+        map.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    let (mut kind, mut api_version) = (text("kind"), text("apiVersion"));
+    if def.is_custom() {
+        if kind.is_empty() {
+            let body = Value::Object(map.clone()).to_string();
+            return Err(ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type {}): Object 'Kind' is missing in '{body}' ({})",
+                def.kind,
+                summarize(&body, 30)
+            )));
+        }
+    } else {
+        // `gvkWithDefaults`: the kind, and the group and version together.
+        if kind.is_empty() {
+            kind = def.kind.clone();
+        }
+        if api_version.is_empty() {
+            api_version = expected.clone();
+        }
     }
     let served_versions_ok = def
         .versions
@@ -60,10 +82,13 @@ pub(super) fn check_type_meta(
     }
     if kind != def.kind {
         return Err(ApiError::bad_request(format!(
-            "the kind in the data ({kind}) does not match the expected kind ({})",
+            "{kind} in version {:?} cannot be handled as a {}: the kind in the data ({kind}) does not match the expected kind ({})",
+            api_version.rsplit('/').next().unwrap_or_default(),
+            def.kind,
             def.kind
         )));
     }
+    map.insert("kind".into(), json!(kind));
     map.insert(
         "apiVersion".into(),
         json!(def.api_version(&def.storage_version)),
@@ -75,6 +100,15 @@ pub(super) fn check_type_meta(
         map.insert("metadata".into(), json!({}));
     }
     Ok(())
+}
+
+/// The start of a body for an error message, as apimachinery's
+/// `summarizeData` gives it.
+fn summarize(body: &str, max_chars: usize) -> String {
+    match body.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{} ...", &body[..cut]),
+        None => body.to_owned(),
+    }
 }
 
 /// Decode-validation for built-ins, schema admission for custom resources,
@@ -97,10 +131,15 @@ pub(super) fn validate(
     let mut unknown = Vec::new();
     if let Some(b) = def.builtin() {
         match (b.validate)(obj) {
-            Ok(understood) if opts.validation != FieldValidation::Ignore => {
+            Ok(understood) => {
+                // Decoding into the kind's type drops what it does not
+                // know, whatever fieldValidation says; that only decides
+                // whether the client hears of it.
                 unknown_fields(obj, &understood, "", &mut unknown);
+                if !unknown.is_empty() {
+                    drop_unknown(obj, &understood);
+                }
             }
-            Ok(_) => {}
             Err((path, msg)) => {
                 if let Some(field) = msg
                     .strip_prefix("missing field `")
@@ -134,11 +173,13 @@ pub(super) fn validate(
         causes.extend(admitted.causes);
         unknown = admitted.pruned;
     }
-    if !unknown.is_empty() {
-        let list: Vec<String> = unknown
-            .iter()
-            .map(|p| format!("unknown field \"{p}\""))
-            .collect();
+    let list: Vec<String> = opts
+        .duplicates
+        .iter()
+        .map(|p| format!("duplicate field \"{p}\""))
+        .chain(unknown.iter().map(|p| format!("unknown field \"{p}\"")))
+        .collect();
+    if !list.is_empty() {
         match opts.validation {
             FieldValidation::Strict => {
                 return Err(ApiError::bad_request(format!(
@@ -187,6 +228,26 @@ fn unknown_fields(sent: &Value, understood: &Value, path: &str, out: &mut Vec<St
         (Value::Array(s), Value::Array(u)) => {
             for (i, (sv, uv)) in s.iter().zip(u).enumerate() {
                 unknown_fields(sv, uv, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Removes from `sent` the fields [`unknown_fields`] reports.
+fn drop_unknown(sent: &mut Value, understood: &Value) {
+    match (sent, understood) {
+        (Value::Object(s), Value::Object(u)) => {
+            s.retain(|k, v| v.is_null() || u.contains_key(k));
+            for (k, v) in s.iter_mut() {
+                if let Some(uv) = u.get(k) {
+                    drop_unknown(v, uv);
+                }
+            }
+        }
+        (Value::Array(s), Value::Array(u)) => {
+            for (sv, uv) in s.iter_mut().zip(u) {
+                drop_unknown(sv, uv);
             }
         }
         _ => {}

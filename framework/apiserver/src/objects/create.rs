@@ -42,11 +42,15 @@ pub(crate) fn create(
     let now = util::now();
     let meta = util::meta_mut(&mut obj)
         .ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
-    if meta
+    // etcd3's store refuses a version its versioner reads as a number
+    // above zero (`strconv.ParseUint`: digits only); "0", "abc" or "-1"
+    // are overwritten. A dry run never reaches it.
+    let numeric_rv = meta
         .get("resourceVersion")
         .and_then(Value::as_str)
-        .is_some_and(|s| !s.is_empty())
-    {
+        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|s| s.parse::<u64>().ok());
+    if numeric_rv.is_some_and(|rv| rv > 0) && !opts.dry_run {
         return Err(ApiError::internal(
             "resourceVersion should not be set on objects to be created",
         ));
@@ -119,6 +123,7 @@ pub(crate) fn create(
         }
     }
     defaults::on_create(def, &mut obj, &shared.next_cluster_ip);
+    super::tolerations::admit(shared, def, &mut obj);
     let warnings = validate(def, &mut obj, None, opts)?;
     if !opts.apply {
         admission::track_managed_fields(def, None, &mut obj, &opts.manager, opts.sub.name(), &now);

@@ -1,17 +1,19 @@
 //! Delete (`store.go` `Delete`): preconditions, propagation policies as
 //! finalizers, marking with `deletionTimestamp` while finalizers hold the
-//! object, namespace termination, immediate removal otherwise.
+//! object, namespace termination (never of the system namespaces),
+//! immediate removal otherwise.
 
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::graceful::{self, Graceful};
 use super::hooks::{after_delete, after_write};
 use super::opts::store_error;
 use super::update::namespace_spec_finalizers;
 use crate::registry::ResourceDef;
 use crate::state::Shared;
-use crate::status::ApiError;
+use crate::status::{ApiError, Details};
 use crate::storage::{ObjKey, StoreError, StoredObject};
 use crate::{defaults, util};
 
@@ -30,6 +32,8 @@ pub(crate) struct DeleteOpts {
     pub uid: Option<String>,
     pub rv: Option<u64>,
     pub dry_run: bool,
+    /// `gracePeriodSeconds` (pods).
+    pub grace_period: Option<i64>,
 }
 
 /// What a delete did.
@@ -43,12 +47,30 @@ pub(crate) enum Deleted {
 
 /// Deletes an object (`store.go` `Delete`): with finalizers (or a
 /// propagation policy that adds one) it is only marked.
+/// The namespaces the NamespaceLifecycle admission plugin keeps from
+/// deletion (its `immortalNamespaces`).
+const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
+
 pub(crate) fn delete(
     shared: &Shared,
     def: &ResourceDef,
     key: &ObjKey,
     opts: &DeleteOpts,
 ) -> Result<Deleted, ApiError> {
+    let is_namespace =
+        def.builtin().is_some() && def.group.is_empty() && def.plural == "namespaces";
+    if is_namespace && IMMORTAL_NAMESPACES.contains(&key.1.as_str()) {
+        return Err(ApiError::forbidden(format!(
+            "namespaces \"{}\" is forbidden: this namespace may not be deleted",
+            key.1
+        ))
+        .with_details(Details {
+            name: Some(key.1.clone()),
+            group: Some(String::new()),
+            kind: Some("namespaces".into()),
+            ..Details::default()
+        }));
+    }
     let res = def.key();
     loop {
         let old = shared
@@ -81,6 +103,34 @@ pub(crate) fn delete(
         }
         let mut fins = util::finalizers(&old.value);
         let deleting = old.value.pointer("/metadata/deletionTimestamp").is_some();
+        match graceful::check(shared, def, &old.value, opts.grace_period) {
+            Graceful::Pending => return Ok(Deleted::Pending(old)),
+            Graceful::Mark(period) => {
+                let mut next = (*old.value).clone();
+                if let Some(meta) = util::meta_mut(&mut next) {
+                    meta.insert(
+                        "deletionTimestamp".into(),
+                        json!(graceful::deadline(period)),
+                    );
+                    meta.insert("deletionGracePeriodSeconds".into(), json!(period));
+                }
+                if opts.dry_run {
+                    return Ok(Deleted::Pending(Arc::new(StoredObject::encode(
+                        next, old.rv,
+                    ))));
+                }
+                let r = shared.storage.lock().update(&res, key, next, Some(old.rv));
+                match r {
+                    Ok(stored) => {
+                        after_write(shared, def, Some(&old), &stored);
+                        return Ok(Deleted::Pending(stored));
+                    }
+                    Err(StoreError::Conflict) => continue,
+                    Err(e) => return Err(store_error(def, &key.1, e)),
+                }
+            }
+            Graceful::No => {}
+        }
         match opts.propagation {
             Some(Propagation::Orphan) => {
                 fins.retain(|f| f != "foregroundDeletion");
@@ -122,7 +172,9 @@ pub(crate) fn delete(
                     status.insert("phase".into(), json!("Terminating"));
                 }
             }
-            if deleting && before == fins {
+            // A pod whose graceful deletion is cut short (grace period 0)
+            // and that no finalizer holds goes now.
+            if deleting && before == fins && (ns_pending || !fins.is_empty()) {
                 return Ok(Deleted::Pending(old));
             }
             if opts.dry_run {

@@ -7,14 +7,20 @@
 //! garbage collector's bookkeeping). Handlers and the in-server controllers
 //! both write through here.
 
+mod binding;
 mod checks;
 mod create;
 mod delete;
+mod eviction;
+mod graceful;
 mod hooks;
 mod opts;
+mod tolerations;
 mod update;
 
+pub(crate) use binding::bind;
 pub(crate) use create::create;
 pub(crate) use delete::{delete, DeleteOpts, Deleted, Propagation};
+pub(crate) use eviction::evict;
 pub(crate) use opts::{store_error, too_large, Sub, WriteOpts, Written};
 pub(crate) use update::{update, Precondition};

@@ -41,6 +41,9 @@ pub(crate) struct WriteOpts {
     /// A server-side apply: managed fields were already computed by the
     /// apply, so the write is not recorded again as an `Update`.
     pub apply: bool,
+    /// Paths of keys the body had twice (`fieldValidation` judges them with
+    /// the unknown fields).
+    pub duplicates: Vec<String>,
 }
 
 impl WriteOpts {
@@ -53,6 +56,7 @@ impl WriteOpts {
             validation: FieldValidation::Ignore,
             version: def.storage_version.clone(),
             apply: false,
+            duplicates: Vec::new(),
         }
     }
 }

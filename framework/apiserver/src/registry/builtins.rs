@@ -5,7 +5,9 @@
 //! work, and the Table printer. This is the server's one list of the
 //! built-in kinds it serves.
 
-use k8s_openapi::api::{admissionregistration, apps, batch, coordination, core, events, rbac};
+use k8s_openapi::api::{
+    admissionregistration, apps, batch, coordination, core, events, policy, rbac,
+};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::schemars::generate::SchemaGenerator;
 use k8s_openapi::schemars::JsonSchema;
@@ -14,7 +16,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::convert::EVENTS;
-use super::def::{Behavior, Builtin, Printer, ResourceDef, ScalePaths};
+use super::def::{Behavior, Builtin, ExtraSubresource, Printer, ResourceDef, ScalePaths};
 
 /// Decodes into `T`, reporting the JSON path of the first failure.
 fn decode<T: DeserializeOwned + Serialize>(v: &Value) -> Result<Value, (String, String)> {
@@ -119,6 +121,27 @@ builtin!(
     ],
     Printer::Pod,
     true
+);
+builtin!(
+    NODE,
+    core::v1::Node,
+    None,
+    &[("spec.unschedulable", "spec.unschedulable")],
+    Printer::Node
+);
+builtin!(
+    PDB,
+    policy::v1::PodDisruptionBudget,
+    Some(SPEC),
+    NO_FIELDS,
+    Printer::PodDisruptionBudget
+);
+builtin!(
+    CONTROLLERREVISION,
+    apps::v1::ControllerRevision,
+    None,
+    NO_FIELDS,
+    Printer::ControllerRevision
 );
 builtin!(
     CORE_EVENT,
@@ -319,7 +342,11 @@ pub(crate) fn all() -> Vec<ResourceDef> {
         true,
         &NAMESPACE,
     );
-    namespaces.extra_subresources = vec![("finalize", &["update"])];
+    namespaces.extra_subresources = vec![ExtraSubresource {
+        name: "finalize",
+        verbs: &["update"],
+        kind: None,
+    }];
     let mut deployments = def(
         "apps",
         "deployments",
@@ -356,6 +383,30 @@ pub(crate) fn all() -> Vec<ResourceDef> {
         &STATEFULSET,
     );
     statefulsets.scale = replicas_scale();
+    let mut pods = def("", "pods", "Pod", true, ALL_VERBS, &["po"], all, true, &POD);
+    pods.extra_subresources = vec![
+        ExtraSubresource {
+            name: "binding",
+            verbs: &["create"],
+            kind: Some(("", "v1", "Binding")),
+        },
+        ExtraSubresource {
+            name: "eviction",
+            verbs: &["create"],
+            kind: Some(("policy", "v1", "Eviction")),
+        },
+    ];
+    let nodes = def(
+        "",
+        "nodes",
+        "Node",
+        false,
+        ALL_VERBS,
+        &["no"],
+        &[],
+        true,
+        &NODE,
+    );
     let mut crd = def(
         "apiextensions.k8s.io",
         "customresourcedefinitions",
@@ -392,7 +443,8 @@ pub(crate) fn all() -> Vec<ResourceDef> {
             &CORE_EVENT,
         ),
         namespaces,
-        def("", "pods", "Pod", true, ALL_VERBS, &["po"], all, true, &POD),
+        nodes,
+        pods,
         def(
             "",
             "secrets",
@@ -437,6 +489,17 @@ pub(crate) fn all() -> Vec<ResourceDef> {
             true,
             &DAEMONSET,
         ),
+        def(
+            "apps",
+            "controllerrevisions",
+            "ControllerRevision",
+            true,
+            ALL_VERBS,
+            &[],
+            &[],
+            false,
+            &CONTROLLERREVISION,
+        ),
         deployments,
         replicasets,
         statefulsets,
@@ -472,6 +535,17 @@ pub(crate) fn all() -> Vec<ResourceDef> {
             all,
             true,
             &JOB,
+        ),
+        def(
+            "policy",
+            "poddisruptionbudgets",
+            "PodDisruptionBudget",
+            true,
+            ALL_VERBS,
+            &["pdb"],
+            &[],
+            true,
+            &PDB,
         ),
         def(
             "rbac.authorization.k8s.io",

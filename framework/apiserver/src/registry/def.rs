@@ -24,6 +24,9 @@ pub(crate) enum Printer {
     Service,
     ServiceAccount,
     Pod,
+    Node,
+    PodDisruptionBudget,
+    ControllerRevision,
     Event,
     Deployment,
     ReplicaSet,
@@ -34,6 +37,16 @@ pub(crate) enum Printer {
     Lease,
     RoleBinding,
     Webhook,
+}
+
+/// A subresource beyond status and scale, as discovery lists it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ExtraSubresource {
+    pub name: &'static str,
+    pub verbs: &'static [&'static str],
+    /// `(group, version, kind)` when it takes another kind than its
+    /// resource's (`pods/eviction`: `policy/v1` `Eviction`).
+    pub kind: Option<(&'static str, &'static str, &'static str)>,
 }
 
 /// Storage identity of a resource: `group/plural` (one store per resource,
@@ -73,8 +86,9 @@ pub(crate) struct ResourceDef {
     pub categories: Vec<String>,
     pub status: bool,
     pub scale: Option<ScalePaths>,
-    /// Extra subresources listed in discovery only (e.g. `namespaces/finalize`).
-    pub extra_subresources: Vec<(&'static str, &'static [&'static str])>,
+    /// Extra subresources listed in discovery (e.g. `namespaces/finalize`,
+    /// `pods/eviction`).
+    pub extra_subresources: Vec<ExtraSubresource>,
     pub behavior: Behavior,
 }
 

@@ -65,6 +65,17 @@ impl Registry {
             .any(|(g, vs)| g == group && vs.iter().any(|v| v == version))
     }
 
+    /// Whether `group` is one of the built-in groups (the core group `""`
+    /// included).
+    pub fn is_builtin_group(&self, group: &str) -> bool {
+        self.builtin_groups.iter().any(|(g, _)| g == group)
+    }
+
+    /// The built-in groups in discovery order, with their versions.
+    pub fn builtin_groups(&self) -> &[(String, Vec<String>)] {
+        &self.builtin_groups
+    }
+
     /// Groups in discovery order (core first, built-ins, then CRD groups by
     /// name), each with its versions in preference order.
     pub fn groups(&self) -> Vec<(String, Vec<String>)> {

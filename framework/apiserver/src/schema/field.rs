@@ -172,6 +172,11 @@ impl FieldError {
         Self::with_value(field, CauseType::TypeInvalid, BadValue::Json(value), detail)
     }
 
+    /// `field.InternalError(path, err)`.
+    pub fn internal(field: &str, detail: &str) -> Self {
+        Self::with_value(field, CauseType::Internal, BadValue::Omit, detail)
+    }
+
     /// `field.Duplicate(path, value)`.
     pub fn duplicate(field: &str, value: &Value) -> Self {
         Self::with_value(field, CauseType::Duplicate, BadValue::Json(value), "")

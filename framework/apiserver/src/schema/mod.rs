@@ -46,7 +46,7 @@ use validate::Validator;
 pub struct StructuralSchema {
     root: Arc<Node>,
     /// The compiled `x-kubernetes-validations`, when there are any.
-    rules: Option<Arc<kube_core::cel::CompiledSchema>>,
+    rules: Option<Arc<cel::Rules>>,
 }
 
 impl std::fmt::Debug for StructuralSchema {

@@ -1,6 +1,7 @@
 //! The accept loop: TLS handshakes (bounded in time), then each connection
 //! served as HTTP/2 or HTTP/1.1 with the request router until the server
-//! shuts down.
+//! shuts down, with kube-apiserver's limits on request heads and Go's
+//! answers to unreadable ones ([`unreadable`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
+use super::unreadable::{self, GoErrorBodies};
 use crate::handlers;
 use crate::state::Shared;
 
@@ -52,10 +54,16 @@ pub(super) async fn serve(
                 async move { Ok::<_, std::convert::Infallible>(handlers::handle(shared, req).await) }
             });
             let mut builder = auto::Builder::new(TokioExecutor::new());
+            // kube-apiserver reads request heads up to its MaxHeaderBytes.
+            builder.http1().max_buf_size(unreadable::MAX_HEAD_BYTES);
             // Informers multiplex their watches over one connection:
             // kube-apiserver allows 1000 streams per HTTP/2 connection.
-            builder.http2().max_concurrent_streams(1000);
-            let conn = builder.serve_connection(TokioIo::new(tls), service);
+            builder
+                .http2()
+                .max_concurrent_streams(1000)
+                .max_header_list_size(unreadable::MAX_HEADER_LIST_BYTES);
+            let io = TokioIo::new(GoErrorBodies::new(tls));
+            let conn = builder.serve_connection(io, service);
             tokio::select! {
                 _ = cancel.cancelled() => {}
                 r = conn => {

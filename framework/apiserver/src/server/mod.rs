@@ -7,6 +7,7 @@ mod accept;
 mod faults;
 pub(crate) mod kubeconfig;
 mod tls;
+mod unreadable;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
@@ -23,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 pub use faults::Faults;
 
 use crate::apidocs::OpenApiDocs;
+use crate::cluster::{SimulatedNodes, Workloads};
 use crate::error::Error;
 use crate::faults::{Failure, FaultRules, RequestMatch};
 use crate::objects::{self, WriteOpts};
@@ -31,15 +33,25 @@ use crate::state::{ControllerQueue, Options, Shared};
 use crate::storage::Storage;
 use tls::Certificates;
 
+/// The default bound of the watch history in bytes. kube-apiserver bounds
+/// its history by time (etcd is compacted every 5 minutes,
+/// `--etcd-compaction-interval`) and its watch cache by count (up to
+/// 102,400 events); in bytes only etcd's backend quota bounds it (2 GiB,
+/// `--quota-backend-bytes`), which is no bound for a server living in a
+/// test's memory.
+const DEFAULT_HISTORY_BYTES: usize = 64 << 20;
+
 /// Configures and starts an [`ApiServer`].
 #[derive(Debug, Clone)]
 pub struct ApiServerBuilder {
     bind: SocketAddr,
     history: usize,
+    history_bytes: usize,
     watch_buffer: usize,
     bookmark_interval: Duration,
     latency: Option<Duration>,
     failures: Vec<(usize, RequestMatch, Failure)>,
+    workloads: Option<Workloads>,
 }
 
 impl Default for ApiServerBuilder {
@@ -47,10 +59,12 @@ impl Default for ApiServerBuilder {
         Self {
             bind: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
             history: 10_000,
+            history_bytes: DEFAULT_HISTORY_BYTES,
             watch_buffer: 4096,
             bookmark_interval: Duration::from_secs(60),
             latency: None,
             failures: Vec::new(),
+            workloads: None,
         }
     }
 }
@@ -66,6 +80,15 @@ impl ApiServerBuilder {
     /// 10 000); older resourceVersions answer 410 Expired.
     pub fn watch_history(mut self, events: usize) -> Self {
         self.history = events;
+        self
+    }
+
+    /// How many bytes of events (counted as the JSON of the objects they
+    /// carry) the watch history keeps across all resources (default 64
+    /// MiB); older resourceVersions answer 410 Expired, as compacted ones
+    /// do.
+    pub fn watch_history_bytes(mut self, bytes: usize) -> Self {
+        self.history_bytes = bytes;
         self
     }
 
@@ -96,6 +119,24 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Runs kube-controller-manager's workload controllers (Deployment,
+    /// ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, disruption, node
+    /// lifecycle) and simulated nodes whose scheduler and kubelet take
+    /// pods from `Pending` to `Running` and `Ready`, crash, fail and
+    /// finish (see [`Workloads`]). Off by default: without it Deployments
+    /// get no ReplicaSets and Pods never run, as with envtest.
+    pub fn workloads(mut self, workloads: Workloads) -> Self {
+        self.workloads = Some(workloads);
+        self
+    }
+
+    /// Shorthand for [`workloads`](Self::workloads) with `n` nodes and
+    /// real-cluster timings ([`Workloads::new`]).
+    pub fn nodes(self, n: usize) -> Self {
+        let workloads = self.workloads.clone().unwrap_or_default().nodes(n);
+        self.workloads(workloads)
+    }
+
     /// Starts serving.
     pub async fn start(self) -> Result<ApiServer, Error> {
         let listener = TcpListener::bind(self.bind)
@@ -116,7 +157,8 @@ impl ApiServerBuilder {
             .map_err(|e: http::uri::InvalidUri| Error::Address(e.to_string()))?;
         let (close_tx, _) = watch::channel(0u64);
         let shared = Arc::new(Shared {
-            storage: Storage::new(self.history, self.watch_buffer),
+            storage: Storage::new(self.history, self.watch_buffer)
+                .with_history_bytes(self.history_bytes),
             registry: RwLock::new(Registry::with_builtins()),
             faults: FaultRules::default(),
             token: token.clone(),
@@ -125,6 +167,8 @@ impl ApiServerBuilder {
             controllers: ControllerQueue::default(),
             options: Options {
                 bookmark_interval: self.bookmark_interval,
+                workloads: self.workloads.map(Arc::new),
+                node_controls: Arc::default(),
             },
             next_cluster_ip: AtomicU32::new(1),
             openapi: OpenApiDocs::default(),
@@ -265,6 +309,14 @@ impl ApiServer {
     pub fn faults(&self) -> Faults {
         Faults {
             shared: self.shared.clone(),
+        }
+    }
+
+    /// Fault injection on the simulated nodes (they exist only with
+    /// [`ApiServerBuilder::workloads`]).
+    pub fn nodes(&self) -> SimulatedNodes {
+        SimulatedNodes {
+            controls: self.shared.options.node_controls.clone(),
         }
     }
 

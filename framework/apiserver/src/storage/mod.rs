@@ -131,6 +131,13 @@ pub(crate) struct Store {
     /// Owner uid to the objects that name it in `ownerReferences`.
     dependents: HashMap<String, BTreeSet<(ResKey, ObjKey)>>,
     history_limit: usize,
+    /// The bound of all histories together, in bytes of the objects the
+    /// events carry.
+    history_bytes_limit: usize,
+    history_bytes: usize,
+    /// Every event in a history, oldest first, for evicting by bytes
+    /// across resources (entries already evicted by count are skipped).
+    history_order: VecDeque<(u64, ResKey)>,
     watch_buffer: usize,
     rv_tx: watch::Sender<u64>,
     /// Every resourceVersion below this was compacted away, for every
@@ -154,12 +161,24 @@ impl Storage {
                 uids: HashMap::new(),
                 dependents: HashMap::new(),
                 history_limit: history_limit.max(1),
+                history_bytes_limit: usize::MAX,
+                history_bytes: 0,
+                history_order: VecDeque::new(),
                 watch_buffer: watch_buffer.max(1),
                 rv_tx,
                 compacted: 0,
             }),
             rv_rx,
         }
+    }
+
+    /// Bounds the watch history of all resources together to `bytes` of
+    /// events (counted as the JSON of the objects they carry); the oldest
+    /// go first, and resourceVersions before them answer 410 as compacted
+    /// ones do.
+    pub fn with_history_bytes(self, bytes: usize) -> Self {
+        self.lock().history_bytes_limit = bytes;
+        self
     }
 
     /// Locks the store. A panic elsewhere while holding the lock leaves the
@@ -287,11 +306,18 @@ impl Store {
         let limit = self.history_limit;
         let coll = self.collections.entry(res.clone()).or_default();
         coll.history.push_back(ev.clone());
+        self.history_bytes = self.history_bytes.saturating_add(ev.size());
+        self.history_order.push_back((ev.rv, res.clone()));
         while coll.history.len() > limit {
             if let Some(old) = coll.history.pop_front() {
                 coll.floor = old.rv;
+                self.history_bytes = self.history_bytes.saturating_sub(old.size());
             }
         }
+        self.evict_history_bytes();
+        let Some(coll) = self.collections.get_mut(res) else {
+            return;
+        };
         coll.watchers.retain(|w| {
             let Some(ty) = w.filter.event_type(&ev) else {
                 return !w.tx.is_closed();
@@ -306,6 +332,27 @@ impl Store {
             }
         });
         self.rv_tx.send_replace(self.rv);
+    }
+
+    /// Drops the oldest events of any resource while the histories hold
+    /// more than their byte bound.
+    fn evict_history_bytes(&mut self) {
+        while self.history_bytes > self.history_bytes_limit {
+            let Some((rv, res)) = self.history_order.pop_front() else {
+                self.history_bytes = 0;
+                return;
+            };
+            let Some(coll) = self.collections.get_mut(&res) else {
+                continue;
+            };
+            // Gone already when the count bound evicted it.
+            if coll.history.front().is_some_and(|e| e.rv == rv) {
+                if let Some(old) = coll.history.pop_front() {
+                    coll.floor = old.rv;
+                    self.history_bytes = self.history_bytes.saturating_sub(old.size());
+                }
+            }
+        }
     }
 
     /// Stores a new object; fails if the key is taken.
@@ -557,6 +604,8 @@ impl Store {
             coll.history.clear();
             coll.floor = rv;
         }
+        self.history_bytes = 0;
+        self.history_order.clear();
     }
 
     /// Re-reads every object of one resource through `reread` (a changed
@@ -653,6 +702,43 @@ mod tests {
             .watch(&res, Filter::default(), WatchFrom::After(rv - 1))
             .unwrap();
         assert_eq!(sub.replay.len(), 1);
+    }
+
+    #[test]
+    fn history_bytes_bound_expires_the_oldest_events_of_any_resource() {
+        let s = Storage::new(100, 10).with_history_bytes(2000);
+        let cms = ResKey::new("", "configmaps");
+        let secrets = ResKey::new("", "secrets");
+        let mut st = s.lock();
+        let first = st
+            .create(&cms, key("a"), cm("a", &"x".repeat(600)))
+            .unwrap()
+            .rv;
+        let other = st.create(&secrets, key("s"), cm("s", "1")).unwrap().rv;
+        for i in 0..3 {
+            st.update(
+                &cms,
+                &key("a"),
+                cm("a", &format!("{i}{}", "x".repeat(600))),
+                None,
+            )
+            .unwrap();
+        }
+        let err = st
+            .watch(&cms, Filter::default(), WatchFrom::After(first))
+            .err();
+        assert!(matches!(err, Some(StoreError::Expired { .. })), "{err:?}");
+        // The small secret event was older than the evicted updates.
+        let err = st
+            .watch(&secrets, Filter::default(), WatchFrom::After(other - 1))
+            .err();
+        assert!(matches!(err, Some(StoreError::Expired { .. })), "{err:?}");
+        let rv = st.rv();
+        let sub = st
+            .watch(&cms, Filter::default(), WatchFrom::After(rv - 1))
+            .unwrap();
+        assert_eq!(sub.replay.len(), 1);
+        assert!(st.history_bytes <= 2000);
     }
 
     #[test]

@@ -147,6 +147,12 @@ pub(crate) struct Event {
 }
 
 impl Event {
+    /// What the event keeps alive in a history, in bytes: the JSON of the
+    /// object it carries (the state before belongs to the event before).
+    pub fn size(&self) -> usize {
+        self.object.bytes().len()
+    }
+
     pub fn new(
         key: ObjKey,
         object: Arc<StoredObject>,

@@ -6,6 +6,7 @@
 mod columns;
 mod jsonpath;
 mod printers;
+mod workloads;
 
 use serde_json::{json, Map, Value};
 

@@ -40,6 +40,26 @@ pub(super) fn columns(printer: Printer) -> Vec<Value> {
             s("Nominated Node", 1),
             s("Readiness Gates", 1),
         ]),
+        Printer::Node => cols.extend([
+            s("Status", 0),
+            s("Roles", 0),
+            age_col(),
+            s("Version", 0),
+            s("Internal-IP", 1),
+            s("External-IP", 1),
+            s("OS-Image", 1),
+            s("Kernel-Version", 1),
+            s("Container-Runtime", 1),
+        ]),
+        Printer::PodDisruptionBudget => cols.extend([
+            s("Min Available", 0),
+            s("Max Unavailable", 0),
+            i("Allowed Disruptions", 0),
+            age_col(),
+        ]),
+        Printer::ControllerRevision => {
+            cols.extend([s("Controller", 0), i("Revision", 0), age_col()])
+        }
         Printer::Event => {
             return vec![
                 s("Last Seen", 0),
@@ -234,39 +254,10 @@ pub(super) fn cells(printer: Printer, o: &Value) -> Vec<Value> {
             ]
         }
         Printer::ServiceAccount => vec![name(o), json!(len_at(o, "/secrets")), age(o)],
-        Printer::Pod => {
-            let total = len_at(o, "/spec/containers");
-            let statuses = o
-                .pointer("/status/containerStatuses")
-                .and_then(Value::as_array);
-            let ready = statuses.map_or(0, |s| {
-                s.iter()
-                    .filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true))
-                    .count()
-            });
-            let restarts: i64 =
-                statuses.map_or(0, |s| s.iter().map(|c| int_at(c, "/restartCount")).sum());
-            let mut status = str_at(o, "/status/reason").to_owned();
-            if status.is_empty() {
-                status = str_at(o, "/status/phase").to_owned();
-            }
-            if o.pointer("/metadata/deletionTimestamp").is_some() {
-                status = "Terminating".into();
-            }
-            vec![
-                name(o),
-                json!(format!("{ready}/{total}")),
-                json!(status),
-                json!(restarts.to_string()),
-                age(o),
-                json!(none_if_empty(str_at(o, "/status/podIP").to_owned())),
-                json!(none_if_empty(str_at(o, "/spec/nodeName").to_owned())),
-                json!(none_if_empty(
-                    str_at(o, "/status/nominatedNodeName").to_owned()
-                )),
-                json!("<none>"),
-            ]
-        }
+        Printer::Pod => super::workloads::pod(o),
+        Printer::Node => super::workloads::node(o),
+        Printer::PodDisruptionBudget => super::workloads::pdb(o),
+        Printer::ControllerRevision => super::workloads::controller_revision(o),
         Printer::Event => {
             let last = o
                 .pointer("/lastTimestamp")
@@ -334,38 +325,7 @@ pub(super) fn cells(printer: Printer, o: &Value) -> Vec<Value> {
             json!(containers(o, "/spec/template/spec/containers", "image")),
             json!(selector(o, "/spec/selector")),
         ],
-        Printer::Job => {
-            let completions = o
-                .pointer("/spec/completions")
-                .and_then(Value::as_i64)
-                .unwrap_or(1);
-            let succeeded = int_at(o, "/status/succeeded");
-            let conds = o.pointer("/status/conditions").and_then(Value::as_array);
-            let has = |t: &str| {
-                conds.is_some_and(|cs| {
-                    cs.iter()
-                        .any(|c| str_at(c, "/type") == t && str_at(c, "/status") == "True")
-                })
-            };
-            let status = if has("Complete") {
-                "Complete"
-            } else if has("Failed") {
-                "Failed"
-            } else if o.pointer("/metadata/deletionTimestamp").is_some() {
-                "Terminating"
-            } else if has("Suspended") {
-                "Suspended"
-            } else {
-                "Running"
-            };
-            vec![
-                name(o),
-                json!(status),
-                json!(format!("{succeeded}/{completions}")),
-                json!(""),
-                age(o),
-            ]
-        }
+        Printer::Job => super::workloads::job(o),
         Printer::CronJob => vec![
             name(o),
             json!(str_at(o, "/spec/schedule")),

@@ -71,6 +71,26 @@ fn tcp() -> HttpConnector {
     c
 }
 
+/// Sends `request` as raw bytes over HTTP/1.1 on a new TLS connection
+/// and returns everything the server answers until it closes.
+pub async fn raw_http1(server: &ApiServer, request: &[u8]) -> Vec<u8> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut config = tls_config(server.ca_der());
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(server.addr())
+        .await
+        .expect("connect");
+    let name = rustls::pki_types::ServerName::from(server.addr().ip());
+    let mut tls = connector.connect(name, tcp).await.expect("TLS");
+    // The server may answer (and close) before reading all of it.
+    let _ = tls.write_all(request).await;
+    let _ = tls.flush().await;
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(20), tls.read_to_end(&mut out)).await;
+    out
+}
+
 /// A client that only offers HTTP/1.1 in ALPN.
 pub fn client_http1(server: &ApiServer) -> Client<Https, Full<Bytes>> {
     let https = hyper_rustls::HttpsConnectorBuilder::new()

@@ -1,21 +1,30 @@
 //! Streaming decode of list responses: the items of
 //! `{"kind":..,"metadata":{..},"items":[{..},{..}]}` are cut out of the
-//! byte stream one at a time as chunks arrive and decoded on their own, so
-//! the reflector never holds a whole list body — only the item being
-//! assembled. (A list at resourceVersion "0" is served from the watch cache,
-//! which ignores `limit`: one response can hold every object of a type.)
+//! byte stream one at a time as chunks arrive and decoded while the rest
+//! is still arriving, so the reflector never holds a whole list body, and
+//! the time to sync is about the longer of fetching and decoding rather
+//! than their sum. (A list at resourceVersion "0" is served from the watch
+//! cache, which ignores `limit`: one response can hold every object of a
+//! type.)
 //!
 //! [`ItemSplitter`] tracks just enough JSON structure (nesting depth,
-//! strings and escapes) to find the top-level `items` array and `metadata`
-//! object; each item's bytes then go to `serde_json`. Every byte JSON
-//! gives structural meaning to is ASCII, so scanning bytes is safe in UTF-8.
+//! strings and escapes, a few keys) to find the top-level `items` array and
+//! `metadata` object. Items are gathered into batches that are decoded by
+//! `serde_json` on the blocking pool, several at once, and put back in list
+//! order; at most a few batches are in flight, so memory stays bounded
+//! whatever the list's size. When the transform drops managedFields anyway,
+//! the splitter cuts each item's `metadata.managedFields` out of its bytes
+//! before decoding, so they are never built. Every byte JSON gives
+//! structural meaning to is ASCII, so scanning bytes is safe in UTF-8.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use futures::stream::FuturesOrdered;
 use futures::StreamExt as _;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
+use kube_core::Resource;
 use serde::de::DeserializeOwned;
 
 use crate::cache::Transform;
@@ -24,7 +33,36 @@ use crate::client::{self, Client};
 /// The longest a list response may go without sending a byte.
 pub(crate) const LIST_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Item bytes gathered before a batch goes to be decoded: large enough
+/// that handing it over costs little next to decoding it, small enough
+/// that several are in flight for a list of a few megabytes.
+const BATCH_BYTES: usize = 128 * 1024;
+
+/// Which of the keys the splitter looks for a string was.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Key {
+    #[default]
+    Other,
+    Items,
+    Metadata,
+    ManagedFields,
+}
+
+impl Key {
+    fn of(raw: &[u8]) -> Self {
+        match raw {
+            b"items" => Self::Items,
+            b"metadata" => Self::Metadata,
+            b"managedFields" => Self::ManagedFields,
+            _ => Self::Other,
+        }
+    }
+}
+
 /// Cuts the items out of a list body as its bytes arrive.
+///
+/// Depths: 1 is the list object, 2 the `items` array (or the list's
+/// `metadata`), 3 an item, 4 an item's `metadata` (and its other fields).
 #[derive(Debug, Default)]
 pub(crate) struct ItemSplitter {
     buf: BytesMut,
@@ -33,20 +71,46 @@ pub(crate) struct ItemSplitter {
     depth: u32,
     in_string: bool,
     escaped: bool,
-    /// At depth 1, the next string is a key.
+    /// The next string is a key of an object whose keys matter (the
+    /// list, an item, an item's metadata).
     expect_key: bool,
     key_start: Option<usize>,
-    last_key: Vec<u8>,
+    last_key: Key,
     in_items: bool,
     item_start: Option<usize>,
     meta_start: Option<usize>,
     metadata: Option<Bytes>,
     closed: bool,
+    /// Cut `metadata.managedFields` out of every item.
+    cut_managed_fields: bool,
+    /// Inside the current item's `metadata` object.
+    in_item_meta: bool,
+    /// The last comma between the current item metadata's members.
+    meta_comma: Option<usize>,
+    /// Where the current item's `"managedFields"` key starts.
+    managed_start: Option<usize>,
+    /// The bytes of `buf` to cut out of the current item.
+    cut: Option<(usize, usize)>,
 }
 
 impl ItemSplitter {
+    /// A splitter that also cuts `metadata.managedFields` out of each item
+    /// when `cut_managed_fields`.
+    pub(crate) fn new(cut_managed_fields: bool) -> Self {
+        Self {
+            cut_managed_fields,
+            ..Self::default()
+        }
+    }
+
     pub(crate) fn push(&mut self, chunk: &[u8]) {
         self.buf.extend_from_slice(chunk);
+    }
+
+    /// Whether a string starting now is a key the splitter reads.
+    fn at_tracked_key(&self) -> bool {
+        self.expect_key
+            && (self.depth == 1 || (self.in_items && (self.depth == 3 || self.in_item_meta)))
     }
 
     /// The next complete item, `None` once the buffered bytes hold no more.
@@ -61,7 +125,7 @@ impl ItemSplitter {
                 }
                 // Jump to the next quote or backslash: strings are most of
                 // the bytes.
-                match self.buf[i..].iter().position(|&c| c == b'"' || c == b'\\') {
+                match memchr::memchr2(b'"', b'\\', &self.buf[i..]) {
                     None => self.pos = self.buf.len(),
                     Some(off) => {
                         let j = i + off;
@@ -71,8 +135,14 @@ impl ItemSplitter {
                         } else {
                             self.in_string = false;
                             if let Some(start) = self.key_start.take() {
-                                self.last_key.clear();
-                                self.last_key.extend_from_slice(&self.buf[start + 1..j]);
+                                self.last_key = Key::of(&self.buf[start + 1..j]);
+                                if self.last_key == Key::ManagedFields
+                                    && self.in_item_meta
+                                    && self.cut_managed_fields
+                                    && self.cut.is_none()
+                                {
+                                    self.managed_start = Some(start);
+                                }
                             }
                         }
                     }
@@ -86,11 +156,11 @@ impl ItemSplitter {
                     if self.depth == 2 && self.in_items {
                         return Err("a list item is not a JSON object".into());
                     }
-                    self.in_string = true;
-                    if self.depth == 1 && self.expect_key {
+                    if self.at_tracked_key() {
                         self.key_start = Some(i);
                         self.expect_key = false;
                     }
+                    self.in_string = true;
                 }
                 b'{' | b'[' => {
                     if self.closed {
@@ -102,13 +172,21 @@ impl ItemSplitter {
                             return Err("a list response must be a JSON object".into())
                         }
                         1 => self.expect_key = true,
-                        2 if b == b'[' && self.last_key == b"items" => self.in_items = true,
-                        2 if b == b'{' && self.last_key == b"metadata" => self.meta_start = Some(i),
+                        2 if b == b'[' && self.last_key == Key::Items => self.in_items = true,
+                        2 if b == b'{' && self.last_key == Key::Metadata => {
+                            self.meta_start = Some(i);
+                        }
                         3 if self.in_items => {
                             if b != b'{' {
                                 return Err("a list item is not a JSON object".into());
                             }
                             self.item_start = Some(i);
+                            self.expect_key = true;
+                        }
+                        4 if self.in_items && b == b'{' && self.last_key == Key::Metadata => {
+                            self.in_item_meta = true;
+                            self.expect_key = true;
+                            self.meta_comma = None;
                         }
                         _ => {}
                     }
@@ -117,13 +195,17 @@ impl ItemSplitter {
                     if self.depth == 0 {
                         return Err("unbalanced brackets in list response".into());
                     }
+                    if self.depth == 4 && self.in_item_meta {
+                        self.in_item_meta = false;
+                        if let Some(start) = self.managed_start.take() {
+                            // The last member: the comma before it goes too.
+                            self.cut = Some((self.meta_comma.unwrap_or(start), i));
+                        }
+                    }
                     if self.depth == 3 && self.in_items {
                         if let Some(start) = self.item_start.take() {
-                            let mut head = self.buf.split_to(i + 1);
-                            self.pos = 0;
-                            let item = head.split_off(start).freeze();
                             self.depth -= 1;
-                            return Ok(Some(item));
+                            return Ok(Some(self.take_item(start, i)));
                         }
                     }
                     if self.depth == 2 {
@@ -139,8 +221,20 @@ impl ItemSplitter {
                         self.closed = true;
                     }
                 }
-                b',' if self.depth == 1 => self.expect_key = true,
-                c if self.depth == 2 && self.in_items && c != b',' && !c.is_ascii_whitespace() => {
+                b',' => match self.depth {
+                    1 => self.expect_key = true,
+                    3 if self.in_items => self.expect_key = true,
+                    4 if self.in_item_meta => {
+                        self.expect_key = true;
+                        if let Some(start) = self.managed_start.take() {
+                            // Key, value and the comma after them.
+                            self.cut = Some((start, i + 1));
+                        }
+                        self.meta_comma = Some(i);
+                    }
+                    _ => {}
+                },
+                c if self.depth == 2 && self.in_items && !c.is_ascii_whitespace() => {
                     return Err("a list item is not a JSON object".into())
                 }
                 c if self.closed && !c.is_ascii_whitespace() => {
@@ -151,6 +245,23 @@ impl ItemSplitter {
         }
         self.compact();
         Ok(None)
+    }
+
+    /// Takes the item `buf[start..=end]` out of the buffer, without the
+    /// bytes to cut.
+    fn take_item(&mut self, start: usize, end: usize) -> Bytes {
+        let mut head = self.buf.split_to(end + 1);
+        self.pos = 0;
+        let mut item = head.split_off(start);
+        if let Some((from, to)) = self.cut.take() {
+            let (from, to) = (from - start, to - start);
+            let len = item.len();
+            item.copy_within(to..len, from);
+            item.truncate(len - (to - from));
+        }
+        self.managed_start = None;
+        self.in_item_meta = false;
+        item.freeze()
     }
 
     /// Drops the scanned bytes nobody needs any more.
@@ -165,14 +276,22 @@ impl ItemSplitter {
         }
         let _ = self.buf.split_to(keep);
         self.pos -= keep;
-        for start in [
+        // Every other position lies inside the item (or list metadata)
+        // being assembled, so at or after `keep`.
+        for at in [
             &mut self.item_start,
             &mut self.meta_start,
             &mut self.key_start,
+            &mut self.meta_comma,
+            &mut self.managed_start,
         ] {
-            if let Some(s) = start.as_mut() {
-                *s -= keep;
+            if let Some(at) = at.as_mut() {
+                *at -= keep;
             }
+        }
+        if let Some((from, to)) = self.cut.as_mut() {
+            *from -= keep;
+            *to -= keep;
         }
     }
 
@@ -189,9 +308,58 @@ impl ItemSplitter {
     }
 }
 
+/// Decodes one item: `serde_json`, then the list-wide tidying, then the
+/// transform, then the `Arc` the cache shares.
+fn decode_item<K>(
+    item: &[u8],
+    transform: Option<&Transform<K>>,
+) -> Result<Arc<K>, serde_json::Error>
+where
+    K: Resource + DeserializeOwned,
+{
+    let mut obj: K = serde_json::from_slice(item)?;
+    trim_metadata(&mut obj);
+    Ok(Arc::new(match transform {
+        Some(t) => t.apply(obj),
+        None => obj,
+    }))
+}
+
+/// Gives back the spare capacity of the metadata's lists: decoding grows a
+/// list in steps (room for four managedFields entries where there is one),
+/// and a cached object keeps whatever it was decoded with.
+pub(crate) fn trim_metadata<K: Resource>(obj: &mut K) {
+    let meta = obj.meta_mut();
+    if let Some(v) = meta.managed_fields.as_mut() {
+        v.shrink_to_fit();
+    }
+    if let Some(v) = meta.owner_references.as_mut() {
+        v.shrink_to_fit();
+    }
+    if let Some(v) = meta.finalizers.as_mut() {
+        v.shrink_to_fit();
+    }
+}
+
+fn decode_batch<K>(
+    batch: &[Bytes],
+    transform: Option<&Transform<K>>,
+) -> Result<Vec<Arc<K>>, serde_json::Error>
+where
+    K: Resource + DeserializeOwned,
+{
+    batch
+        .iter()
+        .map(|item| decode_item(item, transform))
+        .collect()
+}
+
+/// Batches being decoded, in list order.
+type InFlight<K> = FuturesOrdered<tokio::task::JoinHandle<Result<Vec<Arc<K>>, serde_json::Error>>>;
+
 /// One page of a list: its items are decoded, transformed and wrapped in an
-/// `Arc` into `out` as they arrive. Returns the page's metadata
-/// (resourceVersion, continue token).
+/// `Arc` into `out`, in list order, as they arrive. Returns the page's
+/// metadata (resourceVersion, continue token).
 pub(crate) async fn fetch_page<K>(
     client: &Client,
     request: http::Request<Vec<u8>>,
@@ -199,15 +367,21 @@ pub(crate) async fn fetch_page<K>(
     out: &mut Vec<Arc<K>>,
 ) -> Result<ListMeta, client::Error>
 where
-    K: DeserializeOwned,
+    K: Resource + DeserializeOwned + Send + Sync + 'static,
 {
     let what = request
         .uri()
         .path_and_query()
         .map_or_else(String::new, |pq| pq.as_str().to_owned());
     let mut body = client.request_stream(request).await?;
-    let mut splitter = ItemSplitter::default();
+    let cut = transform.is_some_and(Transform::drops_managed_fields);
+    let mut splitter = ItemSplitter::new(cut);
     let protocol = |problem: String| client::Error::Protocol(format!("list {what}: {problem}"));
+    let parallel = std::thread::available_parallelism().map_or(1, usize::from);
+    let max_in_flight = 2 * parallel;
+    let mut in_flight: InFlight<K> = FuturesOrdered::new();
+    let mut batch: Vec<Bytes> = Vec::new();
+    let mut batch_bytes = 0usize;
     loop {
         let chunk = match tokio::time::timeout(LIST_IDLE_TIMEOUT, body.next()).await {
             Err(_) => {
@@ -220,19 +394,60 @@ where
             Ok(Some(chunk)) => chunk?,
         };
         splitter.push(&chunk);
+        drop(chunk);
         while let Some(item) = splitter.next_item().map_err(protocol)? {
-            let obj: K = serde_json::from_slice(&item).map_err(|source| client::Error::Decode {
-                what: format!("an item of list {what}"),
-                source,
-            })?;
-            let obj = match transform {
-                Some(t) => t.apply(obj),
-                None => obj,
-            };
-            out.push(Arc::new(obj));
+            batch_bytes += item.len();
+            batch.push(item);
+            if batch_bytes < BATCH_BYTES {
+                continue;
+            }
+            // Room first: bounded work in flight keeps memory bounded.
+            if in_flight.len() >= max_in_flight {
+                if let Some(done) = in_flight.next().await {
+                    out.extend(joined(done, &what)?);
+                }
+            }
+            let full = std::mem::take(&mut batch);
+            batch_bytes = 0;
+            let transform = transform.cloned();
+            in_flight.push_back(tokio::task::spawn_blocking(move || {
+                decode_batch(&full, transform.as_ref())
+            }));
         }
     }
-    splitter.finish().map_err(protocol)
+    let meta = splitter.finish().map_err(protocol)?;
+    while let Some(done) = in_flight.next().await {
+        out.extend(joined(done, &what)?);
+    }
+    // The rest (a whole small list) is decoded here: a thread hop would
+    // cost more than it saves.
+    out.extend(decode_batch(&batch, transform).map_err(|e| decode_error(&what, e))?);
+    Ok(meta)
+}
+
+fn decode_error(list: &str, source: serde_json::Error) -> client::Error {
+    client::Error::Decode {
+        what: format!("an item of list {list}"),
+        source,
+    }
+}
+
+/// A decoded batch from its task. Decoding reports bad input as errors, so
+/// a task that panicked ran a transform that panicked: the panic carries on
+/// here, as it would had the transform run on this task.
+fn joined<K>(
+    done: Result<Result<Vec<Arc<K>>, serde_json::Error>, tokio::task::JoinError>,
+    list: &str,
+) -> Result<Vec<Arc<K>>, client::Error> {
+    match done {
+        Ok(decoded) => decoded.map_err(|e| decode_error(list, e)),
+        Err(e) => match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(e) => Err(client::Error::Protocol(format!(
+                "decoding list {list} stopped: {e}"
+            ))),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -242,7 +457,7 @@ mod tests {
     const BODY: &str = r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"42","continue":"tok"},"items":[{"metadata":{"name":"a","annotations":{"x":"}]\"{["}},"data":{"k":"v\\"}},{"metadata":{"name":"b"}} , {"metadata":{"name":"c","labels":{"items":"[]"}}}]}"#;
 
     fn split(chunks: &[&[u8]]) -> Result<(Vec<String>, ListMeta), String> {
-        let mut s = ItemSplitter::default();
+        let mut s = ItemSplitter::new(false);
         let mut names = Vec::new();
         for c in chunks {
             s.push(c);
@@ -309,7 +524,7 @@ mod tests {
 
     #[test]
     fn only_the_item_being_assembled_is_buffered() {
-        let mut s = ItemSplitter::default();
+        let mut s = ItemSplitter::new(false);
         s.push(br#"{"metadata":{"resourceVersion":"1"},"items":["#);
         assert!(s.next_item().unwrap().is_none());
         for n in 0..1000 {
@@ -322,5 +537,66 @@ mod tests {
             assert!(s.next_item().unwrap().is_none());
             assert!(s.buf.len() < 16, "buffer holds {} bytes", s.buf.len());
         }
+    }
+
+    /// The items of `body`, fed in chunks of `step` bytes, as `Value`s.
+    fn items_of(body: &[u8], step: usize, cut: bool) -> Vec<serde_json::Value> {
+        let mut s = ItemSplitter::new(cut);
+        let mut out = Vec::new();
+        for chunk in body.chunks(step) {
+            s.push(chunk);
+            while let Some(item) = s.next_item().unwrap() {
+                out.push(
+                    serde_json::from_slice(&item)
+                        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&item))),
+                );
+            }
+        }
+        s.finish().unwrap();
+        out
+    }
+
+    const MANAGED: &str = r#"{"metadata":{"resourceVersion":"9"},"items":[
+        {"metadata":{"name":"first","managedFields":[{"manager":"a","fieldsV1":{"f:data":{"]":{}}}}],"uid":"u1"},"data":{"managedFields":"kept"}},
+        {"metadata":{"name":"last","uid":"u2" , "managedFields" : [{"manager":"b"}] },"spec":{"metadata":{"managedFields":[]}}},
+        {"metadata":{"managedFields":null}},
+        {"metadata":{"name":"none"},"managedFields":[1]}
+    ]}"#;
+
+    #[test]
+    fn managed_fields_are_cut_from_item_metadata_only_whatever_the_chunking() {
+        for step in [1, 2, 3, 7, 64, MANAGED.len()] {
+            let items = items_of(MANAGED.as_bytes(), step, true);
+            assert_eq!(
+                items,
+                [
+                    serde_json::json!({"metadata":{"name":"first","uid":"u1"},"data":{"managedFields":"kept"}}),
+                    serde_json::json!({"metadata":{"name":"last","uid":"u2"},"spec":{"metadata":{"managedFields":[]}}}),
+                    serde_json::json!({"metadata":{}}),
+                    serde_json::json!({"metadata":{"name":"none"},"managedFields":[1]}),
+                ],
+                "chunks of {step}"
+            );
+        }
+    }
+
+    #[test]
+    fn managed_fields_stay_unless_asked_to_cut() {
+        let items = items_of(MANAGED.as_bytes(), 5, false);
+        assert_eq!(items[0]["metadata"]["managedFields"][0]["manager"], "a");
+        assert_eq!(items[1]["metadata"]["managedFields"][0]["manager"], "b");
+        assert!(items[2]["metadata"]["managedFields"].is_null());
+        assert_eq!(items[2]["metadata"].as_object().map(|m| m.len()), Some(1));
+    }
+
+    #[test]
+    fn decoded_items_give_back_spare_metadata_capacity() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let item = br#"{"metadata":{"name":"a","managedFields":[{"manager":"m"}],"finalizers":["x"],"ownerReferences":[{"apiVersion":"v1","kind":"K","name":"o","uid":"u"}]}}"#;
+        let cm: Arc<ConfigMap> = decode_item(item, None).unwrap();
+        let meta = &cm.metadata;
+        assert_eq!(meta.managed_fields.as_ref().map(Vec::capacity), Some(1));
+        assert_eq!(meta.finalizers.as_ref().map(Vec::capacity), Some(1));
+        assert_eq!(meta.owner_references.as_ref().map(Vec::capacity), Some(1));
     }
 }

@@ -52,8 +52,9 @@ use backoff::BackoffState;
 use super::{Delta, DeltaSink, ObjectKey, ReflectorStatus, Transform};
 use crate::client::{self, Api, Client};
 
-/// The page size of paginated lists (client-go's pager default).
-pub const DEFAULT_PAGE_SIZE: u32 = 500;
+/// The page size of paginated lists (client-go's pager default), the one
+/// [`Api::list_pages`] uses.
+pub use crate::client::api::DEFAULT_PAGE_SIZE;
 
 /// The annotation on the bookmark that ends a streaming list's initial
 /// events.
@@ -476,7 +477,8 @@ where
         Ok(Box::pin(events))
     }
 
-    fn transform(&self, obj: K) -> Arc<K> {
+    fn transform(&self, mut obj: K) -> Arc<K> {
+        list::trim_metadata(&mut obj);
         Arc::new(match &self.reflector.config.transform {
             Some(t) => t.apply(obj),
             None => obj,

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use crate::controller::{hostname, random_uuid};
+use crate::ids::{hostname, random_uuid};
 use crate::manager::Error;
 
 /// client-go's `JitterFactor`: acquire retries wait between 1 and 2.2 retry

@@ -1,29 +1,24 @@
-//! [`HttpServer`]: plain HTTP/1.1 on hyper 1 for the probe and metrics
-//! endpoints, with a bound on header reading time and on open connections,
-//! and a graceful stop: on shutdown it stops accepting, lets requests in
-//! flight finish (up to a drain timeout) and closes idle keep-alive
-//! connections.
+//! What the probe and metrics server answers ([`Endpoints`]: routing,
+//! `/healthz` and `/readyz` in kube-apiserver's text format, `/metrics` in
+//! OpenMetrics text), and [`HttpServer`], the [`serve::Server`] that
+//! answers it (the lifecycle, limits and graceful stop are
+//! [`crate::serve`]'s).
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, PoisonError, RwLock};
-use std::time::Duration;
 
 use bytes::Bytes;
+use futures::future::BoxFuture;
 use http::header::{HeaderValue, ALLOW, CONTENT_TYPE};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use prometheus_client::registry::Registry;
-use tokio::net::TcpListener;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::checks::{aggregated, single, Answer, ProbeQuery, Probes};
 use crate::manager::Error;
+use crate::serve;
 
 /// The registry `/metrics` serves, shared with whatever registers metrics
 /// (workqueues, controllers, leader election), also after the server
@@ -36,13 +31,6 @@ pub const OPENMETRICS_CONTENT_TYPE: &str =
     "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 const TEXT_CONTENT_TYPE: &str = "text/plain; charset=utf-8";
-
-/// How long a client may take to send its request headers.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a graceful stop waits for requests in flight.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
-/// Open connections beyond this wait until one closes.
-const MAX_CONNECTIONS: usize = 128;
 
 /// What a server answers: probes (`/healthz`, `/readyz`), metrics
 /// (`/metrics`), or both on one port.
@@ -71,8 +59,9 @@ impl Endpoints {
     }
 }
 
-/// A bound HTTP server for [`Endpoints`]; [`run`](Self::run) or
-/// [`spawn`](Self::spawn) it.
+/// The probe and metrics server: a [`serve::Server`] answering
+/// [`Endpoints`], with the manager's errors. Bind it, then
+/// [`run`](Self::run) or [`spawn`](Self::spawn) it.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), kubeforge::manager::Error> {
@@ -91,80 +80,26 @@ impl Endpoints {
 /// ```
 #[derive(Debug)]
 pub struct HttpServer {
-    listener: TcpListener,
-    address: SocketAddr,
-    endpoints: Arc<Endpoints>,
+    server: serve::Server,
 }
 
 impl HttpServer {
     /// Listens on `address` (port 0 picks a free port; see
     /// [`local_addr`](Self::local_addr)).
     pub async fn bind(address: SocketAddr, endpoints: Endpoints) -> Result<Self, Error> {
-        let listener = TcpListener::bind(address)
-            .await
-            .map_err(|source| Error::Bind { address, source })?;
-        let address = listener
-            .local_addr()
-            .map_err(|source| Error::Bind { address, source })?;
-        Ok(Self {
-            listener,
-            address,
-            endpoints: Arc::new(endpoints),
-        })
+        let server = serve::Server::bind(address, endpoints).await?;
+        Ok(Self { server })
     }
 
     /// The address the server listens on.
     pub fn local_addr(&self) -> SocketAddr {
-        self.address
+        self.server.local_addr()
     }
 
-    /// Serves until `shutdown` is cancelled, then stops gracefully.
+    /// Serves until `shutdown` is cancelled, then stops gracefully (see
+    /// [`serve::Server::run`]).
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), Error> {
-        let address = self.address;
-        tracing::info!(%address, "serving probes/metrics over HTTP");
-        let mut connections = JoinSet::new();
-        // Connections stop on shutdown, and also when the listener fails.
-        let close = shutdown.child_token();
-        let result = loop {
-            while connections.try_join_next().is_some() {}
-            if connections.len() >= MAX_CONNECTIONS {
-                tokio::select! {
-                    () = shutdown.cancelled() => break Ok(()),
-                    _ = connections.join_next() => continue,
-                }
-            }
-            let accepted = tokio::select! {
-                () = shutdown.cancelled() => break Ok(()),
-                accepted = self.listener.accept() => accepted,
-            };
-            let stream = match accepted {
-                Ok((stream, _peer)) => stream,
-                Err(e) if is_transient(&e) => {
-                    tracing::debug!(%address, error = %e, "accept failed");
-                    if is_out_of_descriptors(&e) {
-                        // Retrying at once would spin until a descriptor frees up.
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                    continue;
-                }
-                Err(source) => break Err(Error::Serve { address, source }),
-            };
-            let endpoints = self.endpoints.clone();
-            connections.spawn(serve_connection(stream, endpoints, close.clone()));
-        };
-        drop(self.listener);
-        // Connections finish their current request, idle ones close.
-        close.cancel();
-        let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
-            while connections.join_next().await.is_some() {}
-        })
-        .await;
-        if drained.is_err() {
-            tracing::warn!(%address, "closing connections still busy after the drain timeout");
-            connections.abort_all();
-        }
-        tracing::info!(%address, "HTTP server stopped");
-        result
+        Ok(self.server.run(shutdown).await?)
     }
 
     /// Runs the server on a tokio task.
@@ -173,46 +108,9 @@ impl HttpServer {
     }
 }
 
-/// Errors from `accept` that concern one connection, not the listener.
-fn is_transient(e: &std::io::Error) -> bool {
-    use std::io::ErrorKind;
-    matches!(
-        e.kind(),
-        ErrorKind::ConnectionAborted
-            | ErrorKind::ConnectionReset
-            | ErrorKind::Interrupted
-            | ErrorKind::WouldBlock
-    ) || is_out_of_descriptors(e)
-}
-
-/// EMFILE or ENFILE: the process or system is out of file descriptors.
-fn is_out_of_descriptors(e: &std::io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(23 | 24))
-}
-
-async fn serve_connection(
-    stream: tokio::net::TcpStream,
-    endpoints: Arc<Endpoints>,
-    shutdown: CancellationToken,
-) {
-    let service = service_fn(move |req| {
-        let endpoints = endpoints.clone();
-        async move { Ok::<_, Infallible>(route(&endpoints, req).await) }
-    });
-    let conn = http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
-        .serve_connection(TokioIo::new(stream), service);
-    tokio::pin!(conn);
-    let result = tokio::select! {
-        r = conn.as_mut() => r,
-        () = shutdown.cancelled() => {
-            conn.as_mut().graceful_shutdown();
-            conn.await
-        }
-    };
-    if let Err(e) = result {
-        tracing::debug!(error = %e, "probe/metrics connection ended with an error");
+impl serve::Handler for Endpoints {
+    fn handle(&self, request: Request<Incoming>) -> BoxFuture<'_, Response<Full<Bytes>>> {
+        Box::pin(route(self, request))
     }
 }
 

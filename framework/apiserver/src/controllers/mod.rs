@@ -1,0 +1,87 @@
+//! What kube-controller-manager would do for a lone API server, writing
+//! through the same path as requests:
+//!
+//! - always: the ownerReference garbage collector ([`gc`]), namespace
+//!   deletion ([`namespaces`]), CRD deletion ([`crds`]) and the `default`
+//!   ServiceAccount of every namespace ([`serviceaccounts`]), run as one
+//!   task woken after writes; work that cannot progress yet stays pending.
+//! - when the server is built with workloads: the workload controllers
+//!   and the simulated nodes ([`workloads`]), each its own task fed by
+//!   watches on the store.
+
+mod crds;
+mod gc;
+mod namespaces;
+mod serviceaccounts;
+mod workloads;
+mod write;
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::registry::ResKey;
+use crate::state::Shared;
+use crate::storage::ObjKey;
+use crate::util;
+
+/// Runs the controllers until `cancel`.
+pub(crate) async fn run(shared: Arc<Shared>, cancel: CancellationToken) {
+    if shared.options.workloads.is_some() {
+        workloads::start(shared.clone(), cancel.clone());
+    }
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = shared.controllers.woken() => {}
+        }
+        process(&shared);
+    }
+}
+
+/// One pass over the queued work. Creating a ServiceAccount is itself a
+/// write that wakes the loop again; nothing here waits.
+pub(crate) fn process(shared: &Shared) {
+    for ns in shared.controllers.take_new_namespaces() {
+        serviceaccounts::ensure_default(shared, &ns);
+    }
+    let gone = shared.controllers.take_owners_gone();
+    for uid in gone {
+        gc::owner_gone(shared, &uid);
+    }
+    let deleting = shared.controllers.deleting();
+    for (res, key) in deleting {
+        if finalize(shared, &res, &key) {
+            shared.controllers.done_deleting(res, key);
+        }
+    }
+}
+
+/// Advances one object under deletion; `true` once nothing is left for
+/// the controllers to do.
+fn finalize(shared: &Shared, res: &ResKey, key: &ObjKey) -> bool {
+    let Some(def) = shared.registry().by_key(res) else {
+        return true;
+    };
+    let Some(obj) = shared.storage.lock().get(res, key) else {
+        return true;
+    };
+    if obj.value.pointer("/metadata/deletionTimestamp").is_none() {
+        return true;
+    }
+    let fins = util::finalizers(&obj.value);
+    let mut done = true;
+    if def.builtin().is_some() && def.group.is_empty() && def.plural == "namespaces" {
+        done &= namespaces::finalize(shared, &def, key);
+    }
+    if fins.iter().any(|f| f == crate::defaults::CRD_CLEANUP) {
+        done &= crds::finalize(shared, &def, key, obj.name());
+    }
+    if fins.iter().any(|f| f == "orphan") {
+        gc::orphan(shared, &def, key, obj.uid());
+    }
+    if fins.iter().any(|f| f == "foregroundDeletion") {
+        done &= gc::foreground(shared, &def, key, obj.uid());
+    }
+    done
+}

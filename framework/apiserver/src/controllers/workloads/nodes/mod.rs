@@ -1,0 +1,29 @@
+//! The simulated nodes (kwok-like): each registers a Node and heartbeats
+//! through its Lease ([`heartbeat`]); a scheduler binds pending pods
+//! ([`scheduler`], with [`fit`] deciding what may run where); a kubelet
+//! runs bound pods through their lifecycle ([`kubelet`], by the pod's
+//! [`behavior`]); the node lifecycle controller and taint manager react to
+//! failed nodes ([`lifecycle`]).
+
+mod behavior;
+pub(crate) mod fit;
+mod heartbeat;
+mod kubelet;
+mod lifecycle;
+mod scheduler;
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::api::Api;
+
+/// Registers the nodes and starts their kubelets, the scheduler and the
+/// node lifecycle controller.
+pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
+    heartbeat::register(&api);
+    heartbeat::start(api.clone(), cancel.clone());
+    scheduler::start(api.clone(), cancel.clone());
+    kubelet::start(api.clone(), cancel.clone());
+    lifecycle::start(api, cancel);
+}

@@ -1,0 +1,156 @@
+//! kubeforge's side: a `SharedInformerFactory` informer for the sync
+//! figures, a `Controller` for the reconcile figures, and the floors.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube_core::ObjectList;
+use kubeforge::cache::{strip_managed_fields, InformerOptions, SharedInformerFactory};
+use kubeforge::controller::{Action, CachedClient, Context, Controller};
+use kubeforge::manager::CancellationToken;
+use kubeforge::Client;
+
+use crate::alloc;
+use crate::child::{sync_figures, Figures, SETTLE};
+
+const SYNC_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// A client for the server `KUBECONFIG` names, with its connection open.
+async fn client() -> anyhow::Result<Client> {
+    let client = Client::try_default().await.context("kubeforge client")?;
+    client
+        .apiserver_version()
+        .await
+        .context("GET /version with kubeforge's client")?;
+    Ok(client)
+}
+
+/// Start to synced, and the heap the cache holds.
+pub async fn sync(strip: bool, expected: usize) -> anyhow::Result<Figures> {
+    let client = client().await?;
+    let baseline = alloc::live();
+    let started = Instant::now();
+    let factory = SharedInformerFactory::new(client);
+    let options = if strip {
+        InformerOptions::default().transform(strip_managed_fields())
+    } else {
+        InformerOptions::default()
+    };
+    let informer = factory.informer_with::<ConfigMap>(options);
+    factory.start();
+    for (id, synced) in factory.wait_for_cache_sync(SYNC_TIMEOUT).await {
+        synced.with_context(|| format!("{id}"))?;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let cached = informer.store().len();
+    if cached != expected {
+        bail!("kubeforge cached {cached} objects, expected {expected}");
+    }
+    tokio::time::sleep(SETTLE).await;
+    let figures = sync_figures(secs, baseline, expected);
+    factory.shutdown();
+    Ok(figures)
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("never")]
+struct Never;
+
+/// Start to every object reconciled once.
+pub async fn reconcile(workers: usize, expected: usize) -> anyhow::Result<Figures> {
+    let client = client().await?;
+    let count = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let factory = SharedInformerFactory::new(client.clone());
+    // kube-runtime's controller caches managedFields; so does this one.
+    let cached = CachedClient::builder(client, factory)
+        .keep_managed_fields()
+        .build();
+    let controller = Controller::<ConfigMap>::builder(cached)
+        .concurrency(workers)
+        .reconcile(
+            |_: Arc<ConfigMap>, ctx: Arc<Context<Arc<AtomicUsize>>>| async move {
+                ctx.fetch_add(1, Ordering::Relaxed);
+                Ok::<_, Never>(Action::done())
+            },
+            Arc::clone(&count),
+        );
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(controller.run(stop.clone()));
+    crate::kube_side::wait_for_count(&count, expected).await?;
+    let secs = started.elapsed().as_secs_f64();
+    stop.cancel();
+    task.await
+        .context("controller task")?
+        .context("controller")?;
+    Ok(Figures::from([("secs".to_owned(), secs)]))
+}
+
+/// The floors: the list's bytes over one HTTPS GET, their `serde_json`
+/// decode into `ObjectList<ConfigMap>`, and the heap of each decoded object
+/// on its own (an exact-capacity copy in an `Arc`, the least any cache of
+/// the typed object holds), with and without managedFields.
+pub async fn floors(expected: usize) -> anyhow::Result<Figures> {
+    let client = client().await?;
+    let mut get = Vec::new();
+    let mut body = bytes::Bytes::new();
+    for _ in 0..3 {
+        // The last body is freed before the next arrives.
+        drop(std::mem::take(&mut body));
+        let request = http::Request::get("/api/v1/configmaps?resourceVersion=0")
+            .body(Vec::new())
+            .context("request")?;
+        let started = Instant::now();
+        body = client
+            .request_bytes(request)
+            .await
+            .context("GET the list")?;
+        get.push(started.elapsed().as_secs_f64());
+    }
+    let mut decode = Vec::new();
+    let mut list = None;
+    for _ in 0..3 {
+        drop(list.take());
+        let started = Instant::now();
+        let decoded: ObjectList<ConfigMap> =
+            serde_json::from_slice(&body).context("decoding the list")?;
+        decode.push(started.elapsed().as_secs_f64());
+        list = Some(black_box(decoded));
+    }
+    let items = list.map(|l| l.items).unwrap_or_default();
+    if items.len() != expected {
+        bail!("the list has {} items, expected {expected}", items.len());
+    }
+    let object_bytes = |strip: bool| {
+        let before = alloc::live();
+        let mut held = Vec::with_capacity(items.len());
+        let vec_bytes = alloc::live() - before;
+        for item in &items {
+            let mut copy = item.clone();
+            if strip {
+                copy.metadata.managed_fields = None;
+            }
+            held.push(Arc::new(copy));
+        }
+        let bytes = alloc::live() - before - vec_bytes;
+        drop(black_box(held));
+        bytes as f64 / items.len().max(1) as f64
+    };
+    Ok(Figures::from([
+        ("get_secs".to_owned(), median(&mut get)),
+        ("decode_secs".to_owned(), median(&mut decode)),
+        ("body_bytes".to_owned(), body.len() as f64),
+        ("object_kept".to_owned(), object_bytes(false)),
+        ("object_stripped".to_owned(), object_bytes(true)),
+    ]))
+}
+
+/// The median of a few figures.
+pub fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+}
