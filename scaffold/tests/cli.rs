@@ -1,6 +1,8 @@
 //! The `kubeforge` command's refusals: each bad input is named with the
 //! Kubernetes rule it breaks and a valid example, a command run outside a
-//! project says what is missing, and a command that fails writes nothing.
+//! project says what is missing, and a command that fails writes nothing;
+//! and what the commands write: init's layout and options, kinds with and
+//! without controllers, files the CLI owns and files it never touches.
 //! (The projects these commands write are built and run by the end-to-end
 //! test in `tests/tests/scaffold.rs`.)
 
@@ -336,5 +338,150 @@ fn user_edits_outside_the_marked_blocks_survive() {
     assert!(
         text.contains("- webapp_guestbook_admin_role.yaml\n"),
         "{text}"
+    );
+}
+
+fn text(files: &BTreeMap<PathBuf, Vec<u8>>, path: &str) -> String {
+    let bytes = files
+        .get(Path::new(path))
+        .unwrap_or_else(|| panic!("{path} was not written"));
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn init_writes_kubebuilders_layout_with_the_options_given() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    ok(
+        tmp.path(),
+        &[
+            "init",
+            "shop",
+            "--domain",
+            "example.com",
+            "--license",
+            "none",
+            "--kubeforge-version",
+            "0.1.0",
+        ],
+    );
+    let files = snapshot(&tmp.path().join("shop"));
+    for path in [
+        "kubeforge.toml",
+        "Cargo.toml",
+        "Dockerfile",
+        ".dockerignore",
+        ".gitignore",
+        ".github/workflows/ci.yml",
+        "README.md",
+        "src/main.rs",
+        "src/lib.rs",
+        "src/api/mod.rs",
+        "src/controllers/mod.rs",
+        "tests/manifests.rs",
+        "config/default/kustomization.yaml",
+        "config/manager/manager.yaml",
+        "config/rbac/kustomization.yaml",
+        "config/rbac/service_account.yaml",
+        "config/crd/kustomization.yaml",
+        "config/samples/kustomization.yaml",
+        "config/prometheus/monitor.yaml",
+        "config/network-policy/allow-metrics-traffic.yaml",
+    ] {
+        assert!(
+            files.contains_key(Path::new(path)),
+            "{path} was not written"
+        );
+    }
+    // kubeforge from the registry: no path, no copied lock file.
+    let cargo = text(&files, "Cargo.toml");
+    assert!(
+        cargo.contains("kubeforge = { version = \"0.1.0\" }"),
+        "{cargo}"
+    );
+    assert!(!cargo.contains("path ="), "{cargo}");
+    assert!(!files.contains_key(Path::new("Cargo.lock")));
+    let record = text(&files, "kubeforge.toml");
+    assert!(record.contains("version = \"0.1.0\""), "{record}");
+    assert!(record.contains("domain = \"example.com\""), "{record}");
+    // --license none: no header, no license field.
+    assert!(!cargo.contains("license ="), "{cargo}");
+    assert!(text(&files, "src/main.rs").starts_with("//! "));
+    // The manager is hardened as kubebuilder's is.
+    let manager = text(&files, "config/manager/manager.yaml");
+    for setting in [
+        "runAsNonRoot: true",
+        "readOnlyRootFilesystem: true",
+        "- ALL",
+        "--health-probe-bind-address=:8081",
+        "requests:",
+    ] {
+        assert!(manager.contains(setting), "{setting} missing:\n{manager}");
+    }
+    let dockerfile = text(&files, "Dockerfile");
+    let stages = dockerfile
+        .lines()
+        .filter(|l| l.starts_with("FROM "))
+        .count();
+    assert_eq!(
+        stages, 2,
+        "a build stage and a runtime stage:\n{dockerfile}"
+    );
+    assert!(dockerfile.contains("USER 65532:65532"), "{dockerfile}");
+
+    // The default: the Apache header with the owner, and kubeforge by path
+    // from this checkout, with its lock file.
+    let tmp = tempfile::tempdir().expect("temp dir");
+    ok(tmp.path(), &["init", "shop", "--owner", "The Shop Authors"]);
+    let files = snapshot(&tmp.path().join("shop"));
+    let main = text(&files, "src/main.rs");
+    assert!(main.starts_with("// Copyright "), "{main}");
+    assert!(main.contains("The Shop Authors."), "{main}");
+    assert!(main.contains("Apache License, Version 2.0"), "{main}");
+    let cargo = text(&files, "Cargo.toml");
+    assert!(cargo.contains("license = \"Apache-2.0\""), "{cargo}");
+    assert!(cargo.contains("kubeforge = { path = "), "{cargo}");
+    assert!(files.contains_key(Path::new("Cargo.lock")));
+}
+
+#[test]
+fn a_kind_without_a_controller_gets_one_later_with_resource_false() {
+    let (_tmp, dir) = project();
+    let mut types_only = create_api("webapp", "v1", "Shelf");
+    types_only.push("--controller=false".into());
+    let out = ok(&dir, &args(&types_only));
+    assert!(out.contains("src/api/webapp/v1/shelf.rs"), "{out}");
+    assert!(!dir.join("src/controllers/webapp/shelf.rs").exists());
+    let record = std::fs::read_to_string(dir.join("kubeforge.toml")).expect("record");
+    assert!(record.contains("controller = false"), "{record}");
+    let registry = std::fs::read_to_string(dir.join("src/controllers/mod.rs")).expect("registry");
+    assert!(!registry.contains("shelf"), "{registry}");
+
+    // Asking for nothing new is refused.
+    let mut nothing = types_only.clone();
+    nothing.push("--resource=false".into());
+    let before = snapshot(&dir);
+    let stderr = fails(&dir, &args(&nothing));
+    assert!(
+        stderr.contains("--controller=false asks for nothing else"),
+        "{stderr}"
+    );
+    assert_eq!(snapshot(&dir), before, "nothing written");
+
+    // The controller alone, for the kind that exists: the types stay.
+    let types = std::fs::read(dir.join("src/api/webapp/v1/shelf.rs")).expect("types");
+    let mut controller_only = create_api("webapp", "v1", "Shelf");
+    controller_only.push("--resource=false".into());
+    let out = ok(&dir, &args(&controller_only));
+    assert!(out.contains("src/controllers/webapp/shelf.rs"), "{out}");
+    assert_eq!(
+        std::fs::read(dir.join("src/api/webapp/v1/shelf.rs")).expect("types"),
+        types
+    );
+    let record = std::fs::read_to_string(dir.join("kubeforge.toml")).expect("record");
+    assert!(record.contains("controller = true"), "{record}");
+    let registry = std::fs::read_to_string(dir.join("src/controllers/mod.rs")).expect("registry");
+    assert!(
+        registry.contains("webapp::shelf::register(mgr)?"),
+        "{registry}"
     );
 }
