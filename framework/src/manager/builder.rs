@@ -17,11 +17,11 @@ use super::{
 };
 use crate::cache::SharedInformerFactory;
 use crate::controller::{ControllerMetrics, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT};
+use crate::rbac::{Permissions, Rule};
 use crate::reconcile::{
     CachedClient, DEFAULT_CACHE_SYNC_TIMEOUT, DEFAULT_FIELD_MANAGER,
     DEFAULT_READ_YOUR_WRITES_TIMEOUT,
 };
-use crate::rbac::{Permissions, Rule};
 use crate::{Client, Config, Scheme};
 
 /// The `/readyz` check that passes once every cache has synced.

@@ -367,7 +367,9 @@ impl<K: CachedObject> Target<K> for &Manager {
 
     fn record_rules(&self, controller: &str, mut rules: Vec<Rule>) {
         rules.push(Rule::for_events());
-        self.parts.permissions.add_controller(controller.to_owned(), rules);
+        self.parts
+            .permissions
+            .add_controller(controller.to_owned(), rules);
     }
 
     fn finish(self, controller: Controller<K>) {
