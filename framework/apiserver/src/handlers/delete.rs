@@ -141,6 +141,6 @@ pub(super) async fn delete_collection(
     let rv = ctx.shared.storage.lock().rv().to_string();
     Ok(h::json_bytes(
         200,
-        list_body(&ctx.def, &ctx.path.version, &deleted, &rv, None),
+        list_body(&ctx.def, &ctx.path.version, &deleted, &rv, None, None),
     ))
 }
