@@ -6,6 +6,7 @@
 mod ctx;
 mod delete;
 mod jsonpatch;
+mod offload;
 mod openapi;
 mod pods;
 mod read;
@@ -29,7 +30,6 @@ use super::registry::Registry;
 use super::routing::{self, ResourcePath, Route};
 use super::state::Shared;
 use super::status::ApiError;
-use super::work;
 use ctx::Ctx;
 
 /// Handles one request; never fails (errors become `Status` responses,
@@ -62,21 +62,6 @@ where
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
             tracing::error!(panic = %what, "a request handler panicked");
-            Err(ApiError::panicked())
-        }
-    }
-}
-
-/// Runs the synchronous part of a write (decoding, admission, validation,
-/// storing) on the work threads, off the runtime's.
-pub(super) async fn off_reactor<F>(work: F) -> Result<Response<Body>, ApiError>
-where
-    F: FnOnce() -> Result<Response<Body>, ApiError> + Send + 'static,
-{
-    match work::run(work).await {
-        Ok(r) => r,
-        Err(panicked) => {
-            tracing::error!(%panicked, "a write panicked");
             Err(ApiError::panicked())
         }
     }
@@ -391,19 +376,5 @@ mod tests {
             "This request caused apiserver to panic. Look in the logs for details."
         );
         assert!(guarded(async { ok() }).await.is_ok());
-    }
-
-    #[tokio::test]
-    async fn a_panicking_write_is_a_500_status() {
-        let err = off_reactor(|| {
-            if ok().is_ok() {
-                panic!("boom");
-            }
-            ok()
-        })
-        .await
-        .unwrap_err();
-        assert_eq!(err.code, 500);
-        assert!(off_reactor(ok).await.is_ok());
     }
 }

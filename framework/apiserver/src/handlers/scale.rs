@@ -10,7 +10,7 @@ use hyper::body::Incoming;
 use serde_json::{json, Value};
 
 use super::ctx::Ctx;
-use super::off_reactor;
+use super::offload::off_reactor;
 use super::read::parse_rv;
 use super::write::{apply_patch, body_object, parse_patch, patch_options, write_opts};
 use crate::http::{self as h, Body};

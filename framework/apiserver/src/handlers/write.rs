@@ -10,7 +10,7 @@ use hyper::body::Incoming;
 use serde_json::Value;
 
 use super::ctx::Ctx;
-use super::off_reactor;
+use super::offload::off_reactor;
 use super::read::{parse_rv, render};
 use crate::admission::{self, FieldValidation};
 use crate::http::{self as h, Body, Format, Output};
