@@ -29,6 +29,7 @@ use super::registry::Registry;
 use super::routing::{self, ResourcePath, Route};
 use super::state::Shared;
 use super::status::ApiError;
+use super::webhooks::Chain;
 use super::work;
 use ctx::Ctx;
 
@@ -80,6 +81,34 @@ where
             Err(ApiError::panicked())
         }
     }
+}
+
+/// Runs a write that goes through admission: on the work threads, or on
+/// a thread of its own when it may wait on a webhook; the webhooks'
+/// warnings become `Warning` headers, on an error response too.
+pub(super) async fn admitted<F>(ctx: &Arc<Ctx>, work: F) -> Result<Response<Body>, ApiError>
+where
+    F: FnOnce(&Chain) -> Result<Response<Body>, ApiError> + Send + 'static,
+{
+    let chain = Arc::new(Chain::new(
+        ctx.shared.clone(),
+        tokio::runtime::Handle::current(),
+    ));
+    let calls_out = chain.may_call_out(&ctx.def);
+    let in_work = chain.clone();
+    let job = move || work(&in_work);
+    let outcome = if calls_out {
+        work::run_dedicated(job).await
+    } else {
+        work::run(job).await
+    };
+    let result = outcome.unwrap_or_else(|panicked| {
+        tracing::error!(%panicked, "a write panicked");
+        Err(ApiError::panicked())
+    });
+    let mut resp = result.unwrap_or_else(|e| h::error(&e));
+    write::add_warnings(&mut resp, &chain.warnings());
+    Ok(resp)
 }
 
 fn authenticated(shared: &Shared, parts: &Parts) -> bool {
