@@ -87,6 +87,7 @@ mod table;
 mod util;
 mod validation;
 mod watch;
+mod webhooks;
 mod work;
 
 pub use cluster::{
