@@ -19,9 +19,15 @@
 //!   probes, metrics and graceful shutdown, in named groups of runnables.
 //! - [`serve`]: the HTTP(S) server the probe and metrics endpoints (and
 //!   webhooks) are served by, with one lifecycle.
+//! - [`rbac`]: the RBAC rules an operator needs, recorded from its
+//!   controllers and rendered as kubebuilder's roles.
+//! - `app` (feature `app`, default): the operator's standard command line,
+//!   `run` and `manifests`.
 //! - `testing` (feature `testing`): the in-process API server of the
 //!   `kubeforge-apiserver` crate, with a [`Client`] for it.
 
+#[cfg(feature = "app")]
+pub mod app;
 pub mod cache;
 pub mod client;
 pub mod controller;
@@ -33,6 +39,7 @@ pub mod fuzzing;
 mod ids;
 pub mod manager;
 pub mod prelude;
+pub mod rbac;
 pub mod reconcile;
 pub mod scheme;
 pub mod serve;

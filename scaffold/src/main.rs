@@ -1,6 +1,20 @@
-//! The `kubeforge` command.
+//! The `kubeforge` command: scaffold operator projects (`init`, `create
+//! api`), generate their manifests (`generate`), and run a development API
+//! server (`dev-server`).
 
+mod blocks;
+mod create_api;
 mod dev_server;
+mod files;
+mod generate;
+mod init;
+mod names;
+mod plan;
+mod project;
+mod templates;
+
+use std::io::Write as _;
+use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
@@ -14,19 +28,43 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Write a new operator project into DIR (default: here).
+    Init(init::Args),
+    /// Add to the project in this directory.
+    #[command(subcommand)]
+    Create(Create),
+    /// Build the project and write the manifests its code defines (CRDs,
+    /// RBAC) to config/.
+    Generate(generate::Args),
     /// Run the in-process Kubernetes API server as a process, for kubectl
     /// and operators under development.
     DevServer(dev_server::Args),
 }
 
-fn main() -> anyhow::Result<()> {
+#[derive(Subcommand, Debug)]
+enum Create {
+    /// A kind (or a version of one) with its controller.
+    Api(create_api::Args),
+}
+
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
+    let result = match cli.command {
+        Some(Command::Init(args)) => init::run(args),
+        Some(Command::Create(Create::Api(args))) => create_api::run(args),
+        Some(Command::Generate(args)) => generate::run(args),
         Some(Command::DevServer(args)) => dev_server::run(args),
         None => {
             use clap::CommandFactory;
-            Cli::command().print_help()?;
-            Ok(())
+            Cli::command().print_help().map_err(Into::into)
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // The error and its causes, one line each.
+            let _ = writeln!(std::io::stderr(), "error: {e:#}");
+            ExitCode::FAILURE
         }
     }
 }

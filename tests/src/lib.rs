@@ -31,7 +31,16 @@ pub fn target_dir() -> PathBuf {
 /// there and again in the next outer build. They are removed here.
 pub fn cargo() -> Command {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = Command::new(cargo);
+    let mut command = nested(cargo);
+    command.current_dir(workspace_root());
+    command
+}
+
+/// A command for `program` without the variables cargo set for this test
+/// (see [`cargo`]): for programs that run cargo themselves, such as
+/// `kubeforge generate`.
+pub fn nested(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut command = Command::new(program);
     for (key, _) in std::env::vars_os() {
         let set_for_this_test = key.to_str().is_some_and(|k| {
             k.starts_with("CARGO_PKG_")
@@ -48,8 +57,20 @@ pub fn cargo() -> Command {
             command.env_remove(key);
         }
     }
-    command.current_dir(workspace_root());
     command
+}
+
+/// The `kubeforge` binary of this workspace, built if needed.
+pub fn kubeforge_binary() -> PathBuf {
+    run_ok(cargo().args([
+        "build",
+        "--quiet",
+        "-p",
+        "kubeforge-cli",
+        "--bin",
+        "kubeforge",
+    ]));
+    target_dir().join("debug").join("kubeforge")
 }
 
 /// Runs `command`, returning its stdout; a failure panics with what it

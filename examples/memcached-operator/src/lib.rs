@@ -9,13 +9,13 @@
 //! - [`api`]: the custom resource and its CRD.
 //! - [`controller`]: the reconcile function and the Deployment it applies.
 //! - [`status`]: the status conditions, computed from the Deployment.
-//! - `embedded` (feature `embedded`, on by default): kubeforge's in-process
-//!   API server with the CRD installed, for `--embedded` and the tests.
+//! - [`app`]: the operator's command line (kubeforge's standard one, with
+//!   its own `--resync-period` and `--max-concurrent-reconciles`).
 //!
-//! [`register`] adds the controller to a [`Manager`]; the binary's `main`
-//! and the end-to-end tests both go through it, so the tests exercise the
-//! operator the binary runs. Without the command line, a `main` is this
-//! (the README shows it):
+//! [`register`] adds the controller to a [`Manager`]; the binary (through
+//! [`app`]) and the end-to-end tests both go through it, so the tests
+//! exercise the operator the binary runs. Without the command line, a
+//! `main` is this (the README shows it):
 //!
 //! ```no_run
 //! use kubeforge::k8s_openapi::api::apps::v1::Deployment;
@@ -23,8 +23,7 @@
 //! use memcached_operator::{reconcile, Memcached, Settings};
 //!
 //! #[tokio::main]
-//! async fn main() -> anyhow::Result<()> {
-//!     tracing_subscriber::fmt::init();
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     // The cluster from $KUBECONFIG, ~/.kube/config or the service account.
 //!     let mgr = Manager::builder()
 //!         .leader_election("memcached-operator.cache.example.com")
@@ -42,11 +41,9 @@
 
 pub mod api;
 pub mod controller;
-#[cfg(feature = "embedded")]
-pub mod embedded;
 pub mod status;
 
-use kubeforge::crd::yaml::{to_yaml_documents, YamlOptions};
+use kubeforge::app::App;
 use kubeforge::crd::CrdError;
 use kubeforge::k8s_openapi::api::apps::v1::Deployment;
 use kubeforge::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -60,7 +57,7 @@ pub use controller::{reconcile, Settings, FINALIZER};
 pub const SAMPLE_YAML: &str = include_str!("../config/samples/cache_v1alpha1_memcached.yaml");
 
 /// What can go wrong outside a reconcile: building the CRD, reading the
-/// sample, talking to the API server at start, starting the embedded one.
+/// sample, creating it.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The derive's CRD could not be built or written.
@@ -80,27 +77,11 @@ pub enum Error {
         #[source]
         source: kubeforge::Error,
     },
-
-    /// The embedded API server could not start or write its kubeconfig.
-    #[cfg(feature = "embedded")]
-    #[error("embedded API server: {0}")]
-    Server(#[from] kubeforge::testing::Error),
-
-    /// The embedded API server refused the CRD, or the derive could not build it.
-    #[cfg(feature = "embedded")]
-    #[error("embedded API server: {0}")]
-    InstallCrd(#[from] kubeforge::testing::InstallError),
 }
 
 /// The Memcached CustomResourceDefinition, as the derive builds it.
 pub fn crd() -> Result<CustomResourceDefinition, Error> {
     Ok(Memcached::try_crd()?)
-}
-
-/// The CRD as the YAML document checked in at
-/// `config/crd/bases/cache.example.com_memcacheds.yaml`.
-pub fn crd_yaml() -> Result<String, Error> {
-    Ok(to_yaml_documents(&[crd()?], &YamlOptions::default())?)
 }
 
 /// The sample Memcached, parsed from [`SAMPLE_YAML`].
@@ -126,6 +107,49 @@ pub async fn create_sample(client: &Client, namespace: &str) -> Result<Memcached
             source,
         }),
     }
+}
+
+/// The Lease held by the leader with `--leader-elect`.
+pub const LEASE_NAME: &str = "memcached-operator.cache.example.com";
+
+/// The operator's own flags, beside kubeforge's standard ones.
+#[derive(clap::Args, Clone, Debug, PartialEq, Eq)]
+pub struct Flags {
+    /// Reconcile every Memcached at least this often, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    pub resync_period: u64,
+
+    /// How many Memcacheds may be reconciled at once.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub max_concurrent_reconciles: usize,
+}
+
+impl Default for Flags {
+    fn default() -> Self {
+        Self {
+            resync_period: 300,
+            max_concurrent_reconciles: 1,
+        }
+    }
+}
+
+/// The operator's command line: the Memcached kind and its sample, the
+/// leader-election Lease, the field manager, and the controller.
+pub fn app() -> App<Flags> {
+    App::with_flags("memcached-operator")
+        .about("Keeps a Deployment of `size` memcached pods for every Memcached.")
+        .version(env!("CARGO_PKG_VERSION"))
+        .crd::<Memcached>()
+        .sample(SAMPLE_YAML)
+        .leader_election_id(LEASE_NAME)
+        .field_manager(controller::FIELD_MANAGER)
+        .setup(|mgr, flags: &Flags| {
+            let settings = Settings {
+                resync: Duration::from_secs(flags.resync_period.max(1)),
+            };
+            register(mgr, settings, flags.max_concurrent_reconciles);
+            Ok::<(), Error>(())
+        })
 }
 
 /// Adds the memcached controller to `mgr`: it reconciles every Memcached

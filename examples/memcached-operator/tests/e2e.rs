@@ -44,7 +44,7 @@ impl Operator {
     }
 
     async fn start_on(server: ApiServer) -> Operator {
-        memcached_operator::embedded::install_crd(&server).expect("CRD installs");
+        server.install_crd_for::<Memcached>().expect("CRD installs");
         let client = server.client().expect("client");
         let mgr = Manager::builder()
             .client(client.clone())

@@ -1,35 +1,53 @@
-//! The checked-in manifests under `config/` agree with the code: the CRD
-//! is exactly what the derive produces, the RBAC role grants what the
-//! operator does and no more, and the manager's Deployment opens the probe
-//! and metrics servers its probes use.
+//! The manifests under `config/` agree with the code: the generated files
+//! (the CRD, the manager role and the leader-election role with their
+//! bindings) are exactly what the operator's `manifests` command produces
+//! — what `kubeforge generate` writes — the role grants what the
+//! controller's watches and writes need, kustomize renders the whole, and
+//! the manager's Deployment opens the probe and metrics servers its probes
+//! use.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use kubeforge::app::ManifestOptions;
 use kubeforge::k8s_openapi::api::apps::v1::Deployment;
 use kubeforge::k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
 use kubeforge::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use memcached_operator::{app, Flags};
 
-const CRD_FILE: &str = "config/crd/bases/cache.example.com_memcacheds.yaml";
+fn config() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("config")
+}
 
 fn read(relative: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
+    let path = config().join(relative);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// The documents of a multi-document YAML file.
-fn documents(relative: &str) -> Vec<serde_json::Value> {
+/// The documents of a multi-document YAML text.
+fn documents(yaml: &str) -> Vec<serde_json::Value> {
     let docs: Vec<serde_json::Value> =
-        serde_saphyr::from_multiple(&read(relative)).unwrap_or_else(|e| panic!("{relative}: {e}"));
+        serde_saphyr::from_multiple(yaml).unwrap_or_else(|e| panic!("{e}:\n{yaml}"));
     docs.into_iter().filter(|d| !d.is_null()).collect()
 }
 
-fn one<T: serde::de::DeserializeOwned>(relative: &str, kind: &str) -> T {
-    let doc = documents(relative)
+fn one<T: serde::de::DeserializeOwned>(yaml: &str, kind: &str) -> T {
+    let doc = documents(yaml)
         .into_iter()
         .find(|d| d["kind"] == kind)
-        .unwrap_or_else(|| panic!("{relative} has no {kind}"));
-    serde_json::from_value(doc).unwrap_or_else(|e| panic!("{relative} {kind}: {e}"))
+        .unwrap_or_else(|| panic!("no {kind} in:\n{yaml}"));
+    serde_json::from_value(doc).unwrap_or_else(|e| panic!("{kind}: {e}"))
+}
+
+/// The files the operator's code produces, by path under `config/`.
+async fn generated() -> Vec<(String, String)> {
+    app()
+        .manifests(&ManifestOptions::default(), &Flags::default())
+        .await
+        .expect("the manifests render")
+        .into_iter()
+        .map(|f| (f.path.display().to_string(), f.contents))
+        .collect()
 }
 
 /// `(group, resource, verb)` for every grant of `rules`.
@@ -47,70 +65,166 @@ fn grants(rules: &[PolicyRule]) -> BTreeSet<(String, String, String)> {
     out
 }
 
-fn set(items: &[(&str, &str, &str)]) -> BTreeSet<(String, String, String)> {
-    items
+fn set(group: &str, resource: &str, verbs: &[&str]) -> Vec<(String, String, String)> {
+    verbs
         .iter()
-        .map(|(g, r, v)| (g.to_string(), r.to_string(), v.to_string()))
+        .map(|v| (group.to_owned(), resource.to_owned(), v.to_string()))
         .collect()
 }
 
-#[test]
-fn the_checked_in_crd_is_what_the_derive_produces() {
-    let generated = memcached_operator::crd_yaml().expect("CRD YAML");
-    assert!(
-        read(CRD_FILE) == generated,
-        "{CRD_FILE} is out of date; regenerate it with\n  cargo run -p memcached-operator -- crd > examples/memcached-operator/{CRD_FILE}"
+#[tokio::test]
+async fn the_generated_files_are_what_the_code_produces() {
+    let files = generated().await;
+    let paths: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "crd/bases/cache.example.com_memcacheds.yaml",
+            "rbac/role.yaml",
+            "rbac/role_binding.yaml",
+            "rbac/leader_election_role.yaml",
+            "rbac/leader_election_role_binding.yaml",
+        ]
     );
+    for (path, contents) in &files {
+        assert!(
+            read(path) == *contents,
+            "config/{path} is out of date: run `kubeforge generate` in examples/memcached-operator \
+             (`cargo run -p kubeforge-cli -- generate` from there)"
+        );
+    }
+    // No CRD the code no longer defines.
+    let bases: Vec<String> = std::fs::read_dir(config().join("crd/bases"))
+        .expect("config/crd/bases")
+        .map(|e| {
+            format!(
+                "crd/bases/{}",
+                e.expect("entry").file_name().to_string_lossy()
+            )
+        })
+        .collect();
+    assert_eq!(bases, ["crd/bases/cache.example.com_memcacheds.yaml"]);
+}
+
+#[tokio::test]
+async fn the_crd_is_the_derives() {
+    let files = generated().await;
+    let crd: kubeforge::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition =
+        one(&files[0].1, "CustomResourceDefinition");
+    assert_eq!(crd, memcached_operator::crd().expect("the derive's CRD"));
+}
+
+#[tokio::test]
+async fn the_manager_role_grants_what_the_controller_watches_and_writes() {
+    let files = generated().await;
+    let role: ClusterRole = one(&files[1].1, "ClusterRole");
+    assert_eq!(role.metadata.name.as_deref(), Some("manager-role"));
+    let expected: BTreeSet<_> = [
+        // The primary: cached, finalizer added and removed, status written,
+        // and update on /finalizers for blockOwnerDeletion on what it owns.
+        set(
+            "cache.example.com",
+            "memcacheds",
+            &["get", "list", "watch", "update", "patch"],
+        ),
+        set(
+            "cache.example.com",
+            "memcacheds/status",
+            &["get", "update", "patch"],
+        ),
+        set("cache.example.com", "memcacheds/finalizers", &["update"]),
+        // Owned: cached and written.
+        set(
+            "apps",
+            "deployments",
+            &[
+                "get", "list", "watch", "create", "update", "patch", "delete",
+            ],
+        ),
+        // The recorder: create, and patch for series.
+        set("events.k8s.io", "events", &["create", "patch"]),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    assert_eq!(grants(role.rules.as_deref().unwrap_or_default()), expected);
+
+    let election: Role = one(&files[3].1, "Role");
+    let rules = election.rules.unwrap_or_default();
+    assert_eq!(
+        grants(&rules),
+        set(
+            "coordination.k8s.io",
+            "leases",
+            &["create", "get", "update"]
+        )
+        .into_iter()
+        .collect()
+    );
+    assert!(rules
+        .iter()
+        .any(|r| r.resource_names.as_deref()
+            == Some(&[memcached_operator::LEASE_NAME.to_owned()][..])));
 }
 
 #[test]
-fn the_manager_role_grants_what_the_operator_does_and_no_more() {
-    let role: ClusterRole = one::<ClusterRole>("config/rbac/role.yaml", "ClusterRole");
-    let expected = set(&[
-        // The cache's list and watch, the finalizer's JSON patches.
-        ("cache.example.com", "memcacheds", "get"),
-        ("cache.example.com", "memcacheds", "list"),
-        ("cache.example.com", "memcacheds", "watch"),
-        ("cache.example.com", "memcacheds", "patch"),
-        // Status by server-side apply.
-        ("cache.example.com", "memcacheds/status", "patch"),
-        // blockOwnerDeletion on the Deployment's owner reference.
-        ("cache.example.com", "memcacheds/finalizers", "update"),
-        // The metadata-only watch, and server-side apply (create on first apply).
-        ("apps", "deployments", "get"),
-        ("apps", "deployments", "list"),
-        ("apps", "deployments", "watch"),
-        ("apps", "deployments", "create"),
-        ("apps", "deployments", "patch"),
-        // The recorder: create, and patch for series.
-        ("events.k8s.io", "events", "create"),
-        ("events.k8s.io", "events", "patch"),
-    ]);
-    assert_eq!(grants(role.rules.as_deref().unwrap_or_default()), expected);
-
-    let election: Role = one::<Role>("config/rbac/leader_election_role.yaml", "Role");
-    assert_eq!(
-        grants(election.rules.as_deref().unwrap_or_default()),
-        set(&[
-            ("coordination.k8s.io", "leases", "get"),
-            ("coordination.k8s.io", "leases", "create"),
-            ("coordination.k8s.io", "leases", "update"),
-        ])
+fn kustomize_renders_the_operator_with_its_prefix_and_namespace() {
+    let out = std::process::Command::new("kubectl")
+        .arg("kustomize")
+        .arg(config().join("default"))
+        .output()
+        .expect("kubectl runs");
+    let rendered = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(
-        election.metadata.namespace.as_deref(),
-        Some("memcached-operator-system")
-    );
+    let objects: BTreeSet<(String, String)> = documents(&rendered)
+        .iter()
+        .map(|d| {
+            (
+                d["kind"].as_str().unwrap_or_default().to_owned(),
+                d["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        })
+        .collect();
+    for (kind, name) in [
+        ("CustomResourceDefinition", "memcacheds.cache.example.com"),
+        ("Namespace", "memcached-operator-system"),
+        ("ServiceAccount", "memcached-operator-controller-manager"),
+        ("ClusterRole", "memcached-operator-manager-role"),
+        (
+            "ClusterRoleBinding",
+            "memcached-operator-manager-rolebinding",
+        ),
+        ("Role", "memcached-operator-leader-election-role"),
+        (
+            "RoleBinding",
+            "memcached-operator-leader-election-rolebinding",
+        ),
+        ("Deployment", "memcached-operator-controller-manager"),
+    ] {
+        assert!(
+            objects.contains(&(kind.to_owned(), name.to_owned())),
+            "{kind} {name} missing from {objects:?}"
+        );
+    }
 }
 
 #[test]
 fn the_manager_deployment_serves_its_probes_beyond_loopback() {
-    let deployment: Deployment = one::<Deployment>("config/manager/manager.yaml", "Deployment");
+    let deployment: Deployment = one(&read("manager/manager.yaml"), "Deployment");
     let pod = deployment.spec.template.spec.expect("pod spec");
     assert_eq!(
         pod.service_account_name.as_deref(),
-        Some("memcached-operator-controller-manager")
+        Some("controller-manager")
     );
+    let security = pod.security_context.expect("pod security context");
+    assert_eq!(security.run_as_non_root, Some(true));
     let container = &pod.containers[0];
     let args = container.args.clone().unwrap_or_default();
     for flag in [
@@ -123,6 +237,12 @@ fn the_manager_deployment_serves_its_probes_beyond_loopback() {
             "{flag} missing from {args:?}"
         );
     }
+    let hardened = container
+        .security_context
+        .clone()
+        .expect("container security context");
+    assert_eq!(hardened.read_only_root_filesystem, Some(true));
+    assert_eq!(hardened.allow_privilege_escalation, Some(false));
     for (probe, path) in [
         (container.liveness_probe.as_ref(), "/healthz"),
         (container.readiness_probe.as_ref(), "/readyz"),

@@ -104,13 +104,9 @@ async fn main() {
     }
     let ready = start.elapsed();
     let cpu = cpu_seconds().unwrap_or(0.0) - cpu0;
-    let pods = k.get("/api/v1/pods?limit=1").await.json();
-    let remaining = pods["metadata"]["remainingItemCount"].as_i64().unwrap_or(0) + 1;
-    let events = k.get("/api/v1/events?limit=1").await.json();
-    let event_count = events["metadata"]["remainingItemCount"]
-        .as_i64()
-        .unwrap_or(0)
-        + 1;
+    let count = |list: Value| list["items"].as_array().map_or(0, Vec::len);
+    let remaining = count(k.get("/api/v1/pods").await.json());
+    let event_count = count(k.get("/api/v1/events").await.json());
     println!(
         "workloads: {nodes} nodes, {deployments} Deployments x {replicas} replicas = {total} pods"
     );

@@ -90,6 +90,7 @@ mod table;
 mod util;
 mod validation;
 mod watch;
+mod webhooks;
 mod work;
 
 pub use cluster::{

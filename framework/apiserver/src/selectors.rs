@@ -146,6 +146,11 @@ fn validate_value(v: &str) -> Result<(), String> {
 }
 
 impl LabelSelector {
+    /// Whether it selects everything (no requirement).
+    pub fn is_empty(&self) -> bool {
+        self.reqs.is_empty()
+    }
+
     /// Parses a `labelSelector` query value.
     pub fn parse(s: &str) -> Result<Self, String> {
         let mut lx = Lexer {
@@ -348,6 +353,11 @@ fn unescape(s: &str) -> Result<String, String> {
 }
 
 impl FieldSelector {
+    /// Whether it selects everything (no requirement).
+    pub fn is_empty(&self) -> bool {
+        self.reqs.is_empty()
+    }
+
     /// Parses a `fieldSelector`; `resolve` maps a label to the JSON path it
     /// reads, or `None` when the resource does not support it (400 `field
     /// label not supported`).

@@ -3,6 +3,8 @@
 //! apimachinery's `pkg/api/errors`), plus the plain-text 404 that
 //! kube-apiserver's not-found handler gives for unknown paths.
 
+use std::borrow::Cow;
+
 use serde_json::{json, Map, Value};
 
 /// One `details.causes[]` entry of a `Status`.
@@ -20,7 +22,9 @@ pub struct Cause {
 #[derive(Clone, Debug)]
 pub(crate) struct ApiError {
     pub code: u16,
-    pub reason: &'static str,
+    /// The `Status.reason`: one of apimachinery's, or what an admission
+    /// webhook's denial carried.
+    pub reason: Cow<'static, str>,
     pub message: String,
     pub details: Option<Box<Details>>,
     /// `Retry-After` seconds (429/503 faults), mirrored in `details`.
@@ -52,7 +56,7 @@ impl ApiError {
     pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
         Self {
             code,
-            reason,
+            reason: Cow::Borrowed(reason),
             message: message.into(),
             details: None,
             retry_after: None,
@@ -243,7 +247,7 @@ impl ApiError {
         status.insert("message".into(), json!(self.message));
         // `reason` is omitted when empty (StatusReasonUnknown).
         if !self.reason.is_empty() {
-            status.insert("reason".into(), json!(self.reason));
+            status.insert("reason".into(), json!(&*self.reason));
         }
         if let Some(d) = &self.details {
             let mut details = Map::new();

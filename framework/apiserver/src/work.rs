@@ -119,6 +119,27 @@ where
         .map_err(|_| Panicked("the work was dropped".into()))?
 }
 
+/// Runs `f` on a large-stack thread of its own and waits for it without
+/// blocking the runtime: for writes that may wait on a webhook for
+/// seconds, which must not hold a pool thread meanwhile.
+pub(crate) async fn run_dedicated<T, F>(f: F) -> Result<T, Panicked>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("apiserver-admit".into())
+        .stack_size(STACK_BYTES)
+        .spawn(move || {
+            LARGE_STACK.with(|l| l.set(true));
+            let _ = tx.send(catch_unwind(AssertUnwindSafe(f)).map_err(message));
+        })
+        .map_err(|e| Panicked(format!("could not start a thread: {e}")))?;
+    rx.await
+        .map_err(|_| Panicked("the work was dropped".into()))?
+}
+
 /// Runs `f` on a thread with a large stack: at once on a pool thread,
 /// else on a new scoped thread (in-server controllers, `install_crd`).
 pub(crate) fn with_large_stack<T, F>(f: F) -> Result<T, Panicked>

@@ -238,6 +238,7 @@ async fn pagination_keeps_one_resource_version_and_expired_tokens_get_410() {
     let p3 = k.get(&format!("{CMS}?limit=3&continue={t2}")).await.json();
     assert_eq!(p3["items"].as_array().unwrap().len(), 1);
     assert!(p3["metadata"].get("continue").is_none());
+    assert!(p3["metadata"].get("remainingItemCount").is_none());
     // Enough writes to push the page's revision out of the history.
     for i in 0..6 {
         k.merge(
@@ -252,6 +253,56 @@ async fn pagination_keeps_one_resource_version_and_expired_tokens_get_410() {
         .as_str()
         .unwrap()
         .starts_with("The provided continue parameter is too old"));
+}
+
+/// A page that has more after it counts them, as etcd's count does, unless
+/// a selector makes the count unknown; the last page has none.
+#[tokio::test]
+async fn pages_say_how_many_items_remain_when_no_selector_is_given() {
+    let k = Kube::start().await;
+    for i in 0..7 {
+        let labels = if i % 2 == 0 {
+            json!({"even": "yes"})
+        } else {
+            json!({})
+        };
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("cm{i}"), "labels": labels}});
+        assert_eq!(k.post(CMS, &cm).await.code(), 201);
+    }
+    let p1 = k.get(&format!("{CMS}?limit=3")).await.json();
+    assert_eq!(p1["metadata"]["remainingItemCount"], 4);
+    let token = p1["metadata"]["continue"].as_str().unwrap().to_owned();
+    let p2 = k
+        .get(&format!("{CMS}?limit=3&continue={token}"))
+        .await
+        .json();
+    assert_eq!(p2["metadata"]["remainingItemCount"], 1);
+    let exact = k.get(&format!("{CMS}?limit=7")).await.json();
+    assert!(exact["metadata"].get("remainingItemCount").is_none());
+    assert!(exact["metadata"].get("continue").is_none());
+    let selected = k
+        .get(&format!("{CMS}?limit=2&labelSelector=even"))
+        .await
+        .json();
+    assert!(selected["metadata"]["continue"].is_string());
+    assert!(selected["metadata"].get("remainingItemCount").is_none());
+    // Every namespace: the count spans them all.
+    let all = k.get("/api/v1/configmaps?limit=1").await.json();
+    let total = k.get("/api/v1/configmaps").await.json()["items"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(all["metadata"]["remainingItemCount"], total as u64 - 1);
+    // Tables and metadata-only lists carry it too.
+    let table = k
+        .get_accept(
+            &format!("{CMS}?limit=3"),
+            "application/json;as=Table;v=v1;g=meta.k8s.io",
+        )
+        .await
+        .json();
+    assert_eq!(table["metadata"]["remainingItemCount"], 4);
 }
 
 #[tokio::test]

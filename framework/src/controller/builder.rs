@@ -22,6 +22,7 @@ use super::runner::{Controller, ControllerParts};
 use super::source::{Channel, WatchEnv, WatchSpec};
 use crate::cache::{InformerOptions, ObjectKey};
 use crate::events::Recorder;
+use crate::rbac::Rule;
 use crate::reconcile::{CachedClient, CachedObject, DEFAULT_CACHE_SYNC_TIMEOUT};
 use crate::workqueue::{default_controller_rate_limiter, RateLimiter, WorkQueue};
 
@@ -178,6 +179,9 @@ pub(crate) struct BuilderParts<K> {
     recover_panic: bool,
     metrics: Option<ControllerMetrics>,
     recorder: Option<Recorder>,
+    /// What the watches and the primary's writes need, and the extra
+    /// rules declared with [`ControllerBuilder::rule`].
+    rules: Vec<Rule>,
 }
 
 impl<K, T: fmt::Debug> fmt::Debug for ControllerBuilder<K, T> {
@@ -223,8 +227,19 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
                 recover_panic: true,
                 metrics: None,
                 recorder: None,
+                rules: Rule::for_primary::<K>(),
             },
         }
+    }
+
+    /// A rule the reconcile needs beyond what the builder already knows
+    /// (what it watches, the primary's status and finalizers, owned
+    /// objects' writes, events): e.g. `Rule::on::<Secret>().reads()` for
+    /// cached reads of Secrets. The operator's `manifests` renders it into
+    /// the manager role (see [`rbac`](crate::rbac)).
+    pub fn rule(mut self, rule: Rule) -> Self {
+        self.parts.rules.push(rule);
+        self
     }
 
     /// The controller's name: its metrics label, workqueue name, event
@@ -273,6 +288,7 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
 
     /// [`owns`](Self::owns) with predicates, or enqueueing every owner.
     pub fn owns_with<O: CachedObject>(mut self, owns: Owns<PartialObjectMeta<O>>) -> Self {
+        self.parts.rules.push(Rule::for_owned::<O>());
         let matcher = owner_match::<K>(owns.every_owner);
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
             let keys: KeysFn<PartialObjectMeta<O>> = Arc::new(move |o| matcher.owners(o));
@@ -306,6 +322,7 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
     /// # }
     /// ```
     pub fn owns_objects<O: CachedObject>(mut self, owns: Owns<O>) -> Self {
+        self.parts.rules.push(Rule::for_owned::<O>());
         let matcher = owner_match::<K>(owns.every_owner);
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
             let keys: KeysFn<O> = Arc::new(move |o| matcher.owners(o));
@@ -325,6 +342,7 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
 
     /// [`watches`](Self::watches) with predicates or informer options.
     pub fn watches_with<W: CachedObject>(mut self, watch: Watch<W>) -> Self {
+        self.parts.rules.push(Rule::for_watched::<W>());
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
             let informer = if is_default(&watch.options) {
                 env.client.informer::<W>()
@@ -338,6 +356,7 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
 
     /// [`watches`](Self::watches) on `W`'s metadata only.
     pub fn watches_metadata<W: CachedObject>(mut self, watch: Watch<PartialObjectMeta<W>>) -> Self {
+        self.parts.rules.push(Rule::for_watched::<W>());
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
             let informer = if is_default(&watch.options) {
                 env.client.metadata_informer::<W>()
@@ -355,6 +374,12 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
     /// [`DynamicObject`]s (set [`InformerOptions::cluster_scoped`] in the
     /// watch's options for a cluster-scoped resource).
     pub fn watches_dynamic(mut self, resource: ApiResource, watch: Watch<DynamicObject>) -> Self {
+        let rule = if watch.options.cluster_scoped {
+            Rule::cluster_resource(&resource.group, &resource.plural)
+        } else {
+            Rule::resource(&resource.group, &resource.plural)
+        };
+        self.parts.rules.push(rule.reads());
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
             let informer = env
                 .client
@@ -460,6 +485,7 @@ pub(crate) mod target {
     use crate::controller::metrics::ControllerMetrics;
     use crate::controller::runner::Controller;
     use crate::events::Recorder;
+    use crate::rbac::Rule;
 
     /// What a manager gives the controllers it runs, for the settings each
     /// controller leaves unset (controller-runtime's `DefaultFromConfig`).
@@ -485,6 +511,13 @@ pub(crate) mod target {
         /// The settings this target gives controllers that leave them
         /// unset, if any.
         fn defaults(&self) -> Option<ControllerDefaults<'_>>;
+
+        /// Takes note of what the controller named `controller` needs
+        /// from the API server (a manager renders it as RBAC); nothing by
+        /// default.
+        fn record_rules(&self, controller: &str, rules: Vec<Rule>) {
+            let _ = (controller, rules);
+        }
 
         /// Takes the built controller.
         fn finish(self, controller: Controller<K>) -> Self::Output;
@@ -550,6 +583,7 @@ impl<K: CachedObject, T: Target<K>> ControllerBuilder<K, T> {
         if let Some(defaults) = target.defaults() {
             parts.default_from(defaults);
         }
+        target.record_rules(&parts.name(), std::mem::take(&mut parts.rules));
         let controller = parts.build(reconcile, error_policy, data);
         target.finish(controller)
     }

@@ -1,4 +1,4 @@
-//! CRD manifests as YAML: one document per CRD, keys in a stable order
+//! CRD manifests (and other manifest objects) as YAML: one document per CRD, keys in a stable order
 //! (`apiVersion`, `kind`, `metadata`, `spec`, then alphabetical, as
 //! controller-gen writes them), descriptions optionally shortened like
 //! kubebuilder's `crd:maxDescLen` for CRDs too large for client-side apply.
@@ -61,6 +61,29 @@ pub fn to_yaml_documents(
         }
     }
     Ok(out)
+}
+
+/// Any manifest object (a Role, a binding, a sample) as one YAML document
+/// (no leading `---`), its keys ordered as [`to_yaml`] orders a CRD's:
+/// `apiVersion`, `kind`, `metadata`, `spec`, then alphabetically.
+pub fn object_to_yaml(object: &impl Serialize) -> Result<String, CrdError> {
+    let value = serde_json::to_value(object).map_err(|e| CrdError::Yaml {
+        name: String::new(),
+        message: e.to_string(),
+    })?;
+    let name = value
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    serde_saphyr::to_string(&Ordered {
+        value: &value,
+        top: true,
+    })
+    .map_err(|e| CrdError::Yaml {
+        name,
+        message: e.to_string(),
+    })
 }
 
 /// Shorten every `description` in a schema (and drop them for `max == 0`).

@@ -17,6 +17,7 @@ use super::{
 };
 use crate::cache::SharedInformerFactory;
 use crate::controller::{ControllerMetrics, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT};
+use crate::rbac::{Permissions, Rule};
 use crate::reconcile::{
     CachedClient, DEFAULT_CACHE_SYNC_TIMEOUT, DEFAULT_FIELD_MANAGER,
     DEFAULT_READ_YOUR_WRITES_TIMEOUT,
@@ -89,6 +90,7 @@ pub struct ManagerBuilder {
     read_your_writes_timeout: Duration,
     field_manager: String,
     keep_managed_fields: bool,
+    rules: Vec<Rule>,
 }
 
 impl std::fmt::Debug for ManagerBuilder {
@@ -129,6 +131,7 @@ impl Default for ManagerBuilder {
             read_your_writes_timeout: DEFAULT_READ_YOUR_WRITES_TIMEOUT,
             field_manager: DEFAULT_FIELD_MANAGER.to_owned(),
             keep_managed_fields: false,
+            rules: Vec::new(),
         }
     }
 }
@@ -290,6 +293,13 @@ impl ManagerBuilder {
         self
     }
 
+    /// A rule the operator needs beyond its controllers' (see
+    /// [`Manager::permissions`]), e.g. for a runnable's requests.
+    pub fn rule(mut self, rule: Rule) -> Self {
+        self.rules.push(rule);
+        self
+    }
+
     /// Builds the manager: configures the client if none was given, checks
     /// the leader-election settings, and binds the endpoints (so their
     /// addresses are known before [`Manager::run`]).
@@ -331,6 +341,13 @@ impl ManagerBuilder {
             }
         })?;
 
+        let permissions = Permissions::new();
+        for rule in self.rules {
+            permissions.add_rule(rule);
+        }
+        if let Some(name) = &self.lease_name {
+            permissions.set_leader_election_lease(name.clone());
+        }
         let election = match (self.lease_name, self.lease_lock) {
             (None, None) => None,
             (name, lock) => {
@@ -405,6 +422,7 @@ impl ManagerBuilder {
             graceful_shutdown_timeout: self.graceful_shutdown_timeout,
             cache_sync_timeout: self.cache_sync_timeout,
             recorders: Mutex::new(HashMap::new()),
+            permissions,
         }))
     }
 }

@@ -25,6 +25,7 @@ use crate::controller::{Controller, ControllerBuilder, ControllerMetrics};
 use crate::controller::{ControllerDefaults, Target};
 use crate::events::Recorder;
 use crate::ids::hostname;
+use crate::rbac::{Permissions, Rule};
 use crate::reconcile::{CachedClient, CachedObject};
 use crate::{Client, Scheme};
 
@@ -61,6 +62,7 @@ pub(crate) struct ManagerParts {
     pub(crate) graceful_shutdown_timeout: Duration,
     pub(crate) cache_sync_timeout: Duration,
     pub(crate) recorders: Mutex<HashMap<String, Recorder>>,
+    pub(crate) permissions: Permissions,
 }
 
 /// Where a manager stands in leader election: empty until
@@ -245,6 +247,14 @@ impl Manager {
         self.leadership.clone()
     }
 
+    /// What the operator needs from the API server: what each registered
+    /// controller watches and writes, the extra rules declared on the
+    /// builders, the leader-election Lease. The standard command line's
+    /// `manifests` renders it as RBAC (see [`rbac`](crate::rbac)).
+    pub fn permissions(&self) -> &Permissions {
+        &self.parts.permissions
+    }
+
     /// This process's identity in leader election.
     pub fn identity(&self) -> &str {
         &self.parts.identity
@@ -353,6 +363,13 @@ impl<K: CachedObject> Target<K> for &Manager {
             metrics: &self.parts.controller_metrics,
             recorder: Box::new(|name| self.recorder(name)),
         })
+    }
+
+    fn record_rules(&self, controller: &str, mut rules: Vec<Rule>) {
+        rules.push(Rule::for_events());
+        self.parts
+            .permissions
+            .add_controller(controller.to_owned(), rules);
     }
 
     fn finish(self, controller: Controller<K>) {

@@ -13,7 +13,7 @@ mod crds;
 mod gc;
 mod namespaces;
 mod serviceaccounts;
-mod workloads;
+pub(crate) mod workloads;
 mod write;
 
 use std::sync::Arc;

@@ -1,15 +1,19 @@
 //! delete and deletecollection: `DeleteOptions` from the body or the query
-//! (propagation policy, preconditions, dryRun), and the response kube-apiserver
+//! (propagation policy, preconditions, dryRun), admission, and the response kube-apiserver
 //! gives — the object while finalizers hold it, a `Success` Status once it is
 //! gone (the object itself for pods).
+
+use std::sync::Arc;
 
 use http::Response;
 use hyper::body::Incoming;
 use serde_json::{json, Value};
 
 use super::ctx::Ctx;
+use super::offload::admitted;
 use super::read::{filter, list_body, parse_rv, render};
 use crate::http::{self as h, Body};
+use crate::objects::admit::Admission;
 use crate::objects::{self, DeleteOpts, Deleted, Propagation};
 use crate::status::{success_status, ApiError, Cause};
 
@@ -84,10 +88,20 @@ async fn options(ctx: &Ctx, body: Incoming) -> Result<DeleteOpts, ApiError> {
     })
 }
 
-pub(super) async fn delete(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, ApiError> {
+pub(super) async fn delete(ctx: &Arc<Ctx>, body: Incoming) -> Result<Response<Body>, ApiError> {
     let opts = options(ctx, body).await?;
+    let in_work = ctx.clone();
+    admitted(ctx, move |chain| delete_one(&in_work, &opts, chain)).await
+}
+
+fn delete_one(
+    ctx: &Ctx,
+    opts: &DeleteOpts,
+    admission: &dyn Admission,
+) -> Result<Response<Body>, ApiError> {
     let key = ctx.key();
-    match objects::delete(&ctx.shared, &ctx.def, &key, &opts)? {
+    let version = &ctx.path.version;
+    match objects::delete_admitted(&ctx.shared, &ctx.def, &key, opts, version, admission)? {
         Deleted::Pending(obj) => Ok(h::json_bytes(
             200,
             render(&ctx.def, &ctx.path.version, &obj),
@@ -109,13 +123,23 @@ pub(super) async fn delete(ctx: &Ctx, body: Incoming) -> Result<Response<Body>, 
 }
 
 pub(super) async fn delete_collection(
-    ctx: &Ctx,
+    ctx: &Arc<Ctx>,
     body: Incoming,
 ) -> Result<Response<Body>, ApiError> {
     if ctx.def.namespaced && ctx.path.namespace.is_none() {
         return Err(ApiError::method_not_allowed());
     }
     let opts = options(ctx, body).await?;
+    let in_work = ctx.clone();
+    admitted(ctx, move |chain| delete_each(&in_work, &opts, chain)).await
+}
+
+/// Deletes every selected object, each through admission.
+fn delete_each(
+    ctx: &Ctx,
+    opts: &DeleteOpts,
+    admission: &dyn Admission,
+) -> Result<Response<Body>, ApiError> {
     let filter = filter(ctx)?;
     let page = {
         let store = ctx.shared.storage.lock();
@@ -132,7 +156,8 @@ pub(super) async fn delete_collection(
                 .to_owned(),
             obj.name().to_owned(),
         );
-        match objects::delete(&ctx.shared, &ctx.def, &key, &opts) {
+        let version = &ctx.path.version;
+        match objects::delete_admitted(&ctx.shared, &ctx.def, &key, opts, version, admission) {
             Ok(Deleted::Gone(o) | Deleted::Pending(o)) => deleted.push(o),
             Err(e) if e.code == 404 => {}
             Err(e) => return Err(e),
@@ -141,6 +166,6 @@ pub(super) async fn delete_collection(
     let rv = ctx.shared.storage.lock().rv().to_string();
     Ok(h::json_bytes(
         200,
-        list_body(&ctx.def, &ctx.path.version, &deleted, &rv, None),
+        list_body(&ctx.def, &ctx.path.version, &deleted, &rv, None, None),
     ))
 }

@@ -351,7 +351,6 @@ async fn resource(
 
 #[cfg(test)]
 mod tests {
-    use super::offload::off_reactor;
     use super::*;
 
     fn ok() -> Result<Response<Body>, ApiError> {
@@ -377,19 +376,5 @@ mod tests {
             "This request caused apiserver to panic. Look in the logs for details."
         );
         assert!(guarded(async { ok() }).await.is_ok());
-    }
-
-    #[tokio::test]
-    async fn a_panicking_write_is_a_500_status() {
-        let err = off_reactor(|| {
-            if ok().is_ok() {
-                panic!("boom");
-            }
-            ok()
-        })
-        .await
-        .unwrap_err();
-        assert_eq!(err.code, 500);
-        assert!(off_reactor(ok).await.is_ok());
     }
 }

@@ -1,15 +1,21 @@
 //! Running the synchronous part of a write (decoding, admission,
 //! validation, storing) on the work threads, off the runtime's, with a
-//! panic there answered as kube-apiserver's panic filter answers it. Its
-//! own module so the verb handlers reach it without reaching back into the
-//! router that dispatches to them.
+//! panic there answered as kube-apiserver's panic filter answers it; a
+//! write that may wait on an admission webhook gets a thread of its own,
+//! and the webhooks' warnings become `Warning` headers.
 
-use crate::http::Body;
+use std::sync::Arc;
+
+use http::{HeaderValue, Response};
+
+use super::ctx::Ctx;
+use crate::http::{self as h, Body};
 use crate::status::ApiError;
+use crate::webhooks::Chain;
 use crate::work;
-use http::Response;
 
-/// Runs `work` on the work threads; a panic in it is a 500 `Status`.
+/// Runs the synchronous part of a write (decoding, admission, validation,
+/// storing) on the work threads, off the runtime's.
 pub(super) async fn off_reactor<F>(work: F) -> Result<Response<Body>, ApiError>
 where
     F: FnOnce() -> Result<Response<Body>, ApiError> + Send + 'static,
@@ -20,5 +26,75 @@ where
             tracing::error!(%panicked, "a write panicked");
             Err(ApiError::panicked())
         }
+    }
+}
+
+/// Runs a write that goes through admission: on the work threads, or on
+/// a thread of its own when it may wait on a webhook; the webhooks'
+/// warnings become `Warning` headers, on an error response too.
+pub(super) async fn admitted<F>(ctx: &Arc<Ctx>, work: F) -> Result<Response<Body>, ApiError>
+where
+    F: FnOnce(&Chain) -> Result<Response<Body>, ApiError> + Send + 'static,
+{
+    let chain = Arc::new(Chain::new(
+        ctx.shared.clone(),
+        tokio::runtime::Handle::current(),
+    ));
+    let calls_out = chain.may_call_out(&ctx.def);
+    let in_work = chain.clone();
+    let job = move || work(&in_work);
+    let outcome = if calls_out {
+        work::run_dedicated(job).await
+    } else {
+        work::run(job).await
+    };
+    let result = outcome.unwrap_or_else(|panicked| {
+        tracing::error!(%panicked, "a write panicked");
+        Err(ApiError::panicked())
+    });
+    let mut resp = result.unwrap_or_else(|e| h::error(&e));
+    add_warnings(&mut resp, &chain.warnings());
+    Ok(resp)
+}
+
+/// Adds `Warning: 299 - "text"` headers, once per distinct text.
+pub(super) fn add_warnings(resp: &mut Response<Body>, warnings: &[String]) {
+    for warning in warnings {
+        let escaped = warning.replace('\\', "\\\\").replace('"', "\\\"");
+        let text = format!("299 - \"{escaped}\"");
+        let Ok(v) = HeaderValue::from_str(&text) else {
+            continue;
+        };
+        if !resp
+            .headers()
+            .get_all(http::header::WARNING)
+            .iter()
+            .any(|h| *h == v)
+        {
+            resp.headers_mut().append(http::header::WARNING, v);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok() -> Result<Response<Body>, ApiError> {
+        Ok(Response::new(crate::http::full("ok")))
+    }
+
+    #[tokio::test]
+    async fn a_panicking_write_is_a_500_status() {
+        let err = off_reactor(|| {
+            if ok().is_ok() {
+                panic!("boom");
+            }
+            ok()
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(err.code, 500);
+        assert!(off_reactor(ok).await.is_ok());
     }
 }

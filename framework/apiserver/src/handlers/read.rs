@@ -261,6 +261,7 @@ pub(super) async fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
                 &page.items,
                 &rv_s,
                 cont_token.as_deref(),
+                page.remaining,
             ),
         ),
         Output::Table { version } => {
@@ -270,10 +271,11 @@ pub(super) async fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
                 .iter()
                 .map(|o| table::row(&ctx.def, &ctx.path.version, version, &o.value, include))
                 .collect();
-            h::json(
-                200,
-                &table::table(version, Some(cols), rows, &rv_s, cont_token.as_deref()),
-            )
+            let mut t = table::table(version, Some(cols), rows, &rv_s, cont_token.as_deref());
+            if let Some(n) = page.remaining {
+                t["metadata"]["remainingItemCount"] = json!(n);
+            }
+            h::json(200, &t)
         }
         Output::Metadata { version } => {
             let items: Vec<Value> = page
@@ -284,6 +286,9 @@ pub(super) async fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
             let mut meta = json!({"resourceVersion": rv_s});
             if let Some(c) = &cont_token {
                 meta["continue"] = json!(c);
+            }
+            if let Some(n) = page.remaining {
+                meta["remainingItemCount"] = json!(n);
             }
             h::json(
                 200,
@@ -301,10 +306,14 @@ pub(super) fn list_body(
     items: &[Arc<StoredObject>],
     rv: &str,
     cont: Option<&str>,
+    remaining: Option<u64>,
 ) -> Bytes {
     let mut meta = json!({"resourceVersion": rv});
     if let Some(c) = cont {
         meta["continue"] = json!(c);
+    }
+    if let Some(n) = remaining {
+        meta["remainingItemCount"] = json!(n);
     }
     let head =
         json!({"kind": def.list_kind, "apiVersion": def.api_version(version), "metadata": meta});

@@ -5,15 +5,16 @@
 
 use std::sync::Arc;
 
-use http::{HeaderValue, Response};
+use http::Response;
 use hyper::body::Incoming;
 use serde_json::Value;
 
 use super::ctx::Ctx;
-use super::offload::off_reactor;
+use super::offload::{add_warnings, admitted};
 use super::read::{parse_rv, render};
 use crate::admission::{self, FieldValidation};
 use crate::http::{self as h, Body, Format, Output};
+use crate::objects::admit::Admission;
 use crate::objects::{self, Precondition, Sub, WriteOpts, Written};
 use crate::status::{ApiError, Cause};
 use crate::util;
@@ -82,13 +83,7 @@ pub(super) fn written(ctx: &Ctx, code: u16, w: &Written) -> Result<Response<Body
         _ => Format::Json,
     };
     let mut resp = h::respond(code, format, render(&ctx.def, &ctx.path.version, &w.obj));
-    for warning in &w.warnings {
-        let escaped = warning.replace('\\', "\\\\").replace('"', "\\\"");
-        let text = format!("299 - \"{escaped}\"");
-        if let Ok(v) = HeaderValue::from_str(&text) {
-            resp.headers_mut().append(http::header::WARNING, v);
-        }
-    }
+    add_warnings(&mut resp, &w.warnings);
     Ok(resp)
 }
 
@@ -108,15 +103,17 @@ pub(super) fn body_object(
 pub(super) async fn create(ctx: &Arc<Ctx>, body: Incoming) -> Result<Response<Body>, ApiError> {
     let mut opts = write_opts(ctx, Sub::Main, "CreateOptions")?;
     let bytes = h::read_body(body).await?;
-    let ctx = ctx.clone();
-    off_reactor(move || {
+    let in_work = ctx.clone();
+    admitted(ctx, move |chain| {
+        let ctx = in_work;
         let obj = body_object(&ctx, &bytes, &mut opts)?;
-        let w = objects::create(
+        let w = objects::create_admitted(
             &ctx.shared,
             &ctx.def,
             ctx.path.namespace.as_deref(),
             obj,
             &opts,
+            chain,
         )?;
         written(&ctx, 201, &w)
     })
@@ -157,15 +154,20 @@ fn check_identity(ctx: &Ctx, obj: &Value) -> Result<(), ApiError> {
 pub(super) async fn update(ctx: &Arc<Ctx>, body: Incoming) -> Result<Response<Body>, ApiError> {
     let mut opts = write_opts(ctx, sub_of(ctx), "UpdateOptions")?;
     let bytes = h::read_body(body).await?;
-    let ctx = ctx.clone();
-    off_reactor(move || {
-        let obj = body_object(&ctx, &bytes, &mut opts)?;
-        update_with(&ctx, obj, &opts)
+    let in_work = ctx.clone();
+    admitted(ctx, move |chain| {
+        let obj = body_object(&in_work, &bytes, &mut opts)?;
+        update_with(&in_work, obj, &opts, chain)
     })
     .await
 }
 
-fn update_with(ctx: &Ctx, obj: Value, opts: &WriteOpts) -> Result<Response<Body>, ApiError> {
+fn update_with(
+    ctx: &Ctx,
+    obj: Value,
+    opts: &WriteOpts,
+    admission: &dyn Admission,
+) -> Result<Response<Body>, ApiError> {
     check_identity(ctx, &obj)?;
     let pre = match util::meta_str(&obj, "resourceVersion").filter(|s| !s.is_empty()) {
         Some(rv) => Precondition::Rv(parse_rv(rv)?),
@@ -183,9 +185,14 @@ fn update_with(ctx: &Ctx, obj: Value, opts: &WriteOpts) -> Result<Response<Body>
         None => Precondition::None,
     };
     let key = ctx.key();
-    let w = objects::update(&ctx.shared, &ctx.def, &key, opts, |_| {
-        Ok((obj.clone(), pre))
-    })?;
+    let w = objects::update_admitted(
+        &ctx.shared,
+        &ctx.def,
+        &key,
+        opts,
+        |_| Ok((obj.clone(), pre)),
+        admission,
+    )?;
     written(ctx, 200, &w)
 }
 
@@ -288,11 +295,16 @@ pub(super) fn patch_options(ctx: &Ctx, patch: &Patch) -> Result<bool, ApiError> 
 pub(super) async fn patch(ctx: &Arc<Ctx>, body: Incoming) -> Result<Response<Body>, ApiError> {
     let opts = write_opts(ctx, sub_of(ctx), "PatchOptions")?;
     let bytes = h::read_body(body).await?;
-    let ctx = ctx.clone();
-    off_reactor(move || patch_with(&ctx, &bytes, opts)).await
+    let in_work = ctx.clone();
+    admitted(ctx, move |chain| patch_with(&in_work, &bytes, opts, chain)).await
 }
 
-fn patch_with(ctx: &Ctx, bytes: &[u8], mut opts: WriteOpts) -> Result<Response<Body>, ApiError> {
+fn patch_with(
+    ctx: &Ctx,
+    bytes: &[u8],
+    mut opts: WriteOpts,
+    admission: &dyn Admission,
+) -> Result<Response<Body>, ApiError> {
     let patch = parse_patch(ctx, bytes)?;
     let force = patch_options(ctx, &patch)?;
     opts.apply = matches!(patch, Patch::Apply(_));
@@ -316,12 +328,13 @@ fn patch_with(ctx: &Ctx, bytes: &[u8], mut opts: WriteOpts) -> Result<Response<B
                 &util::now(),
             )?;
             check_identity(ctx, &obj)?;
-            match objects::create(
+            match objects::create_admitted(
                 &ctx.shared,
                 &ctx.def,
                 ctx.path.namespace.as_deref(),
                 obj,
                 &opts,
+                admission,
             ) {
                 Ok(w) => return written(ctx, 201, &w),
                 // Created meanwhile: apply to what is there now.
@@ -330,10 +343,17 @@ fn patch_with(ctx: &Ctx, bytes: &[u8], mut opts: WriteOpts) -> Result<Response<B
             }
         }
     }
-    let w = objects::update(&ctx.shared, &ctx.def, &key, &opts, |cur| {
-        let patched = apply_patch(ctx, &opts, force, cur, &patch)?;
-        check_identity(ctx, &patched.0)?;
-        Ok(patched)
-    })?;
+    let w = objects::update_admitted(
+        &ctx.shared,
+        &ctx.def,
+        &key,
+        &opts,
+        |cur| {
+            let patched = apply_patch(ctx, &opts, force, cur, &patch)?;
+            check_identity(ctx, &patched.0)?;
+            Ok(patched)
+        },
+        admission,
+    )?;
     written(ctx, 200, &w)
 }

@@ -135,10 +135,7 @@ pub(super) fn validate(
                 // Decoding into the kind's type drops what it does not
                 // know, whatever fieldValidation says; that only decides
                 // whether the client hears of it.
-                unknown_fields(obj, &understood, "", &mut unknown);
-                if !unknown.is_empty() {
-                    drop_unknown(obj, &understood);
-                }
+                drop_unknown(obj, &understood, "", &mut unknown);
             }
             Err((path, msg)) => {
                 if let Some(field) = msg
@@ -205,12 +202,13 @@ pub(super) fn validate(
     }
 }
 
-/// Paths of fields in `sent` that the typed decode dropped (apimachinery's
-/// strict-decoding "unknown field" list). Nulls are not fields.
-fn unknown_fields(sent: &Value, understood: &Value, path: &str, out: &mut Vec<String>) {
+/// Removes from `sent` the fields the typed decode dropped (those missing
+/// from `understood`), listing their paths in `out` as apimachinery's
+/// strict decoding lists unknown fields. Nulls are not fields.
+fn drop_unknown(sent: &mut Value, understood: &Value, path: &str, out: &mut Vec<String>) {
     match (sent, understood) {
         (Value::Object(s), Value::Object(u)) => {
-            for (k, v) in s {
+            for (k, v) in s.iter_mut() {
                 if v.is_null() {
                     continue;
                 }
@@ -220,34 +218,15 @@ fn unknown_fields(sent: &Value, understood: &Value, path: &str, out: &mut Vec<St
                     format!("{path}.{k}")
                 };
                 match u.get(k) {
-                    Some(uv) => unknown_fields(v, uv, &p, out),
+                    Some(uv) => drop_unknown(v, uv, &p, out),
                     None => out.push(p),
                 }
             }
-        }
-        (Value::Array(s), Value::Array(u)) => {
-            for (i, (sv, uv)) in s.iter().zip(u).enumerate() {
-                unknown_fields(sv, uv, &format!("{path}[{i}]"), out);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Removes from `sent` the fields [`unknown_fields`] reports.
-fn drop_unknown(sent: &mut Value, understood: &Value) {
-    match (sent, understood) {
-        (Value::Object(s), Value::Object(u)) => {
             s.retain(|k, v| v.is_null() || u.contains_key(k));
-            for (k, v) in s.iter_mut() {
-                if let Some(uv) = u.get(k) {
-                    drop_unknown(v, uv);
-                }
-            }
         }
         (Value::Array(s), Value::Array(u)) => {
-            for (sv, uv) in s.iter_mut().zip(u) {
-                drop_unknown(sv, uv);
+            for (i, (sv, uv)) in s.iter_mut().zip(u).enumerate() {
+                drop_unknown(sv, uv, &format!("{path}[{i}]"), out);
             }
         }
         _ => {}

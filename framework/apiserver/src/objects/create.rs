@@ -1,29 +1,53 @@
 //! Create (POST): server-set metadata, `generateName` with retries,
 //! namespace checks, status dropped where it is a subresource, defaults,
-//! validation, dry-run.
+//! validation, dry-run; mutating admission before the object is prepared,
+//! validating admission after it is validated.
 
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::admit::{
+    webhook_conversion, with_api_version, Admission, Attributes, NoAdmission, Operation,
+};
 use super::checks::{check_type_meta, namespace_gate, validate};
 use super::hooks::after_write;
-use super::opts::{store_error, WriteOpts, Written};
+use super::opts::{store_error, write_options, WriteOpts, Written};
 use crate::registry::{ResKey, ResourceDef};
 use crate::state::Shared;
 use crate::status::{ApiError, Cause};
 use crate::storage::{StoreError, StoredObject};
 use crate::{admission, defaults, util};
 
-/// Creates an object posted to a collection in namespace `url_ns`.
+/// Creates an object posted to a collection in namespace `url_ns`, with
+/// no admission (the server's own writes).
 pub(crate) fn create(
+    shared: &Shared,
+    def: &ResourceDef,
+    url_ns: Option<&str>,
+    obj: Value,
+    opts: &WriteOpts,
+) -> Result<Written, ApiError> {
+    create_admitted(shared, def, url_ns, obj, opts, &NoAdmission)
+}
+
+/// Creates an object posted to a collection in namespace `url_ns`,
+/// through `admission`.
+pub(crate) fn create_admitted(
     shared: &Shared,
     def: &ResourceDef,
     url_ns: Option<&str>,
     mut obj: Value,
     opts: &WriteOpts,
+    admission: &dyn Admission,
 ) -> Result<Written, ApiError> {
     check_type_meta(def, &mut obj, &opts.version)?;
+    // A kind converted by a webhook keeps the request's version until it
+    // is stored (the others have one shape under every version).
+    let storage_api_version = def.api_version(&def.storage_version);
+    if webhook_conversion(def).is_some() {
+        obj = with_api_version(obj, &def.api_version(&opts.version));
+    }
     if let Some(custom) = def.custom() {
         let crd = ResKey::new("apiextensions.k8s.io", "customresourcedefinitions");
         let terminating = shared
@@ -77,6 +101,22 @@ pub(crate) fn create(
     if let Some(ns) = url_ns.filter(|_| def.namespaced) {
         namespace_gate(shared, def, ns)?;
     }
+    let options = write_options(Operation::Create, opts);
+    let namespace = util::meta_str(&obj, "namespace").unwrap_or("").to_owned();
+    let sent_name = util::meta_str(&obj, "name").unwrap_or("").to_owned();
+    let attrs = Attributes {
+        def,
+        operation: Operation::Create,
+        subresource: None,
+        version: &opts.version,
+        namespace: &namespace,
+        name: &sent_name,
+        dry_run: opts.dry_run,
+        options: &options,
+    };
+    admission.mutate(&attrs, Some(&mut obj), None)?;
+    let meta = util::meta_mut(&mut obj)
+        .ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
     let generate = meta
         .get("generateName")
         .and_then(Value::as_str)
@@ -128,6 +168,13 @@ pub(crate) fn create(
     if !opts.apply {
         admission::track_managed_fields(def, None, &mut obj, &opts.manager, opts.sub.name(), &now);
     }
+    let name = util::meta_str(&obj, "name").unwrap_or("").to_owned();
+    let attrs = Attributes {
+        name: &name,
+        ..attrs
+    };
+    admission.validate(&attrs, Some(&obj), None)?;
+    let obj = admission.convert(def, obj, &storage_api_version)?;
     let mut obj = def.to_storage(obj);
     let ns = util::meta_str(&obj, "namespace").unwrap_or("").to_owned();
     if opts.dry_run {

@@ -1,12 +1,15 @@
 //! Delete (`store.go` `Delete`): preconditions, propagation policies as
 //! finalizers, marking with `deletionTimestamp` while finalizers hold the
 //! object, namespace termination (never of the system namespaces),
-//! immediate removal otherwise.
+//! immediate removal otherwise; admission (mutating then validating, with
+//! the stored object as `oldObject`) once the preconditions hold.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::admit::{webhook_conversion, Admission, Attributes, NoAdmission, Operation};
 use super::graceful::{self, Graceful};
 use super::hooks::{after_delete, after_write};
 use super::opts::store_error;
@@ -45,17 +48,57 @@ pub(crate) enum Deleted {
     Pending(Arc<StoredObject>),
 }
 
-/// Deletes an object (`store.go` `Delete`): with finalizers (or a
-/// propagation policy that adds one) it is only marked.
 /// The namespaces the NamespaceLifecycle admission plugin keeps from
 /// deletion (its `immortalNamespaces`).
 const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
 
+impl DeleteOpts {
+    /// The `meta.k8s.io/v1` `DeleteOptions` admission sees.
+    fn to_options(&self) -> Value {
+        let mut options = json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"});
+        if self.dry_run {
+            options["dryRun"] = json!(["All"]);
+        }
+        if let Some(seconds) = self.grace_period {
+            options["gracePeriodSeconds"] = json!(seconds);
+        }
+        if let Some(p) = self.propagation {
+            options["propagationPolicy"] = json!(match p {
+                Propagation::Orphan => "Orphan",
+                Propagation::Background => "Background",
+                Propagation::Foreground => "Foreground",
+            });
+        }
+        if let Some(uid) = &self.uid {
+            options["preconditions"]["uid"] = json!(uid);
+        }
+        if let Some(rv) = self.rv {
+            options["preconditions"]["resourceVersion"] = json!(rv.to_string());
+        }
+        options
+    }
+}
+
+/// Deletes an object (`store.go` `Delete`) with no admission (the
+/// server's own deletes): with finalizers (or a propagation policy that
+/// adds one) it is only marked.
 pub(crate) fn delete(
     shared: &Shared,
     def: &ResourceDef,
     key: &ObjKey,
     opts: &DeleteOpts,
+) -> Result<Deleted, ApiError> {
+    delete_admitted(shared, def, key, opts, &def.storage_version, &NoAdmission)
+}
+
+/// [`delete`] through `admission`, for a request made at `version`.
+pub(crate) fn delete_admitted(
+    shared: &Shared,
+    def: &ResourceDef,
+    key: &ObjKey,
+    opts: &DeleteOpts,
+    version: &str,
+    admission: &dyn Admission,
 ) -> Result<Deleted, ApiError> {
     let is_namespace =
         def.builtin().is_some() && def.group.is_empty() && def.plural == "namespaces";
@@ -72,6 +115,18 @@ pub(crate) fn delete(
         }));
     }
     let res = def.key();
+    let options = opts.to_options();
+    let attrs = Attributes {
+        def,
+        operation: Operation::Delete,
+        subresource: None,
+        version,
+        namespace: if is_namespace { &key.1 } else { &key.0 },
+        name: &key.1,
+        dry_run: opts.dry_run,
+        options: &options,
+    };
+    let request_api_version = def.api_version(version);
     loop {
         let old = shared
             .storage
@@ -101,6 +156,17 @@ pub(crate) fn delete(
                 ));
             }
         }
+        // `oldObject` is the stored object as the client's version shows it.
+        let mut shown = match def.view(&old.value) {
+            Some(view) => Cow::Owned(view),
+            None => Cow::Borrowed(&*old.value),
+        };
+        if webhook_conversion(def).is_some() {
+            let stored = shown.into_owned();
+            shown = Cow::Owned(admission.convert(def, stored, &request_api_version)?);
+        }
+        admission.mutate(&attrs, None, Some(&shown))?;
+        admission.validate(&attrs, None, Some(&shown))?;
         let mut fins = util::finalizers(&old.value);
         let deleting = old.value.pointer("/metadata/deletionTimestamp").is_some();
         match graceful::check(shared, def, &old.value, opts.grace_period) {

@@ -5,8 +5,10 @@
 //! finalizers and `deletionTimestamp`, optimistic concurrency — plus the
 //! hooks that run after every successful write (CRD registration, the
 //! garbage collector's bookkeeping). Handlers and the in-server controllers
-//! both write through here.
+//! both write through here; requests through the admission chain
+//! ([`admit`]), the controllers without.
 
+pub(crate) mod admit;
 mod binding;
 mod checks;
 mod create;
@@ -19,8 +21,8 @@ mod tolerations;
 mod update;
 
 pub(crate) use binding::bind;
-pub(crate) use create::create;
-pub(crate) use delete::{delete, DeleteOpts, Deleted, Propagation};
+pub(crate) use create::{create, create_admitted};
+pub(crate) use delete::{delete, delete_admitted, DeleteOpts, Deleted, Propagation};
 pub(crate) use eviction::evict;
 pub(crate) use opts::{store_error, too_large, Sub, WriteOpts, Written};
-pub(crate) use update::{update, Precondition};
+pub(crate) use update::{update, update_admitted, Precondition};

@@ -4,6 +4,9 @@
 
 use std::sync::Arc;
 
+use serde_json::{json, Value};
+
+use super::admit::Operation;
 use crate::admission::FieldValidation;
 use crate::registry::ResourceDef;
 use crate::status::{ApiError, Cause, Details};
@@ -59,6 +62,29 @@ impl WriteOpts {
             duplicates: Vec::new(),
         }
     }
+}
+
+/// The `meta.k8s.io/v1` options admission sees for a create or update
+/// (`CreateOptions`, `UpdateOptions`; a patch is seen as the operation it
+/// performs).
+pub(crate) fn write_options(operation: Operation, opts: &WriteOpts) -> Value {
+    let kind = match operation {
+        Operation::Create => "CreateOptions",
+        _ => "UpdateOptions",
+    };
+    let mut options = json!({"kind": kind, "apiVersion": "meta.k8s.io/v1"});
+    if opts.dry_run {
+        options["dryRun"] = json!(["All"]);
+    }
+    if !opts.manager.is_empty() {
+        options["fieldManager"] = json!(opts.manager);
+    }
+    options["fieldValidation"] = json!(match opts.validation {
+        FieldValidation::Ignore => "Ignore",
+        FieldValidation::Warn => "Warn",
+        FieldValidation::Strict => "Strict",
+    });
+    options
 }
 
 /// A successful write.

@@ -1,15 +1,22 @@
 //! Update (PUT, and the core of every patch): the status, scale and
 //! finalize subresources, system fields kept from the stored object,
 //! generation bumps, the finalizer rules while deleting, no-op detection,
-//! removal when the last finalizer goes, conflict retries.
+//! removal when the last finalizer goes, conflict retries; mutating
+//! admission on the patched object and validating admission on the
+//! prepared one, inside the retry loop as in kube-apiserver's
+//! `GuaranteedUpdate`.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::admit::{
+    webhook_conversion, with_api_version, Admission, Attributes, NoAdmission, Operation,
+};
 use super::checks::{check_type_meta, validate};
 use super::hooks::{after_delete, after_write};
-use super::opts::{store_error, Sub, WriteOpts, Written};
+use super::opts::{store_error, write_options, Sub, WriteOpts, Written};
 use crate::registry::{GenerationPolicy, ResourceDef};
 use crate::state::Shared;
 use crate::status::{ApiError, Cause};
@@ -35,14 +42,14 @@ fn generation_changed(def: &ResourceDef, old: &Value, new: &Value) -> bool {
 }
 
 /// Builds the object an update stores, from the old object and what the
-/// client sent (strategy `PrepareForUpdate` plus `BeforeUpdate`).
+/// client sent, type-checked and admitted (strategy `PrepareForUpdate`
+/// plus `BeforeUpdate`).
 fn prepare_update(
     def: &ResourceDef,
     old: &Value,
     mut new: Value,
     opts: &WriteOpts,
 ) -> Result<(Value, Vec<String>), ApiError> {
-    check_type_meta(def, &mut new, &opts.version)?;
     let name = util::meta_str(old, "name").unwrap_or("").to_owned();
     let is_namespace =
         def.builtin().is_some() && def.plural == "namespaces" && def.group.is_empty();
@@ -186,18 +193,51 @@ pub(crate) enum Precondition {
     None,
 }
 
-/// Updates an object through the main, status, scale or finalize endpoint.
-/// `mutate` builds the client's intended object from the current one (a PUT
-/// body ignores it; a patch applies itself to it); conflicts from other
-/// writers are retried unless the client gave a resourceVersion.
+/// Updates an object through the main, status, scale or finalize endpoint,
+/// with no admission (the server's own writes). `mutate` builds the
+/// client's intended object from the current one (a PUT body ignores it; a
+/// patch applies itself to it); conflicts from other writers are retried
+/// unless the client gave a resourceVersion.
 pub(crate) fn update(
     shared: &Shared,
     def: &ResourceDef,
     key: &ObjKey,
     opts: &WriteOpts,
+    mutate: impl FnMut(&Value) -> Result<(Value, Precondition), ApiError>,
+) -> Result<Written, ApiError> {
+    update_admitted(shared, def, key, opts, mutate, &NoAdmission)
+}
+
+/// [`update`] through `admission`: the intended object is admitted by the
+/// mutating chain, prepared and validated, then admitted by the validating
+/// chain, on every attempt.
+pub(crate) fn update_admitted(
+    shared: &Shared,
+    def: &ResourceDef,
+    key: &ObjKey,
+    opts: &WriteOpts,
     mut mutate: impl FnMut(&Value) -> Result<(Value, Precondition), ApiError>,
+    admission: &dyn Admission,
 ) -> Result<Written, ApiError> {
     let res = def.key();
+    // A kind converted by a webhook is updated at the request's version
+    // (the others have one shape under every version).
+    let converts = webhook_conversion(def).is_some();
+    let request_api_version = def.api_version(&opts.version);
+    let storage_api_version = def.api_version(&def.storage_version);
+    let options = write_options(Operation::Update, opts);
+    let is_namespace =
+        def.builtin().is_some() && def.plural == "namespaces" && def.group.is_empty();
+    let attrs = Attributes {
+        def,
+        operation: Operation::Update,
+        subresource: opts.sub.name(),
+        version: &opts.version,
+        namespace: if is_namespace { &key.1 } else { &key.0 },
+        name: &key.1,
+        dry_run: opts.dry_run,
+        options: &options,
+    };
     loop {
         let old = shared
             .storage
@@ -205,18 +245,31 @@ pub(crate) fn update(
             .get(&res, key)
             .ok_or_else(|| ApiError::not_found(&def.plural, &def.group, &key.1))?;
         // Kinds stored as another resource are updated in their own shape.
-        let view = def.view(&old.value);
-        let current = view.as_ref().unwrap_or(&old.value);
-        let (intended, pre) = mutate(current)?;
+        let mut current = match def.view(&old.value) {
+            Some(view) => Cow::Owned(view),
+            None => Cow::Borrowed(&*old.value),
+        };
+        if converts {
+            let stored = current.into_owned();
+            current = Cow::Owned(admission.convert(def, stored, &request_api_version)?);
+        }
+        let (mut intended, pre) = mutate(&current)?;
         if let Precondition::Rv(rv) = pre {
             if rv != old.rv {
                 return Err(ApiError::conflict(&def.plural, &def.group, &key.1));
             }
         }
-        let (next, warnings) = prepare_update(def, current, intended, opts)?;
+        check_type_meta(def, &mut intended, &opts.version)?;
+        if converts {
+            intended = with_api_version(intended, &request_api_version);
+        }
+        admission.mutate(&attrs, Some(&mut intended), Some(&current))?;
+        let (next, warnings) = prepare_update(def, &current, intended, opts)?;
+        admission.validate(&attrs, Some(&next), Some(&current))?;
         if next == *current {
             return Ok(Written { obj: old, warnings });
         }
+        let next = admission.convert(def, next, &storage_api_version)?;
         let next = def.to_storage(next);
         let finished = next.pointer("/metadata/deletionTimestamp").is_some()
             && util::finalizers(&next).is_empty()

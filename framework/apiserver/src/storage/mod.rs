@@ -121,6 +121,10 @@ pub(crate) struct ListPage {
     pub items: Vec<Arc<StoredObject>>,
     /// The last key returned, when more items follow.
     pub next: Option<ObjKey>,
+    /// How many items follow this page, when more do and the list has no
+    /// label or field selector (kube-apiserver's `remainingItemCount`:
+    /// with a selector the count is unknown without filtering them all).
+    pub remaining: Option<u64>,
 }
 
 /// The state behind the lock.
@@ -493,6 +497,8 @@ impl Store {
         let mut items = Vec::new();
         let mut last_key: Option<ObjKey> = None;
         let mut more = false;
+        let count_remaining = filter.labels.is_empty() && filter.fields.is_empty();
+        let mut remaining = 0u64;
         loop {
             let next = match (current.peek(), past.peek()) {
                 (None, None) => break,
@@ -517,9 +523,17 @@ impl Store {
             if !filter.matches(key, obj) {
                 continue;
             }
+            if more {
+                remaining += 1;
+                continue;
+            }
             if limit.is_some_and(|l| items.len() >= l) {
                 more = true;
-                break;
+                if !count_remaining {
+                    break;
+                }
+                remaining = 1;
+                continue;
             }
             last_key = Some(key.clone());
             items.push(obj.clone());
@@ -528,6 +542,7 @@ impl Store {
             rv: list_rv,
             items,
             next: if more { last_key } else { None },
+            remaining: (more && count_remaining).then_some(remaining),
         })
     }
 

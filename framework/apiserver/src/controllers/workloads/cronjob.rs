@@ -249,25 +249,7 @@ fn schedule(
         Some("Forbid") if has_active => return next_in,
         Some("Replace") if has_active => {
             for j in jobs.iter().filter(|j| finished(&j.value).is_none()) {
-                if api
-                    .delete(
-                        JOBS,
-                        &key_of(&j.value),
-                        Some(j.uid()),
-                        None,
-                        Some(Propagation::Background),
-                    )
-                    .is_ok()
-                {
-                    api.event(
-                        cj,
-                        CRONJOBS,
-                        "Normal",
-                        "SuccessfulDelete",
-                        &format!("Deleted job {}", j.name()),
-                        COMPONENT,
-                    );
-                }
+                delete_job(api, cj, j);
             }
             status.as_object_mut()?.remove("active");
         }
@@ -366,25 +348,29 @@ fn cleanup(api: &Api, cj: &Value, jobs: &[Arc<StoredObject>]) {
         });
         let surplus = done.len() as i64 - limit;
         for j in done.into_iter().take(surplus.max(0) as usize) {
-            if api
-                .delete(
-                    JOBS,
-                    &key_of(&j.value),
-                    Some(j.uid()),
-                    None,
-                    Some(Propagation::Background),
-                )
-                .is_ok()
-            {
-                api.event(
-                    cj,
-                    CRONJOBS,
-                    "Normal",
-                    "SuccessfulDelete",
-                    &format!("Deleted job {}", j.name()),
-                    COMPONENT,
-                );
-            }
+            delete_job(api, cj, j);
         }
+    }
+}
+
+/// Deletes one of the CronJob's Jobs (its pods in the background) and
+/// records `SuccessfulDelete`, as `deleteJob` does.
+fn delete_job(api: &Api, cj: &Value, job: &StoredObject) {
+    let deleted = api.delete(
+        JOBS,
+        &key_of(&job.value),
+        Some(job.uid()),
+        None,
+        Some(Propagation::Background),
+    );
+    if deleted.is_ok() {
+        api.event(
+            cj,
+            CRONJOBS,
+            "Normal",
+            "SuccessfulDelete",
+            &format!("Deleted job {}", job.name()),
+            COMPONENT,
+        );
     }
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::api::{controller_key, controller_ref, key_of, Api, DAEMONSETS, NODES, PODS};
+use super::api::{controller_ref, key_of, Api, DAEMONSETS, NODES, PODS};
 use super::deployment::scaled;
 use super::history;
 use super::informer::{self, Change};
@@ -22,7 +22,7 @@ use super::nodes::fit;
 use super::owners::claim;
 use super::pods;
 use super::queue::Queue;
-use super::replicaset::Orphans;
+use super::replicaset::{watch_owners_and_pods, Orphans};
 use crate::controllers::write::MANAGER;
 use crate::storage::{ObjKey, StoredObject};
 
@@ -33,25 +33,7 @@ const REVISION_LABEL: &str = "controller-revision-hash";
 pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
     let queue = Arc::new(Queue::default());
     let orphans = Arc::new(Orphans::default());
-    let q = queue.clone();
-    informer::watch(
-        api.shared.clone(),
-        DAEMONSETS.res(),
-        cancel.clone(),
-        move |c: &Change| q.add(key_of(&c.obj.value)),
-    );
-    let (q, o) = (queue.clone(), orphans.clone());
-    informer::watch(
-        api.shared.clone(),
-        PODS.res(),
-        cancel.clone(),
-        move |c: &Change| {
-            o.observe(c.ty, &c.obj.value);
-            if let Some(k) = controller_key(&c.obj.value, DAEMONSETS) {
-                q.add(k);
-            }
-        },
-    );
+    watch_owners_and_pods(&api, DAEMONSETS, &queue, &orphans, &cancel);
     let (q, a) = (queue.clone(), api.clone());
     informer::watch(
         api.shared.clone(),

@@ -19,12 +19,11 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::api::{controller_key, controller_ref, key_of, Api, JOBS, PODS};
-use super::informer::{self, Change};
+use super::api::{controller_ref, key_of, Api, JOBS, PODS};
 use super::owners::claim;
 use super::pods;
 use super::queue::Queue;
-use super::replicaset::Orphans;
+use super::replicaset::{watch_owners_and_pods, Orphans};
 use crate::controllers::write::MANAGER;
 use crate::storage::{ObjKey, StoredObject};
 use crate::util;
@@ -41,25 +40,7 @@ struct Backoffs(Mutex<HashMap<String, (u32, Instant)>>);
 pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
     let queue = Arc::new(Queue::default());
     let orphans = Arc::new(Orphans::default());
-    let q = queue.clone();
-    informer::watch(
-        api.shared.clone(),
-        JOBS.res(),
-        cancel.clone(),
-        move |c: &Change| q.add(key_of(&c.obj.value)),
-    );
-    let (q, o) = (queue.clone(), orphans.clone());
-    informer::watch(
-        api.shared.clone(),
-        PODS.res(),
-        cancel.clone(),
-        move |c: &Change| {
-            o.observe(c.ty, &c.obj.value);
-            if let Some(k) = controller_key(&c.obj.value, JOBS) {
-                q.add(k);
-            }
-        },
-    );
+    watch_owners_and_pods(&api, JOBS, &queue, &orphans, &cancel);
     let backoffs = Arc::new(Backoffs::default());
     let q = queue.clone();
     tokio::spawn(async move {

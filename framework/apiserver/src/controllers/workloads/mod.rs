@@ -18,7 +18,7 @@ mod informer;
 mod job;
 mod nodes;
 mod owners;
-mod pods;
+pub(crate) mod pods;
 mod queue;
 mod replicaset;
 mod statefulset;

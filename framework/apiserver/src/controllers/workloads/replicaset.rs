@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::api::{controller_key, controller_of, controller_ref, key_of, Api, PODS, REPLICASETS};
+use super::api::{
+    controller_key, controller_of, controller_ref, key_of, Api, Kind, PODS, REPLICASETS,
+};
 use super::informer::{self, Change};
 use super::owners::claim;
 use super::pods::{self, selector_matches};
@@ -58,6 +60,37 @@ impl Orphans {
             .filter_map(|n| api.get(PODS, &(ns.to_owned(), n)))
             .collect()
     }
+}
+
+/// Feeds `queue` for a controller of pods of `kind`: each change of a
+/// `kind` object queues it; each pod change is noted in `orphans` and
+/// queues the `kind` object controlling the pod.
+pub(crate) fn watch_owners_and_pods(
+    api: &Api,
+    kind: Kind,
+    queue: &Arc<Queue>,
+    orphans: &Arc<Orphans>,
+    cancel: &CancellationToken,
+) {
+    let q = queue.clone();
+    informer::watch(
+        api.shared.clone(),
+        kind.res(),
+        cancel.clone(),
+        move |c: &Change| q.add(key_of(&c.obj.value)),
+    );
+    let (q, o) = (queue.clone(), orphans.clone());
+    informer::watch(
+        api.shared.clone(),
+        PODS.res(),
+        cancel.clone(),
+        move |c: &Change| {
+            o.observe(c.ty, &c.obj.value);
+            if let Some(k) = controller_key(&c.obj.value, kind) {
+                q.add(k);
+            }
+        },
+    );
 }
 
 /// Starts the controller.

@@ -16,13 +16,12 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::api::{controller_key, controller_ref, key_of, Api, PODS, REVISIONS, STATEFULSETS};
+use super::api::{controller_ref, key_of, Api, PODS, REVISIONS, STATEFULSETS};
 use super::history;
-use super::informer::{self, Change};
 use super::owners::claim;
 use super::pods;
 use super::queue::Queue;
-use super::replicaset::Orphans;
+use super::replicaset::{watch_owners_and_pods, Orphans};
 use crate::controllers::write::MANAGER;
 use crate::objects::Propagation;
 use crate::storage::{ObjKey, StoredObject};
@@ -35,25 +34,7 @@ const REVISION_LABEL: &str = "controller-revision-hash";
 pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
     let queue = Arc::new(Queue::default());
     let orphans = Arc::new(Orphans::default());
-    let q = queue.clone();
-    informer::watch(
-        api.shared.clone(),
-        STATEFULSETS.res(),
-        cancel.clone(),
-        move |c: &Change| q.add(key_of(&c.obj.value)),
-    );
-    let (q, o) = (queue.clone(), orphans.clone());
-    informer::watch(
-        api.shared.clone(),
-        PODS.res(),
-        cancel.clone(),
-        move |c: &Change| {
-            o.observe(c.ty, &c.obj.value);
-            if let Some(k) = controller_key(&c.obj.value, STATEFULSETS) {
-                q.add(k);
-            }
-        },
-    );
+    watch_owners_and_pods(&api, STATEFULSETS, &queue, &orphans, &cancel);
     let q = queue.clone();
     tokio::spawn(async move {
         q.clone()

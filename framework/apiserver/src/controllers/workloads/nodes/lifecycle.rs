@@ -172,6 +172,15 @@ fn check(api: &Api, node: &Value) {
         return;
     };
     let node = &node.value;
+    // A ready node without NoExecute taints leaves its pods alone; only
+    // then is every pod looked at (once per node per round, which is
+    // nodes x pods).
+    let no_execute = fit::taints(node)
+        .iter()
+        .any(|t| t.get("effect").and_then(Value::as_str) == Some("NoExecute"));
+    if status == "True" && !no_execute {
+        return;
+    }
     for pod in api.list(PODS, None) {
         let p = &pod.value;
         if p.pointer("/spec/nodeName").and_then(Value::as_str) != Some(name.as_str())

@@ -1,0 +1,216 @@
+//! The webhooks of the stored Mutating/ValidatingWebhookConfigurations
+//! (`admissionregistration.k8s.io/v1`) and whether a request matches one
+//! (kube-apiserver's `predicates/rules`, `namespace` and `object`
+//! matchers): rules by operation, group, version, resource with
+//! subresource wildcards and scope; namespaceSelector; objectSelector.
+//! Configurations are read in name order, webhooks in list order.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::controllers::workloads::pods::selector_matches;
+use crate::objects::admit::Attributes;
+use crate::registry::ResKey;
+use crate::state::Shared;
+use crate::storage::Filter;
+
+/// The two configuration resources.
+pub(crate) fn mutating_key() -> ResKey {
+    ResKey::new(
+        "admissionregistration.k8s.io",
+        "mutatingwebhookconfigurations",
+    )
+}
+
+/// See [`mutating_key`].
+pub(crate) fn validating_key() -> ResKey {
+    ResKey::new(
+        "admissionregistration.k8s.io",
+        "validatingwebhookconfigurations",
+    )
+}
+
+/// Resources never sent to webhooks, so a broken webhook cannot lock out
+/// its own repair (`IsExemptAdmissionConfigurationResource`).
+const EXEMPT: &[&str] = &[
+    "validatingwebhookconfigurations",
+    "mutatingwebhookconfigurations",
+    "validatingadmissionpolicies",
+    "validatingadmissionpolicybindings",
+    "mutatingadmissionpolicies",
+    "mutatingadmissionpolicybindings",
+];
+
+/// Whether requests on a resource can reach a webhook at all.
+pub(crate) fn exempt(group: &str, plural: &str) -> bool {
+    group == "admissionregistration.k8s.io" && EXEMPT.contains(&plural)
+}
+
+/// One webhook of a configuration.
+#[derive(Debug, Clone)]
+pub(crate) struct Hook {
+    /// The webhook's `name`.
+    pub name: String,
+    /// The whole webhook object, for its rules, selectors and client config.
+    spec: Value,
+    /// `failurePolicy: Ignore` (the v1 default is Fail).
+    pub ignore_failures: bool,
+    pub timeout: Duration,
+    /// `sideEffects` None or NoneOnDryRun: safe to call on a dry run.
+    pub dry_run_safe: bool,
+    /// `reinvocationPolicy: IfNeeded` (mutating only).
+    pub reinvoke_if_needed: bool,
+}
+
+impl Hook {
+    fn from_spec(spec: &Value) -> Self {
+        let str_of = |f: &str| spec.get(f).and_then(Value::as_str).unwrap_or("");
+        let seconds = spec
+            .get("timeoutSeconds")
+            .and_then(Value::as_u64)
+            .unwrap_or(10)
+            .clamp(1, 30);
+        Self {
+            name: str_of("name").to_owned(),
+            ignore_failures: str_of("failurePolicy") == "Ignore",
+            timeout: Duration::from_secs(seconds),
+            dry_run_safe: matches!(str_of("sideEffects"), "None" | "NoneOnDryRun"),
+            reinvoke_if_needed: str_of("reinvocationPolicy") == "IfNeeded",
+            spec: spec.clone(),
+        }
+    }
+
+    /// The webhook's `clientConfig`.
+    pub fn client_config(&self) -> &Value {
+        self.spec.get("clientConfig").unwrap_or(&Value::Null)
+    }
+
+    /// Whether the webhook wants this request: a rule matches, and both
+    /// selectors do.
+    pub fn matches(
+        &self,
+        shared: &Shared,
+        attrs: &Attributes<'_>,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> bool {
+        let rules = self.spec.get("rules").and_then(Value::as_array);
+        rules.is_some_and(|rules| rules.iter().any(|r| rule_matches(r, attrs)))
+            && self.namespace_matches(shared, attrs, object, old)
+            && self.object_matches(object, old)
+    }
+
+    /// `namespaceSelector`: a namespaced object is judged by its
+    /// namespace's labels, a Namespace by its own, any other cluster-scoped
+    /// object always matches.
+    fn namespace_matches(
+        &self,
+        shared: &Shared,
+        attrs: &Attributes<'_>,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> bool {
+        let Some(selector) = self.spec.get("namespaceSelector").filter(|s| !is_empty(s)) else {
+            return true;
+        };
+        let def = attrs.def;
+        if def.group.is_empty() && def.plural == "namespaces" {
+            let labels = object.or(old).and_then(|o| o.pointer("/metadata/labels"));
+            return selector_matches(selector, labels);
+        }
+        if !def.namespaced {
+            return true;
+        }
+        let namespace = shared.storage.lock().get(
+            &ResKey::new("", "namespaces"),
+            &(String::new(), attrs.namespace.to_owned()),
+        );
+        let labels = namespace
+            .as_ref()
+            .and_then(|ns| ns.value.pointer("/metadata/labels"));
+        selector_matches(selector, labels)
+    }
+
+    /// `objectSelector`: either the new or the old object may match.
+    fn object_matches(&self, object: Option<&Value>, old: Option<&Value>) -> bool {
+        let Some(selector) = self.spec.get("objectSelector").filter(|s| !is_empty(s)) else {
+            return true;
+        };
+        [object, old]
+            .into_iter()
+            .flatten()
+            .any(|o| selector_matches(selector, o.pointer("/metadata/labels")))
+    }
+}
+
+/// An absent or `{}` selector selects everything.
+fn is_empty(selector: &Value) -> bool {
+    selector.is_null() || selector.as_object().is_some_and(|m| m.is_empty())
+}
+
+fn listed(values: Option<&Value>, wanted: &str) -> bool {
+    values.and_then(Value::as_array).is_some_and(|vs| {
+        vs.iter()
+            .filter_map(Value::as_str)
+            .any(|v| v == "*" || v == wanted)
+    })
+}
+
+/// One `RuleWithOperations` against the request.
+fn rule_matches(rule: &Value, attrs: &Attributes<'_>) -> bool {
+    let def = attrs.def;
+    let scope_ok = match rule.get("scope").and_then(Value::as_str).unwrap_or("*") {
+        "Cluster" => !def.namespaced,
+        "Namespaced" => def.namespaced,
+        _ => true,
+    };
+    let sub = attrs.subresource.unwrap_or("");
+    let resource_ok = rule
+        .get("resources")
+        .and_then(Value::as_array)
+        .is_some_and(|rs| {
+            rs.iter().filter_map(Value::as_str).any(|r| {
+                let (res, want_sub) = r.split_once('/').unwrap_or((r, ""));
+                (res == "*" || res == def.plural) && (want_sub == "*" || want_sub == sub)
+            })
+        });
+    scope_ok
+        && resource_ok
+        && listed(rule.get("operations"), attrs.operation.as_str())
+        && listed(rule.get("apiGroups"), &def.group)
+        && listed(rule.get("apiVersions"), attrs.version)
+}
+
+/// The webhooks of every configuration of one kind, configurations in
+/// name order, each one's webhooks in list order.
+pub(crate) fn hooks(shared: &Shared, res: &ResKey) -> Vec<Hook> {
+    let page = shared
+        .storage
+        .lock()
+        .list(res, &Filter::default(), None, None, None);
+    let Ok(page) = page else {
+        return Vec::new();
+    };
+    // The store lists in key order: cluster-scoped keys are the names.
+    page.items
+        .iter()
+        .flat_map(|config| {
+            config
+                .value
+                .get("webhooks")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(Hook::from_spec)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Whether any webhook configuration exists (the cheap test before a
+/// write decides where to run).
+pub(crate) fn any(shared: &Shared) -> bool {
+    let store = shared.storage.lock();
+    store.count(&mutating_key()) + store.count(&validating_key()) > 0
+}

@@ -1,0 +1,283 @@
+//! Admission webhooks, called as kube-apiserver's MutatingAdmissionWebhook
+//! and ValidatingAdmissionWebhook plugins call them. [`Chain`] is the
+//! [`Admission`] of one request: mutating webhooks one at a time
+//! (configurations by name, webhooks in order), their JSONPatches applied
+//! and `IfNeeded` webhooks reinvoked once when a later one changed the
+//! object; validating webhooks in parallel, the first error winning; the
+//! failure policy, timeout and dry-run rules; the messages clients see;
+//! warnings gathered for the `Warning` headers.
+//!
+//! The write path runs on threads of its own ([`crate::work`]); a call is
+//! spawned on the server's runtime and its thread waits for it.
+
+mod call;
+pub(crate) mod config;
+mod review;
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use serde_json::Value;
+use tokio::runtime::Handle;
+
+use crate::objects::admit::{local_conversion, webhook_conversion, Admission, Attributes};
+use crate::registry::ResourceDef;
+use crate::state::Shared;
+use crate::status::{ApiError, Cause, Details};
+use call::Target;
+use config::Hook;
+
+/// The admission of one API request.
+pub(crate) struct Chain {
+    shared: Arc<Shared>,
+    runtime: Handle,
+    warnings: Mutex<Vec<String>>,
+}
+
+/// Why a call did not give a usable answer (`ErrCallingWebhook`'s reason).
+type CallFailure = String;
+
+impl Chain {
+    /// The chain of a request handled on `runtime`.
+    pub fn new(shared: Arc<Shared>, runtime: Handle) -> Self {
+        Self {
+            shared,
+            runtime,
+            warnings: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Whether a write of `def` may wait on a webhook (and so should not
+    /// hold one of the shared work threads).
+    pub fn may_call_out(&self, def: &ResourceDef) -> bool {
+        webhook_conversion(def).is_some()
+            || (!config::exempt(&def.group, &def.plural) && config::any(&self.shared))
+    }
+
+    /// The warnings webhooks returned, without duplicates, in order.
+    pub fn warnings(&self) -> Vec<String> {
+        self.warnings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn warn(&self, warnings: Vec<String>) {
+        let mut all = self.warnings.lock().unwrap_or_else(|e| e.into_inner());
+        for w in warnings {
+            if !all.contains(&w) {
+                all.push(w);
+            }
+        }
+    }
+
+    /// Runs `call` on the runtime and waits for it on this thread.
+    fn block<T: Send + 'static>(
+        &self,
+        call: impl Future<Output = T> + Send + 'static,
+    ) -> Result<T, CallFailure> {
+        if Handle::try_current().is_ok() {
+            // Waiting here would stall the runtime that has to run it.
+            return Err("a webhook call was made from the runtime's own thread".into());
+        }
+        futures::executor::block_on(self.runtime.spawn(call)).map_err(|e| e.to_string())
+    }
+
+    /// One mutating call; whether it changed `object`.
+    fn call_mutating(
+        &self,
+        hook: &Hook,
+        attrs: &Attributes<'_>,
+        object: Option<&mut Value>,
+        old: Option<&Value>,
+    ) -> Result<bool, ApiError> {
+        if attrs.dry_run && !hook.dry_run_safe {
+            return Err(dry_run_unsupported(&hook.name));
+        }
+        let (uid, review) = review::request(attrs, object.as_deref(), old);
+        let answer = Target::from_client_config(hook.client_config(), hook.timeout)
+            .map_err(|e| format!("could not get REST client: {e}"))
+            .and_then(|target| self.block(send(target, review)))
+            .and_then(|sent| sent)
+            .and_then(|body| {
+                review::verdict(&body, &uid, true)
+                    .map_err(|e| format!("received invalid webhook response: {e}"))
+            });
+        let verdict = match answer {
+            Ok(v) => v,
+            Err(reason) => return self.failed(hook, &reason).map(|()| false),
+        };
+        self.warn(verdict.warnings);
+        if !verdict.allowed {
+            return Err(review::denial(&hook.name, &verdict.status));
+        }
+        let Some(patch) = verdict.patch.filter(|p| !p.0.is_empty()) else {
+            return Ok(false);
+        };
+        let Some(object) = object else {
+            return Err(ApiError::internal(format!(
+                "admission webhook \"{}\" attempted to modify the object, which is not supported for this operation",
+                hook.name
+            )));
+        };
+        let before = object.clone();
+        json_patch::patch(object, &patch).map_err(|e| internal_error(&format!("{e}")))?;
+        Ok(*object != before)
+    }
+
+    /// A failed call under the webhook's failure policy: skipped under
+    /// Ignore, a 500 under Fail.
+    fn failed(&self, hook: &Hook, reason: &str) -> Result<(), ApiError> {
+        let text = format!("failed calling webhook \"{}\": {reason}", hook.name);
+        if hook.ignore_failures {
+            tracing::warn!(webhook = %hook.name, error = %reason, "failing open");
+            Ok(())
+        } else {
+            Err(internal_error(&text))
+        }
+    }
+}
+
+/// kube-apiserver's `NewInternalError`.
+fn internal_error(text: &str) -> ApiError {
+    ApiError::internal(format!("Internal error occurred: {text}")).with_details(Details {
+        causes: vec![Cause {
+            reason: String::new(),
+            message: text.to_owned(),
+            field: String::new(),
+        }],
+        ..Details::default()
+    })
+}
+
+fn dry_run_unsupported(name: &str) -> ApiError {
+    ApiError::bad_request(format!(
+        "admission webhook \"{name}\" does not support dry run"
+    ))
+}
+
+/// Serializes and posts one review.
+async fn send(target: Target, review: Value) -> Result<bytes::Bytes, CallFailure> {
+    let body = serde_json::to_vec(&review).map_err(|e| e.to_string())?;
+    call::post(target, body)
+        .await
+        .map_err(|e| format!("failed to call webhook: {e}"))
+}
+
+impl Admission for Chain {
+    fn mutate(
+        &self,
+        attrs: &Attributes<'_>,
+        mut object: Option<&mut Value>,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        if config::exempt(&attrs.def.group, &attrs.def.plural) {
+            return Ok(());
+        }
+        let hooks = config::hooks(&self.shared, &config::mutating_key());
+        // `IfNeeded` webhooks called so far, and those to call again
+        // because a later webhook changed the object.
+        let mut invoked = Vec::new();
+        let mut reinvoke = HashSet::new();
+        for (i, hook) in hooks.iter().enumerate() {
+            if !hook.matches(&self.shared, attrs, object.as_deref(), old) {
+                continue;
+            }
+            if self.call_mutating(hook, attrs, object.as_deref_mut(), old)? {
+                reinvoke.extend(invoked.drain(..));
+            }
+            if hook.reinvoke_if_needed {
+                invoked.push(i);
+            }
+        }
+        for (i, hook) in hooks.iter().enumerate() {
+            if reinvoke.contains(&i) && hook.matches(&self.shared, attrs, object.as_deref(), old) {
+                self.call_mutating(hook, attrs, object.as_deref_mut(), old)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn validate(
+        &self,
+        attrs: &Attributes<'_>,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        if config::exempt(&attrs.def.group, &attrs.def.plural) {
+            return Ok(());
+        }
+        let hooks: Vec<Hook> = config::hooks(&self.shared, &config::validating_key())
+            .into_iter()
+            .filter(|h| h.matches(&self.shared, attrs, object, old))
+            .collect();
+        if hooks.is_empty() {
+            return Ok(());
+        }
+        let mut calls = Vec::new();
+        for hook in hooks {
+            if attrs.dry_run && !hook.dry_run_safe {
+                return Err(dry_run_unsupported(&hook.name));
+            }
+            let (uid, review) = review::request(attrs, object, old);
+            let target = Target::from_client_config(hook.client_config(), hook.timeout)
+                .map_err(|e| format!("could not get REST client: {e}"));
+            calls.push((hook, uid, target, review));
+        }
+        // All at once; answers are judged as they come.
+        let answers = self.block(async move {
+            let mut pending: FuturesUnordered<_> = calls
+                .into_iter()
+                .map(|(hook, uid, target, review)| async move {
+                    let body = match target {
+                        Ok(target) => send(target, review).await,
+                        Err(e) => Err(e),
+                    };
+                    let verdict = body.and_then(|body| {
+                        review::verdict(&body, &uid, false)
+                            .map_err(|e| format!("received invalid webhook response: {e}"))
+                    });
+                    (hook, verdict)
+                })
+                .collect();
+            let mut answers = Vec::new();
+            while let Some(answer) = pending.next().await {
+                answers.push(answer);
+            }
+            answers
+        });
+        let answers = match answers {
+            Ok(a) => a,
+            Err(e) => return Err(internal_error(&e)),
+        };
+        let mut first_error = None;
+        for (hook, verdict) in answers {
+            let outcome = match verdict {
+                Ok(v) => {
+                    self.warn(v.warnings);
+                    if v.allowed {
+                        Ok(())
+                    } else {
+                        Err(review::denial(&hook.name, &v.status))
+                    }
+                }
+                Err(reason) => self.failed(&hook, &reason),
+            };
+            if let Err(e) = outcome {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn convert(
+        &self,
+        def: &ResourceDef,
+        object: Value,
+        api_version: &str,
+    ) -> Result<Value, ApiError> {
+        local_conversion(def, object, api_version)
+    }
+}

@@ -1,0 +1,137 @@
+//! [`Permissions`]: the rules a manager has recorded, per controller and
+//! for itself, and the grants each kind of watch implies.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use kube_core::Resource;
+
+use super::{Rule, Verb};
+
+/// The rules one controller needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ControllerRules {
+    /// The controller's name.
+    pub name: String,
+    /// What it watches and writes, and the extra rules declared on it.
+    pub rules: Vec<Rule>,
+}
+
+#[derive(Debug, Default)]
+struct Recorded {
+    controllers: Vec<ControllerRules>,
+    extra: Vec<Rule>,
+    lease: Option<String>,
+}
+
+/// What an operator needs from the API server, as its
+/// [`Manager`](crate::Manager) recorded it: each controller's rules, the
+/// manager's extra rules, and the leader-election Lease. Cheap to clone;
+/// clones share the record.
+#[derive(Clone, Debug, Default)]
+pub struct Permissions(Arc<Mutex<Recorded>>);
+
+impl Permissions {
+    /// An empty record.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Recorded> {
+        // Plain lists changed by single pushes: a panic elsewhere cannot
+        // leave them half-written.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records a controller's rules.
+    pub fn add_controller(&self, name: impl Into<String>, rules: Vec<Rule>) {
+        self.lock().controllers.push(ControllerRules {
+            name: name.into(),
+            rules,
+        });
+    }
+
+    /// Records a rule the operator needs beyond its controllers'.
+    pub fn add_rule(&self, rule: Rule) {
+        self.lock().extra.push(rule);
+    }
+
+    /// Records the name of the leader-election Lease.
+    pub fn set_leader_election_lease(&self, name: impl Into<String>) {
+        self.lock().lease = Some(name.into());
+    }
+
+    /// Each controller's rules, in registration order.
+    pub fn controllers(&self) -> Vec<ControllerRules> {
+        self.lock().controllers.clone()
+    }
+
+    /// The rules recorded beyond the controllers'.
+    pub fn extra_rules(&self) -> Vec<Rule> {
+        self.lock().extra.clone()
+    }
+
+    /// The leader-election Lease's name, when the manager elects a leader.
+    pub fn leader_election_lease(&self) -> Option<String> {
+        self.lock().lease.clone()
+    }
+
+    /// Every rule, unmerged: the controllers', then the extra ones.
+    pub fn rules(&self) -> Vec<Rule> {
+        let recorded = self.lock();
+        recorded
+            .controllers
+            .iter()
+            .flat_map(|c| c.rules.iter().cloned())
+            .chain(recorded.extra.iter().cloned())
+            .collect()
+    }
+}
+
+impl Rule {
+    /// What a controller needs of its primary type `K`: to cache it (get,
+    /// list, watch), to add and remove finalizers (update, patch), to write
+    /// its status (get, update, patch on `/status`), and to set
+    /// `blockOwnerDeletion` on the objects it owns, which the API server's
+    /// OwnerReferencesPermissionEnforcement admission allows only with
+    /// update on `/finalizers`.
+    pub fn for_primary<K>() -> Vec<Rule>
+    where
+        K: Resource<DynamicType = ()>,
+        K::Scope: 'static,
+    {
+        vec![
+            Rule::on::<K>().reads().verbs([Verb::Update, Verb::Patch]),
+            Rule::on::<K>()
+                .subresource("status")
+                .verbs([Verb::Get, Verb::Update, Verb::Patch]),
+            Rule::on::<K>()
+                .subresource("finalizers")
+                .verbs([Verb::Update]),
+        ]
+    }
+
+    /// What a controller needs of a type it owns: to cache it and to
+    /// create, update, patch and delete it.
+    pub fn for_owned<K>() -> Rule
+    where
+        K: Resource<DynamicType = ()>,
+        K::Scope: 'static,
+    {
+        Rule::on::<K>().reads().writes()
+    }
+
+    /// What a controller needs of a type it watches: to cache it.
+    pub fn for_watched<K>() -> Rule
+    where
+        K: Resource<DynamicType = ()>,
+        K::Scope: 'static,
+    {
+        Rule::on::<K>().reads()
+    }
+
+    /// What an event recorder needs: `events.k8s.io` events, created, and
+    /// patched for a repeated event's series.
+    pub fn for_events() -> Rule {
+        Rule::resource("events.k8s.io", "events").verbs([Verb::Create, Verb::Patch])
+    }
+}

@@ -1,0 +1,483 @@
+//! `kubeforge init` to a green `cargo test`, and on to a cluster: a
+//! project with two kinds (one namespaced with two versions, one
+//! cluster-scoped, in two groups) is scaffolded in a temporary directory, built and tested as
+//! written, its manifests generated (the CRD files are the derive's CRDs)
+//! and checked (`generate --check` passes, then fails once a field is
+//! added), rendered by `kubectl kustomize` and applied to the dev server,
+//! where every object is created; the operator then runs `--embedded` and
+//! `kubectl get` shows its samples reconciled.
+//!
+//! The generated project is its own workspace with a path dependency on
+//! this checkout; its builds share this workspace's target directory, so
+//! they reuse the dependencies `cargo test --workspace` built. For that,
+//! every unit must be built exactly as the workspace builds it: the same
+//! features (the project's `embedded` default turns on what the workspace
+//! unifies to, tokio's test utilities included, through kubeforge's
+//! `testing`) and the same profile. Out of the workspace, kubeforge and
+//! kubeforge-apiserver fall under the project's `[profile.dev.package."*"]`
+//! (no debug info) where the workspace builds its members with line
+//! tables, so the temporary directory's `.cargo/config.toml` gives them
+//! the workspace's setting back ([`SHARED_PROFILE`]). The test prints
+//! what the nested build compiled.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use kubeforge_e2e::{kubeforge_binary, nested, target_dir};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// The scaffolded project and the tools that work on it.
+struct Project {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    kubeforge: PathBuf,
+}
+
+fn show(out: &Output) -> String {
+    format!(
+        "status {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+impl Project {
+    /// A command run in the project, sharing the workspace's target dir.
+    fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut command = nested(program);
+        command
+            .current_dir(&self.dir)
+            .env("CARGO_TARGET_DIR", target_dir())
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn run(&self, program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Output {
+        self.command(program)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {args:?}: {e}"))
+    }
+
+    fn ok(&self, program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> String {
+        let out = self.run(program, args);
+        assert!(out.status.success(), "{args:?} failed: {}", show(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn kubeforge(&self, args: &[&str]) -> Output {
+        self.run(&self.kubeforge, args)
+    }
+
+    fn cargo(&self, args: &[&str]) -> String {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        self.ok(cargo, args)
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.dir.join(relative)
+    }
+
+    fn read(&self, relative: &str) -> String {
+        std::fs::read_to_string(self.path(relative)).unwrap_or_else(|e| panic!("{relative}: {e}"))
+    }
+
+    fn write(&self, relative: &str, text: &str) {
+        std::fs::write(self.path(relative), text).unwrap_or_else(|e| panic!("{relative}: {e}"));
+    }
+}
+
+/// The documents of a YAML stream.
+fn documents(yaml: &str) -> Vec<serde_json::Value> {
+    let docs: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple(yaml).unwrap_or_else(|e| panic!("{e}:\n{yaml}"));
+    docs.into_iter().filter(|d| !d.is_null()).collect()
+}
+
+/// Starts `command` with stdout piped and waits until its output contains
+/// `marker`; returns the child and what it printed.
+fn start(mut command: Command, marker: &str) -> (Child, String) {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the process starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut printed = String::new();
+    let deadline = Instant::now() + DEADLINE;
+    while !printed.contains(marker) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                printed.push_str(&line);
+                printed.push('\n');
+            }
+            Err(_) => {
+                let _ = child.kill();
+                let err = child
+                    .stderr
+                    .take()
+                    .map(|mut e| {
+                        let mut s = String::new();
+                        let _ = std::io::Read::read_to_string(&mut e, &mut s);
+                        s
+                    })
+                    .unwrap_or_default();
+                panic!("no {marker:?} in time; printed:\n{printed}\nstderr:\n{err}");
+            }
+        }
+    }
+    // Keep draining stdout so the process never blocks on a full pipe.
+    std::thread::spawn(move || while rx.recv().is_ok() {});
+    (child, printed)
+}
+
+fn terminate(child: &mut Child) -> std::process::ExitStatus {
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the process did not stop on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// kubectl with `kubeconfig` and a cache of its own.
+fn kubectl(kubeconfig: &Path, args: &[&str]) -> Output {
+    let cache = kubeconfig.with_extension("cache");
+    Command::new("kubectl")
+        .args(args)
+        .env("KUBECONFIG", kubeconfig)
+        .env("KUBECACHEDIR", cache)
+        .stdin(Stdio::null())
+        .output()
+        .expect("kubectl runs")
+}
+
+/// Runs kubectl until its stdout is `want`, at most [`DEADLINE`].
+fn kubectl_until(kubeconfig: &Path, args: &[&str], want: &str) {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let out = kubectl(kubeconfig, args);
+        if out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "kubectl {args:?} never gave {want:?}; last: {}",
+            show(&out)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Cargo configuration for the temporary directory: kubeforge's own crates
+/// built with the workspace's profile (see the module docs).
+const SHARED_PROFILE: &str = r#"
+[profile.dev.package.kubeforge]
+debug = "line-tables-only"
+
+[profile.dev.package.kubeforge-apiserver]
+debug = "line-tables-only"
+"#;
+
+/// A test the e2e adds to the generated project: the generated CRD files
+/// parse to exactly what the derive builds for each kind.
+const CRD_FILES_TEST: &str = r#"
+use kubeforge::crd::yaml::from_yaml;
+use kubeforge::crd::{combine, CustomResource};
+use shop_operator::api::infra::v1alpha1::Cluster;
+use shop_operator::api::webapp::{v1, v2};
+
+fn file(name: &str) -> kubeforge::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+    let text = std::fs::read_to_string(format!("config/crd/bases/{name}")).expect(name);
+    from_yaml(&text).expect(name)
+}
+
+#[test]
+fn the_crd_files_are_the_derives() {
+    let guestbooks = combine(&[v1::Guestbook::DESCRIPTOR, v2::Guestbook::DESCRIPTOR]).unwrap();
+    assert_eq!(guestbooks.spec.versions.len(), 2);
+    assert_eq!(file("webapp.example.com_guestbooks.yaml"), guestbooks);
+    assert_eq!(file("infra.example.com_clusters.yaml"), Cluster::try_crd().unwrap());
+}
+"#;
+
+#[test]
+fn init_create_api_build_test_generate_deploy_and_run() {
+    let kubeforge = kubeforge_binary();
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let project = Project {
+        dir: tmp.path().join("shop-operator"),
+        _tmp: tmp,
+        kubeforge,
+    };
+    let started = Instant::now();
+    // An empty directory (as `git init` leaves it) is fine to init in.
+    std::fs::create_dir_all(project.dir.join(".git")).expect("project dir");
+    let cargo_config = project.dir.parent().expect("temp dir").join(".cargo");
+    std::fs::create_dir_all(&cargo_config).expect(".cargo");
+    std::fs::write(cargo_config.join("config.toml"), SHARED_PROFILE).expect("config.toml");
+
+    // init, then two kinds: namespaced in webapp (two versions),
+    // cluster-scoped in infra.
+    let out = project.run(
+        &project.kubeforge,
+        &[
+            "init",
+            &project.dir.to_string_lossy(),
+            "--domain",
+            "example.com",
+            "--owner",
+            "The Shop Authors",
+        ],
+    );
+    assert!(out.status.success(), "{}", show(&out));
+    for (group, version, kind, scope) in [
+        ("webapp", "v1", "Guestbook", "--namespaced=true"),
+        ("webapp", "v2", "Guestbook", "--namespaced=true"),
+        ("infra", "v1alpha1", "Cluster", "--namespaced=false"),
+    ] {
+        let args = [
+            "create",
+            "api",
+            "--group",
+            group,
+            "--version",
+            version,
+            "--kind",
+            kind,
+            scope,
+        ];
+        let out = project.kubeforge(&args);
+        assert!(out.status.success(), "{args:?}: {}", show(&out));
+    }
+    let record = project.read("kubeforge.toml");
+    assert!(record.contains("kind = \"Guestbook\"") && record.contains("namespaced = false"));
+
+    // Formatted as rustfmt formats it, and built and tested as written.
+    project.cargo(&["fmt", "--check"]);
+    let build = Instant::now();
+    let messages = project.cargo(&["build", "--message-format=json-render-diagnostics"]);
+    let compiled: Vec<String> = messages
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["fresh"] == false)
+        .filter_map(|m| m["target"]["name"].as_str().map(str::to_owned))
+        .collect();
+    eprintln!(
+        "cargo build of the generated project: {:?}, compiled {} crates: {}",
+        build.elapsed(),
+        compiled.len(),
+        compiled.join(", ")
+    );
+    let test = Instant::now();
+    let out = project.cargo(&["test", "--quiet"]);
+    eprintln!("cargo test of the generated project: {:?}", test.elapsed());
+    assert!(
+        out.matches("1 passed").count() >= 3,
+        "both controller tests and the manifests test ran:\n{out}"
+    );
+    eprintln!("init -> green cargo test: {:?}", started.elapsed());
+
+    // generate: the CRDs and RBAC, from the code.
+    let out = project.kubeforge(&["generate"]);
+    assert!(out.status.success(), "{}", show(&out));
+    for file in [
+        "config/crd/bases/webapp.example.com_guestbooks.yaml",
+        "config/crd/bases/infra.example.com_clusters.yaml",
+        "config/rbac/role.yaml",
+        "config/rbac/role_binding.yaml",
+        "config/rbac/leader_election_role.yaml",
+        "config/rbac/leader_election_role_binding.yaml",
+    ] {
+        assert!(project.path(file).is_file(), "{file} was not written");
+    }
+    let role = &documents(&project.read("config/rbac/role.yaml"))[0];
+    assert_eq!(role["kind"], "ClusterRole");
+    let rules = role["rules"].to_string();
+    for grant in ["guestbooks/status", "clusters/finalizers", "events.k8s.io"] {
+        assert!(rules.contains(grant), "{grant} not granted: {rules}");
+    }
+    project.write("tests/crd_files.rs", CRD_FILES_TEST);
+    project.cargo(&["test", "--quiet", "--test", "crd_files"]);
+
+    // --check passes on fresh manifests and fails, naming the file, once
+    // the code has moved on.
+    let out = project.kubeforge(&["generate", "--check"]);
+    assert!(out.status.success(), "{}", show(&out));
+    let types = "src/api/webapp/v1/guestbook.rs";
+    let original = project.read(types);
+    let changed = original.replacen(
+        "pub foo: Option<String>,",
+        "pub foo: Option<String>,\n\n    /// How many replicas.\n    #[serde(default)]\n    pub replicas: i32,",
+        1,
+    );
+    assert_ne!(
+        changed, original,
+        "the example field is where it was written"
+    );
+    project.write(types, &changed);
+    let out = project.kubeforge(&["generate", "--check"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{}", show(&out));
+    assert!(
+        stderr.contains("config/crd/bases/webapp.example.com_guestbooks.yaml differs"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("clusters.yaml"), "{stderr}");
+
+    // A project that does not compile gets the compiler's message.
+    project.write(
+        types,
+        &format!("{changed}\nfn broken() -> u32 {{ \"no\" }}\n"),
+    );
+    let out = project.kubeforge(&["generate"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("error[E0308]: mismatched types"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("the project does not build"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    project.write(types, &changed);
+    let out = project.kubeforge(&["generate"]);
+    assert!(out.status.success(), "{}", show(&out));
+    let crd = project.read("config/crd/bases/webapp.example.com_guestbooks.yaml");
+    assert!(crd.contains("replicas:"), "the new field is in the CRD");
+
+    // kustomize renders the operator; the dev server takes all of it.
+    let rendered = project.ok("kubectl", &["kustomize", "config/default"]);
+    let objects: Vec<(String, String)> = documents(&rendered)
+        .iter()
+        .map(|d| {
+            (
+                d["kind"].as_str().unwrap_or_default().to_owned(),
+                d["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        })
+        .collect();
+    for expected in [
+        ("Namespace", "shop-operator-system"),
+        ("CustomResourceDefinition", "guestbooks.webapp.example.com"),
+        ("CustomResourceDefinition", "clusters.infra.example.com"),
+        ("ClusterRole", "shop-operator-manager-role"),
+        ("ClusterRoleBinding", "shop-operator-manager-rolebinding"),
+        ("Role", "shop-operator-leader-election-role"),
+        ("ClusterRole", "shop-operator-webapp-guestbook-editor-role"),
+        ("Deployment", "shop-operator-controller-manager"),
+        (
+            "Service",
+            "shop-operator-controller-manager-metrics-service",
+        ),
+    ] {
+        assert!(
+            objects.contains(&(expected.0.to_owned(), expected.1.to_owned())),
+            "{expected:?} not rendered: {objects:?}"
+        );
+    }
+
+    let kubeconfig = project.path("dev.kubeconfig");
+    let mut dev_server = project.command(&project.kubeforge);
+    dev_server
+        .args([
+            "dev-server",
+            "--listen",
+            "127.0.0.1:0",
+            "--write-kubeconfig",
+        ])
+        .arg(&kubeconfig);
+    let (mut server, _) = start(dev_server, "kubeconfig written");
+    let out = kubectl(
+        &kubeconfig,
+        &[
+            "apply",
+            "-k",
+            &project.path("config/default").to_string_lossy(),
+        ],
+    );
+    let applied = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", show(&out));
+    for (kind, name) in &objects {
+        let line = applied
+            .lines()
+            .find(|l| {
+                l.split_once('/').is_some_and(|(k, n)| {
+                    k.split('.').next() == Some(kind.to_ascii_lowercase().as_str())
+                        && n.split_whitespace().next() == Some(name.as_str())
+                })
+            })
+            .unwrap_or_else(|| panic!("{kind} {name} not applied:\n{applied}"));
+        assert!(line.ends_with(" created"), "{line}");
+    }
+    assert_eq!(applied.lines().count(), objects.len(), "{applied}");
+    assert!(terminate(&mut server).success());
+
+    // The operator itself, embedded: kubectl sees its samples reconciled.
+    let binary = target_dir().join("debug").join("shop-operator");
+    let kubeconfig = project.path("embedded.kubeconfig");
+    let mut operator = project.command(&binary);
+    operator
+        .args([
+            "--embedded",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-bind-address",
+            "0",
+            "--health-probe-bind-address",
+            "0",
+            "--write-kubeconfig",
+        ])
+        .arg(&kubeconfig);
+    let (mut operator, banner) = start(operator, "get events");
+    assert!(
+        banner.contains("sample created: Guestbook default/guestbook-sample"),
+        "{banner}"
+    );
+    assert!(
+        banner.contains("sample created: Cluster cluster-sample"),
+        "{banner}"
+    );
+    let ready = "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}";
+    kubectl_until(
+        &kubeconfig,
+        &["get", "guestbook", "guestbook-sample", "-o", ready],
+        "True",
+    );
+    kubectl_until(
+        &kubeconfig,
+        &["get", "cluster", "cluster-sample", "-o", ready],
+        "True",
+    );
+    let table = kubectl(&kubeconfig, &["get", "guestbooks"]);
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.contains("READY") && table.contains("True"), "{table}");
+    assert!(terminate(&mut operator).success());
+    eprintln!("init -> deployed and run: {:?}", started.elapsed());
+}
