@@ -13,8 +13,7 @@ static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
 fn live_heap() -> Option<u64> {
     let s = GLOBAL.stats();
-    let live =
-        s.bytes_allocated as i128 - s.bytes_deallocated as i128 + s.bytes_reallocated as i128;
+    let live = s.bytes_allocated as i128 - s.bytes_deallocated as i128;
     u64::try_from(live).ok()
 }
 
