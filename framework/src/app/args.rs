@@ -55,6 +55,12 @@ pub struct RunArgs {
     #[arg(long, requires = "embedded")]
     pub no_samples: bool,
 
+    /// The field manager of the operator's writes (default: the one the
+    /// operator names, else its name). Replicas that must tell their
+    /// writes apart in `managedFields` each take their own.
+    #[arg(long, value_name = "NAME")]
+    pub field_manager: Option<String>,
+
     /// Run the controllers only while holding the leader-election Lease,
     /// so several replicas can run with one active.
     #[arg(long)]

@@ -348,8 +348,9 @@ impl<F: Flags> App<F> {
             .config(config)
             .scheme(self.scheme.clone())
             .field_manager(
-                self.field_manager
+                run.field_manager
                     .clone()
+                    .or_else(|| self.field_manager.clone())
                     .unwrap_or_else(|| self.name.clone()),
             )
             .metrics_bind_address(run.metrics_bind_address.clone())
@@ -576,6 +577,7 @@ impl<F: Flags> App<F> {
             listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
             write_kubeconfig: None,
             no_samples: true,
+            field_manager: None,
             leader_elect: false,
             metrics_bind_address: "0".to_owned(),
             health_probe_bind_address: "0".to_owned(),
