@@ -6,7 +6,8 @@
 //! ```text
 //! my-operator [run] [--kubeconfig PATH] [--context NAME]
 //!                   [--embedded [--listen ADDR] [--write-kubeconfig PATH] [--no-samples]]
-//!                   [--leader-elect] [--metrics-bind-address ADDR] [--health-probe-bind-address ADDR]
+//!                   [--leader-elect] [--field-manager NAME]
+//!                   [--metrics-bind-address ADDR] [--health-probe-bind-address ADDR]
 //!                   [--namespace NS] [--log-level FILTER] [--log-format text|json] [operator flags]
 //! my-operator manifests [--dir DIR] [--namespace NS] [operator flags]
 //! ```
