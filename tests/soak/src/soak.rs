@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kubeforge::k8s_openapi::api::apps::v1::Deployment;
+use kubeforge::k8s_openapi::api::events::v1::Event;
 use kubeforge::k8s_openapi::jiff::Timestamp;
 use kubeforge::manager::{CancellationToken, SharedRegistry};
 use kubeforge::prelude::*;
@@ -97,6 +98,8 @@ pub struct SoakReport {
     pub converged_after: Option<Duration>,
     /// What had not converged when the settle time ran out (empty if all did).
     pub unconverged: Vec<String>,
+    /// Events (events.k8s.io) the server held at the end.
+    pub events_kept: usize,
 }
 
 impl SoakReport {
@@ -226,6 +229,11 @@ pub async fn run(options: SoakOptions, heap: fn() -> Option<u64>) -> anyhow::Res
     let converged_after = unconverged.is_empty().then(|| settle_started.elapsed());
     let final_sample = take_sample(started, &registry, heap);
     print_sample(&final_sample, previous.as_ref());
+    // What the server keeps that the run keeps adding to: one Event per
+    // finalized Memcached (the server, like a cluster without an event TTL,
+    // never drops them), counted because the heap includes the server's.
+    let events: Api<Event> = Api::namespaced(client.clone(), NS);
+    let events_kept = events.list(&Default::default()).await?.items.len();
 
     stop_manager.cancel();
     manager.await??;
@@ -252,6 +260,7 @@ pub async fn run(options: SoakOptions, heap: fn() -> Option<u64>) -> anyhow::Res
         absent: expected.iter().filter(|e| **e == Expected::Absent).count(),
         converged_after,
         unconverged,
+        events_kept,
     })
 }
 
@@ -584,8 +593,8 @@ pub fn print_report(report: &SoakReport) -> bool {
         mib_per_min(report.rss_slope)
     );
     eprintln!(
-        "at the end: {} Memcacheds expected present, {} absent",
-        report.present, report.absent
+        "at the end: {} Memcacheds expected present, {} absent; {} Events kept by the server",
+        report.present, report.absent, report.events_kept
     );
     match report.converged_after {
         Some(d) => eprintln!(
