@@ -112,6 +112,7 @@ async fn direct_round_trips(addr: std::net::SocketAddr, ca_pem: &str, n: usize) 
             .header("host", "127.0.0.1")
             .body(Full::new(body.clone()))
             .expect("request");
+        sender.ready().await.expect("connection ready");
         let response = sender.send_request(request).await.expect("answer");
         let answer = response
             .into_body()
