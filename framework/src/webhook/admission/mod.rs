@@ -1,4 +1,4 @@
-//! Admission webhooks: the `AdmissionReview` wire format ([`review`]), the
+//! Admission webhooks: the `AdmissionReview` wire format (`review`), the
 //! answers ([`Verdict`], [`Denial`]), typed [`Defaulter`]s and
 //! [`Validator`]s for a kind, and raw [`AdmissionHandler`]s for kinds the
 //! operator does not own (a Pod defaulter, say).
