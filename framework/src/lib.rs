@@ -19,6 +19,9 @@
 //!   probes, metrics and graceful shutdown, in named groups of runnables.
 //! - [`serve`]: the HTTP(S) server the probe and metrics endpoints (and
 //!   webhooks) are served by, with one lifecycle.
+//! - [`webhook`]: the HTTPS webhook server the manager runs: typed
+//!   defaulters and validators, raw admission handlers, conversion at
+//!   `/convert`, certificates reloaded from disk.
 //! - [`rbac`]: the RBAC rules an operator needs, recorded from its
 //!   controllers and rendered as kubebuilder's roles.
 //! - `app` (feature `app`, default): the operator's standard command line,
@@ -45,6 +48,7 @@ pub mod scheme;
 pub mod serve;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod webhook;
 pub mod workqueue;
 
 pub use client::{Api, Client, Config, Discovery, Error};

@@ -3,7 +3,12 @@
 //! (`crd/bases/<group>_<plural>.yaml`, controller-gen's names) and its
 //! RBAC (`rbac/role.yaml`, `rbac/role_binding.yaml`,
 //! `rbac/leader_election_role.yaml`,
-//! `rbac/leader_election_role_binding.yaml`).
+//! `rbac/leader_election_role_binding.yaml`), and, when it registers
+//! webhooks, `webhook/manifests.yaml` (controller-gen's
+//! `mutating-webhook-configuration` and `validating-webhook-configuration`
+//! pointing at kubebuilder's `system/webhook-service`) and the
+//! `spec.conversion` of converted CRDs, each with cert-manager's
+//! `inject-ca-from` annotation naming kubebuilder's `serving-cert`.
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +18,9 @@ use serde::Serialize;
 use super::Error;
 use crate::crd::yaml::{object_to_yaml, to_yaml_documents, YamlOptions};
 use crate::rbac::{render, Permissions, RoleOptions};
+use crate::webhook::configurations::{self, Target};
+use crate::webhook::Webhooks;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// How the manifests are rendered.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -62,15 +70,66 @@ impl<T: Serialize> ErasedSerialize for T {
     }
 }
 
+/// cert-manager's CA injection from kubebuilder's `serving-cert`
+/// Certificate (in `system`, before kustomize renames it).
+const INJECT_CA_FROM: (&str, &str) = ("cert-manager.io/inject-ca-from", "system/serving-cert");
+
+fn inject_ca(metadata: &mut ObjectMeta) {
+    metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(INJECT_CA_FROM.0.to_owned(), INJECT_CA_FROM.1.to_owned());
+}
+
+/// The webhook configurations, when any admission webhook is registered:
+/// `webhook/manifests.yaml`, as controller-gen writes it.
+fn webhook_file(
+    operator: &str,
+    webhooks: &Webhooks,
+    target: &Target,
+) -> Result<Option<ManifestFile>, Error> {
+    let mut mutating = configurations::mutating(webhooks, target);
+    let mut validating = configurations::validating(webhooks, target);
+    let mut objects: Vec<&dyn ErasedSerialize> = Vec::new();
+    if let Some(m) = &mut mutating {
+        inject_ca(&mut m.metadata);
+        objects.push(m);
+    }
+    if let Some(v) = &mut validating {
+        inject_ca(&mut v.metadata);
+        objects.push(v);
+    }
+    if objects.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(ManifestFile {
+        path: Path::new("webhook").join("manifests.yaml"),
+        contents: documents(operator, &objects)?,
+    }))
+}
+
 /// Renders the operator's manifests.
 pub(crate) fn render_files(
     operator: &str,
     crds: &[CustomResourceDefinition],
     permissions: &Permissions,
+    webhooks: &Webhooks,
     options: &ManifestOptions,
 ) -> Result<Vec<ManifestFile>, Error> {
     let mut files = Vec::new();
-    for crd in crds {
+    let target = Target::kubebuilder_service();
+    let converted = webhooks.conversion_crds();
+    let mut crds = crds.to_vec();
+    for crd in &mut crds {
+        if converted
+            .iter()
+            .any(|name| crd.metadata.name.as_ref() == Some(name))
+        {
+            crd.spec.conversion = Some(configurations::conversion(&target));
+            inject_ca(&mut crd.metadata);
+        }
+    }
+    for crd in &crds {
         let file = format!("{}_{}.yaml", crd.spec.group, crd.spec.names.plural);
         let mut contents = header(operator);
         contents.push_str(
@@ -126,6 +185,9 @@ pub(crate) fn render_files(
             path: rbac.join("leader_election_role_binding.yaml"),
             contents: documents(operator, &[b])?,
         });
+    }
+    if let Some(file) = webhook_file(operator, webhooks, &target)? {
+        files.push(file);
     }
     Ok(files)
 }

@@ -412,7 +412,13 @@ impl<F: Flags> App<F> {
             .metrics_bind_address("0")
             .health_probe_bind_address("0");
         let mgr = self.manager_with(builder, flags).await?;
-        manifests::render_files(&self.name, &crds, mgr.permissions(), options)
+        manifests::render_files(
+            &self.name,
+            &crds,
+            mgr.permissions(),
+            mgr.webhooks(),
+            options,
+        )
     }
 
     /// Parses the process's command line and runs what it asks for. A bad

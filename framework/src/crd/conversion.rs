@@ -124,8 +124,11 @@ impl<H: Hub> Converter<H> {
         self
     }
 
-    /// Convert one object (as JSON) to `desired_api_version`, keeping its
-    /// metadata as it was.
+    /// Convert one object (as JSON) to `desired_api_version`, as
+    /// kube-apiserver accepts a converted object: at the desired
+    /// apiVersion, with the same kind, and with the metadata it had except
+    /// for labels and annotations, which the conversion may change (a
+    /// conversion that leaves them out keeps them as they were).
     pub fn convert(
         &self,
         object: Value,
@@ -153,12 +156,40 @@ impl<H: Hub> Converter<H> {
             .get(desired_api_version)
             .ok_or_else(|| unknown(desired_api_version))?;
         let metadata = object.get("metadata").cloned();
+        let source_kind = object.get("kind").cloned();
         let hub = to_hub(object)?;
         let mut converted = from_hub(&hub)?;
-        if let (Some(metadata), Some(obj)) = (metadata, converted.as_object_mut()) {
+        let Some(obj) = converted.as_object_mut() else {
+            return Err(ConversionError::Failed(format!(
+                "{kind} {desired_api_version} did not encode as a JSON object"
+            )));
+        };
+        obj.insert("apiVersion".into(), desired_api_version.into());
+        if let Some(source_kind) = source_kind {
+            obj.insert("kind".into(), source_kind);
+        }
+        if let Some(mut metadata) = metadata {
+            let changed = obj.get("metadata").and_then(Value::as_object);
+            if let (Some(changed), Some(kept)) = (changed, metadata.as_object_mut()) {
+                for field in ["labels", "annotations"] {
+                    if let Some(value) = changed.get(field) {
+                        kept.insert(field.into(), value.clone());
+                    }
+                }
+            }
             obj.insert("metadata".into(), metadata);
         }
         Ok(converted)
+    }
+
+    /// The group and kind this converter serves.
+    pub fn group_kind(&self) -> (&'static str, &'static str) {
+        (H::DESCRIPTOR.group, H::DESCRIPTOR.kind)
+    }
+
+    /// The apiVersions this converter knows, the hub's among them.
+    pub fn api_versions(&self) -> impl Iterator<Item = &str> {
+        self.versions.keys().map(String::as_str)
     }
 
     /// Answer a `ConversionReview` from the apiserver: every object converted,

@@ -22,6 +22,7 @@ use crate::reconcile::{
     CachedClient, DEFAULT_CACHE_SYNC_TIMEOUT, DEFAULT_FIELD_MANAGER,
     DEFAULT_READ_YOUR_WRITES_TIMEOUT,
 };
+use crate::webhook::{WebhookServerOptions, Webhooks};
 use crate::{Client, Config, Scheme};
 
 /// The `/readyz` check that passes once every cache has synced.
@@ -91,6 +92,7 @@ pub struct ManagerBuilder {
     field_manager: String,
     keep_managed_fields: bool,
     rules: Vec<Rule>,
+    webhook_server: Option<WebhookServerOptions>,
 }
 
 impl std::fmt::Debug for ManagerBuilder {
@@ -132,6 +134,7 @@ impl Default for ManagerBuilder {
             field_manager: DEFAULT_FIELD_MANAGER.to_owned(),
             keep_managed_fields: false,
             rules: Vec::new(),
+            webhook_server: None,
         }
     }
 }
@@ -300,6 +303,17 @@ impl ManagerBuilder {
         self
     }
 
+    /// Serve [`Manager::webhooks`] with these settings (address, port,
+    /// certificate directory); the server listens from
+    /// [`build`](Self::build) on, so its address is known
+    /// ([`Manager::webhook_address`]; port 0 picks a free one), and its
+    /// `webhook` readiness check is added then. Without this call a
+    /// manager with webhooks registered serves them with the defaults.
+    pub fn webhook_server(mut self, options: WebhookServerOptions) -> Self {
+        self.webhook_server = Some(options);
+        self
+    }
+
     /// Builds the manager: configures the client if none was given, checks
     /// the leader-election settings, and binds the endpoints (so their
     /// addresses are known before [`Manager::run`]).
@@ -405,6 +419,21 @@ impl ManagerBuilder {
             }
         }
 
+        let webhooks = Webhooks::new();
+        let webhook_serving = Arc::new(AtomicBool::new(false));
+        let (webhook_server, webhook_address) = match self.webhook_server {
+            Some(options) => {
+                let server = options
+                    .bind(webhooks.clone(), Arc::clone(&webhook_serving))
+                    .await
+                    .map_err(Error::from)?;
+                add_webhook_check(&probes, &webhook_serving)?;
+                let address = server.local_addr();
+                (Some(server), Some(address))
+            }
+            None => (None, None),
+        };
+
         Ok(Manager::from_parts(ManagerParts {
             identity: self.election.identity().to_owned(),
             client,
@@ -423,6 +452,26 @@ impl ManagerBuilder {
             cache_sync_timeout: self.cache_sync_timeout,
             recorders: Mutex::new(HashMap::new()),
             permissions,
+            webhooks,
+            webhook_server: Mutex::new(webhook_server),
+            webhook_address,
+            webhook_serving,
         }))
     }
 }
+
+/// The readiness check named `webhook`: fails until the webhook server
+/// serves.
+pub(crate) fn add_webhook_check(probes: &Probes, serving: &Arc<AtomicBool>) -> Result<(), Error> {
+    let serving = Arc::clone(serving);
+    probes.add_readyz_check(READYZ_WEBHOOK, move || {
+        if serving.load(Ordering::Acquire) {
+            Ok(())
+        } else {
+            Err("the webhook server is not serving yet")
+        }
+    })
+}
+
+/// The `/readyz` check that passes once the webhook server serves.
+pub const READYZ_WEBHOOK: &str = "webhook";

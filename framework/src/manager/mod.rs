@@ -25,7 +25,8 @@
 //! manager's work in named groups of runnables, each started as one and
 //! stopped as one (controller-runtime's runnable groups):
 //!
-//! 1. the *servers* group: the probe and metrics servers;
+//! 1. the *servers* group: the probe and metrics servers, and the webhook
+//!    server when webhooks are registered;
 //! 2. the caches, blocking until every informer has synced (a failure
 //!    names the informer and why; `/readyz` passes only from here on);
 //! 3. the *runnables* group: the runnables that need no leadership;
@@ -72,7 +73,7 @@ pub use signals::shutdown_on_signals;
 /// The default of [`ManagerBuilder::graceful_shutdown_timeout`], the same
 /// as a controller's.
 pub use crate::controller::DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT;
-pub use builder::{ManagerBuilder, READYZ_INFORMER_SYNC};
+pub use builder::{ManagerBuilder, READYZ_INFORMER_SYNC, READYZ_WEBHOOK};
 pub use runtime::{Leadership, Manager};
 
 use crate::cache::SyncError;
@@ -158,6 +159,10 @@ pub enum Error {
     /// Two controllers were registered under one name.
     #[error("a controller named {0:?} is already registered; name one with .named(...)")]
     DuplicateController(String),
+
+    /// The webhook server could not start or failed.
+    #[error(transparent)]
+    Webhook(#[from] crate::webhook::Error),
 
     /// A runnable added with `add_runnable` failed.
     #[error("runnable {name}: {source}")]

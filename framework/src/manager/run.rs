@@ -4,16 +4,19 @@
 //! method below; the groups of runnables are in [`runnables`](super::runnables).
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt as _;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::builder::add_webhook_check;
 use super::runnables::{Groups, Runnable, StartFn};
 use super::runtime::{lock, Election, Manager, Pending};
 use super::{shutdown_on_signals, Error, LeaderElectionConfig, LeadershipHandle, Phase};
 use crate::events::Recorder;
+use crate::webhook::{WebhookServerOptions, DEFAULT_WEBHOOK_PORT};
 
 /// How long, beyond the graceful shutdown timeout, the manager waits for
 /// controllers that are abandoning their reconciles themselves.
@@ -104,7 +107,43 @@ impl Manager {
             let start: StartFn = Box::new(move |stop| server.run(stop).boxed());
             groups.servers.add(Runnable::new(name, start));
         }
+        self.add_webhook_server(&mut groups)?;
         Ok(groups)
+    }
+
+    /// Adds the webhook server to the servers group: the one bound at build,
+    /// else, when webhooks are registered, one with the defaults (bound as
+    /// it starts).
+    fn add_webhook_server(&self, groups: &mut Groups) -> Result<(), Error> {
+        let parts = &self.parts;
+        let bound = lock(&parts.webhook_server).take();
+        let start: StartFn = match bound {
+            Some(server) => {
+                let name = format!("webhook server on {}", server.local_addr());
+                let start: StartFn =
+                    Box::new(move |stop| async move { Ok(server.run(stop).await?) }.boxed());
+                groups.servers.add(Runnable::new(name, start));
+                return Ok(());
+            }
+            None if parts.webhooks.is_empty() => return Ok(()),
+            None => {
+                add_webhook_check(&parts.probes, &parts.webhook_serving)?;
+                let webhooks = parts.webhooks.clone();
+                let serving = Arc::clone(&parts.webhook_serving);
+                Box::new(move |stop| {
+                    async move {
+                        let server = WebhookServerOptions::default()
+                            .bind(webhooks, serving)
+                            .await?;
+                        Ok(server.run(stop).await?)
+                    }
+                    .boxed()
+                })
+            }
+        };
+        let name = format!("webhook server on port {DEFAULT_WEBHOOK_PORT}");
+        groups.servers.add(Runnable::new(name, start));
+        Ok(())
     }
 
     /// Starts the informers and waits, at most the cache sync timeout, for

@@ -27,6 +27,7 @@ use crate::events::Recorder;
 use crate::ids::hostname;
 use crate::rbac::{Permissions, Rule};
 use crate::reconcile::{CachedClient, CachedObject};
+use crate::webhook::{WebhookServer, Webhooks};
 use crate::{Client, Scheme};
 
 /// The leader election a manager runs, ready to start.
@@ -63,6 +64,12 @@ pub(crate) struct ManagerParts {
     pub(crate) cache_sync_timeout: Duration,
     pub(crate) recorders: Mutex<HashMap<String, Recorder>>,
     pub(crate) permissions: Permissions,
+    pub(crate) webhooks: Webhooks,
+    /// The webhook server bound at build, when configured.
+    pub(crate) webhook_server: Mutex<Option<WebhookServer>>,
+    pub(crate) webhook_address: Option<SocketAddr>,
+    /// Set while the webhook server serves (the `webhook` readiness check).
+    pub(crate) webhook_serving: Arc<AtomicBool>,
 }
 
 /// Where a manager stands in leader election: empty until
@@ -228,6 +235,24 @@ impl Manager {
     /// your own.
     pub fn probes(&self) -> &Probes {
         &self.parts.probes
+    }
+
+    /// The webhooks this manager serves: register defaulters, validators,
+    /// raw handlers and converters here before [`run`](Self::run). When
+    /// anything is registered, `run` serves them over HTTPS (the server
+    /// configured with
+    /// [`ManagerBuilder::webhook_server`](super::ManagerBuilder::webhook_server),
+    /// else controller-runtime's default: port 9443, certificates from
+    /// [`default_cert_dir`](crate::webhook::default_cert_dir)), with a
+    /// `webhook` readiness check that passes once it serves.
+    pub fn webhooks(&self) -> &Webhooks {
+        &self.parts.webhooks
+    }
+
+    /// Where the webhook server listens, when one was configured with
+    /// [`ManagerBuilder::webhook_server`](super::ManagerBuilder::webhook_server).
+    pub fn webhook_address(&self) -> Option<SocketAddr> {
+        self.parts.webhook_address
     }
 
     /// The address `/metrics` is served on, `None` when disabled.

@@ -6,7 +6,8 @@
 //! runtime, through [`ApiServerExt`]: a [`Config`] and a [`Client`] for
 //! the server, and [`install_crd_for`](ApiServerExt::install_crd_for) for a
 //! `#[derive(CustomResource)]` type. The prelude brings the trait into
-//! scope.
+//! scope. [`LocalWebhooks`] points the server at a manager's webhook
+//! server, as envtest's webhook install options do.
 //!
 //! ```no_run
 //! # use kubeforge::prelude::*;
@@ -24,7 +25,10 @@
 //! # }
 //! ```
 
+mod webhooks;
+
 pub use kubeforge_apiserver::*;
+pub use webhooks::{LocalWebhooks, LocalWebhooksError};
 
 use crate::client::{Auth, Client, Config, SecretString};
 use crate::crd::{CrdError, CustomResource};

@@ -1,0 +1,138 @@
+//! `manifests` of an operator with webhooks: `webhook/manifests.yaml`
+//! with controller-gen's configuration names, kubebuilder's webhook names,
+//! paths and Service, and cert-manager's CA injection; the converted CRD
+//! with `spec.conversion` pointing at `/convert` through that Service.
+
+use kubeforge::app::{App, ManifestOptions, NoFlags};
+use kubeforge::crd::conversion::{ConversionError, Converter, Convertible, Hub};
+use kubeforge::webhook::{AdmissionRequest, AdmissionResult, Defaulter, Validator};
+use serde_json::{json, Value};
+
+mod v2 {
+    use kubeforge::prelude::*;
+
+    /// The hub.
+    #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
+    #[crd(group = "units.example.com", version = "v2", kind = "Rod", storage)]
+    pub struct RodSpec {
+        pub millimetres: u64,
+    }
+}
+
+mod v1 {
+    use kubeforge::prelude::*;
+
+    /// A spoke.
+    #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
+    #[crd(group = "units.example.com", version = "v1", kind = "Rod")]
+    pub struct RodSpec {
+        pub centimetres: u64,
+    }
+}
+
+impl Hub for v2::Rod {}
+
+impl Convertible<v2::Rod> for v1::Rod {
+    fn to_hub(&self) -> Result<v2::Rod, ConversionError> {
+        Ok(v2::Rod::new(
+            "",
+            v2::RodSpec {
+                millimetres: self.spec.centimetres * 10,
+            },
+        ))
+    }
+    fn from_hub(hub: &v2::Rod) -> Result<Self, ConversionError> {
+        Ok(v1::Rod::new(
+            "",
+            v1::RodSpec {
+                centimetres: hub.spec.millimetres / 10,
+            },
+        ))
+    }
+}
+
+struct Hooks;
+
+impl Defaulter<v2::Rod> for Hooks {
+    async fn default(&self, _: &mut v2::Rod, _: &AdmissionRequest) -> AdmissionResult {
+        Ok(vec![])
+    }
+}
+
+impl Validator<v2::Rod> for Hooks {}
+
+fn documents(yaml: &str) -> Vec<Value> {
+    let docs: Vec<Value> = serde_saphyr::from_multiple(yaml).expect("YAML");
+    docs.into_iter().filter(|d| !d.is_null()).collect()
+}
+
+#[tokio::test]
+async fn manifests_carry_the_webhook_configurations_and_the_conversion_stanza() {
+    let files = App::new("rod-operator")
+        .crd::<v2::Rod>()
+        .crd::<v1::Rod>()
+        .setup(|mgr, _| {
+            mgr.webhooks()
+                .defaulter::<v2::Rod, _>(Hooks)
+                .validator::<v2::Rod, _>(Hooks)
+                .converter(Converter::<v2::Rod>::new().spoke::<v1::Rod>());
+            Ok::<_, kubeforge::controller::Error>(())
+        })
+        .manifests(&ManifestOptions::default(), &NoFlags {})
+        .await
+        .expect("manifests");
+    let file = |path: &str| {
+        files
+            .iter()
+            .find(|f| f.path.display().to_string() == path)
+            .unwrap_or_else(|| panic!("no {path}"))
+    };
+    let crd = &documents(&file("crd/bases/units.example.com_rods.yaml").contents)[0];
+    assert_eq!(
+        crd["spec"]["conversion"],
+        json!({"strategy": "Webhook", "webhook": {
+            "clientConfig": {"service": {"namespace": "system", "name": "webhook-service", "path": "/convert"}},
+            "conversionReviewVersions": ["v1"]}})
+    );
+    assert_eq!(
+        crd["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
+        "system/serving-cert"
+    );
+
+    let webhooks = documents(&file("webhook/manifests.yaml").contents);
+    assert_eq!(webhooks.len(), 2);
+    let (mutating, validating) = (&webhooks[0], &webhooks[1]);
+    assert_eq!(mutating["kind"], "MutatingWebhookConfiguration");
+    assert_eq!(
+        mutating["metadata"]["name"],
+        "mutating-webhook-configuration"
+    );
+    assert_eq!(
+        mutating["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
+        "system/serving-cert"
+    );
+    let hook = &mutating["webhooks"][0];
+    assert_eq!(hook["name"], "mrod-v2.kb.io");
+    assert_eq!(
+        hook["clientConfig"]["service"],
+        json!({"namespace": "system", "name": "webhook-service", "path": "/mutate-units-example-com-v2-rod"})
+    );
+    assert_eq!(
+        hook["rules"],
+        json!([{"apiGroups": ["units.example.com"], "apiVersions": ["v2"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["rods"]}])
+    );
+    assert_eq!(hook["sideEffects"], "None");
+    assert_eq!(hook["admissionReviewVersions"], json!(["v1"]));
+    assert_eq!(hook["failurePolicy"], "Fail");
+    assert_eq!(validating["kind"], "ValidatingWebhookConfiguration");
+    assert_eq!(
+        validating["metadata"]["name"],
+        "validating-webhook-configuration"
+    );
+    assert_eq!(validating["webhooks"][0]["name"], "vrod-v2.kb.io");
+    assert_eq!(
+        validating["webhooks"][0]["clientConfig"]["service"]["path"],
+        "/validate-units-example-com-v2-rod"
+    );
+}
