@@ -8,9 +8,10 @@
 //! warnings gathered for the `Warning` headers.
 //!
 //! The write path runs on threads of its own ([`crate::work`]); a call is
-//! spawned on the server's runtime and its thread waits for it.
+//! spawned on the server's runtime and its thread waits for it. The CRD
+//! conversions a write needs ([`crate::conversion`]) wait the same way.
 
-mod call;
+pub(crate) mod call;
 pub(crate) mod config;
 mod review;
 
@@ -22,6 +23,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tokio::runtime::Handle;
 
+use crate::conversion::Converter;
 use crate::objects::admit::{local_conversion, webhook_conversion, Admission, Attributes};
 use crate::registry::ResourceDef;
 use crate::state::Shared;
@@ -278,6 +280,19 @@ impl Admission for Chain {
         object: Value,
         api_version: &str,
     ) -> Result<Value, ApiError> {
-        local_conversion(def, object, api_version)
+        let Some(converter) = Converter::of(def) else {
+            return local_conversion(def, object, api_version);
+        };
+        if object.get("apiVersion").and_then(Value::as_str) == Some(api_version) {
+            return Ok(object);
+        }
+        let api_version = api_version.to_owned();
+        let converted = self
+            .block(async move { converter.convert(vec![object], &api_version, false).await })
+            .map_err(|e| internal_error(&e))??;
+        converted
+            .into_iter()
+            .next()
+            .ok_or_else(|| ApiError::internal("the conversion returned no object"))
     }
 }

@@ -6,6 +6,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod conversion;
 mod server;
 
 use std::time::Duration;
