@@ -81,6 +81,14 @@ impl Hook {
         }
     }
 
+    /// The webhook's `matchConditions`.
+    pub fn match_conditions(&self) -> &[Value] {
+        self.spec
+            .get("matchConditions")
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice)
+    }
+
     /// The webhook's `clientConfig`.
     pub fn client_config(&self) -> &Value {
         self.spec.get("clientConfig").unwrap_or(&Value::Null)

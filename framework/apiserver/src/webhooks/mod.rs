@@ -12,6 +12,7 @@
 //! conversions a write needs ([`crate::conversion`]) wait the same way.
 
 pub(crate) mod call;
+pub(crate) mod conditions;
 pub(crate) mod config;
 mod review;
 
@@ -27,8 +28,9 @@ use crate::conversion::Converter;
 use crate::objects::admit::{local_conversion, webhook_conversion, Admission, Attributes};
 use crate::registry::ResourceDef;
 use crate::state::Shared;
-use crate::status::{ApiError, Cause, Details};
+use crate::status::{qualified, ApiError, Cause, Details};
 use call::Target;
+use conditions::Decision;
 use config::Hook;
 
 /// The admission of one API request.
@@ -129,6 +131,31 @@ impl Chain {
         Ok(*object != before)
     }
 
+    /// Whether the webhook's `matchConditions` let it be called; their
+    /// evaluation failing under `Fail` refuses the request (403).
+    fn conditions_hold(
+        &self,
+        hook: &Hook,
+        attrs: &Attributes<'_>,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<bool, ApiError> {
+        let conditions = hook.match_conditions();
+        if conditions.is_empty() {
+            return Ok(true);
+        }
+        let (_, review) = review::request(attrs, object, old);
+        let request = review.get("request").unwrap_or(&Value::Null);
+        match conditions::decide(conditions, hook.ignore_failures, request, object, old) {
+            Decision::Call => Ok(true),
+            Decision::Skip => Ok(false),
+            Decision::Refuse(text) => {
+                tracing::warn!(webhook = %hook.name, error = %text, "failed evaluating match conditions, failing closed");
+                Err(forbidden(attrs, &text))
+            }
+        }
+    }
+
     /// A failed call under the webhook's failure policy: skipped under
     /// Ignore, a 500 under Fail.
     fn failed(&self, hook: &Hook, reason: &str) -> Result<(), ApiError> {
@@ -150,6 +177,22 @@ fn internal_error(text: &str) -> ApiError {
             message: text.to_owned(),
             field: String::new(),
         }],
+        ..Details::default()
+    })
+}
+
+/// `apierrors.NewForbidden` for the request's resource and name.
+fn forbidden(attrs: &Attributes<'_>, text: &str) -> ApiError {
+    let resource = qualified(&attrs.def.plural, &attrs.def.group);
+    let message = if attrs.name.is_empty() {
+        format!("{resource} is forbidden: {text}")
+    } else {
+        format!("{resource} \"{}\" is forbidden: {text}", attrs.name)
+    };
+    ApiError::forbidden(message).with_details(Details {
+        name: Some(attrs.name.to_owned()),
+        group: Some(attrs.def.group.clone()),
+        kind: Some(attrs.def.plural.clone()),
         ..Details::default()
     })
 }
@@ -184,7 +227,9 @@ impl Admission for Chain {
         let mut invoked = Vec::new();
         let mut reinvoke = HashSet::new();
         for (i, hook) in hooks.iter().enumerate() {
-            if !hook.matches(&self.shared, attrs, object.as_deref(), old) {
+            if !hook.matches(&self.shared, attrs, object.as_deref(), old)
+                || !self.conditions_hold(hook, attrs, object.as_deref(), old)?
+            {
                 continue;
             }
             if self.call_mutating(hook, attrs, object.as_deref_mut(), old)? {
@@ -195,7 +240,10 @@ impl Admission for Chain {
             }
         }
         for (i, hook) in hooks.iter().enumerate() {
-            if reinvoke.contains(&i) && hook.matches(&self.shared, attrs, object.as_deref(), old) {
+            if reinvoke.contains(&i)
+                && hook.matches(&self.shared, attrs, object.as_deref(), old)
+                && self.conditions_hold(hook, attrs, object.as_deref(), old)?
+            {
                 self.call_mutating(hook, attrs, object.as_deref_mut(), old)?;
             }
         }
@@ -211,10 +259,14 @@ impl Admission for Chain {
         if config::exempt(&attrs.def.group, &attrs.def.plural) {
             return Ok(());
         }
-        let hooks: Vec<Hook> = config::hooks(&self.shared, &config::validating_key())
-            .into_iter()
-            .filter(|h| h.matches(&self.shared, attrs, object, old))
-            .collect();
+        let mut hooks = Vec::new();
+        for hook in config::hooks(&self.shared, &config::validating_key()) {
+            if hook.matches(&self.shared, attrs, object, old)
+                && self.conditions_hold(&hook, attrs, object, old)?
+            {
+                hooks.push(hook);
+            }
+        }
         if hooks.is_empty() {
             return Ok(());
         }
