@@ -16,6 +16,7 @@ pub(crate) mod conditions;
 pub(crate) mod config;
 mod review;
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -89,18 +90,82 @@ impl Chain {
         futures::executor::block_on(self.runtime.spawn(call)).map_err(|e| e.to_string())
     }
 
-    /// One mutating call; whether it changed `object`.
+    /// `object` as a webhook registered for `version` sees it: converted
+    /// when that is not the request's version (an `Equivalent` match).
+    fn at_version<'v>(
+        &self,
+        attrs: &Attributes<'_>,
+        object: Option<&'v Value>,
+        version: &str,
+    ) -> Result<Option<Cow<'v, Value>>, ApiError> {
+        match object {
+            None => Ok(None),
+            Some(o) if version == attrs.version => Ok(Some(Cow::Borrowed(o))),
+            Some(o) => {
+                let api_version = attrs.def.api_version(version);
+                Ok(Some(Cow::Owned(self.convert(
+                    attrs.def,
+                    o.clone(),
+                    &api_version,
+                )?)))
+            }
+        }
+    }
+
+    /// Calls a mutating webhook if it matches: `None` when it does not,
+    /// else whether it changed `object`. A webhook matched at another
+    /// version mutates the object converted to it, which is converted
+    /// back.
+    fn invoke_mutating(
+        &self,
+        hook: &Hook,
+        attrs: &Attributes<'_>,
+        object: Option<&mut Value>,
+        old: Option<&Value>,
+    ) -> Result<Option<bool>, ApiError> {
+        let Some(version) = hook.matches(&self.shared, attrs, object.as_deref(), old) else {
+            return Ok(None);
+        };
+        let old_seen = self.at_version(attrs, old, &version)?;
+        let seen = self.at_version(attrs, object.as_deref(), &version)?;
+        if !self.conditions_hold(hook, attrs, &version, seen.as_deref(), old_seen.as_deref())? {
+            return Ok(None);
+        }
+        if version == attrs.version {
+            drop(seen);
+            return self
+                .call_mutating(hook, attrs, &version, object, old)
+                .map(Some);
+        }
+        let mut converted = seen.map(Cow::into_owned);
+        let changed = self.call_mutating(
+            hook,
+            attrs,
+            &version,
+            converted.as_mut(),
+            old_seen.as_deref(),
+        )?;
+        if let (true, Some(object), Some(converted)) = (changed, object, converted) {
+            let api_version = attrs.def.api_version(attrs.version);
+            *object = self.convert(attrs.def, converted, &api_version)?;
+        }
+        Ok(Some(changed))
+    }
+
+    /// One mutating call with the object at `version`; whether it changed
+    /// `object`.
     fn call_mutating(
         &self,
         hook: &Hook,
         attrs: &Attributes<'_>,
+        version: &str,
         object: Option<&mut Value>,
         old: Option<&Value>,
     ) -> Result<bool, ApiError> {
         if attrs.dry_run && !hook.dry_run_safe {
             return Err(dry_run_unsupported(&hook.name));
         }
-        let (uid, review) = review::request(attrs, object.as_deref(), old);
+        let (uid, review) = review::request(attrs, version, object.as_deref(), old);
         let answer = Target::from_client_config(hook.client_config(), hook.timeout)
             .map_err(|e| format!("could not get REST client: {e}"))
             .and_then(|target| self.block(send(target, review)))
@@ -137,6 +202,7 @@ impl Chain {
         &self,
         hook: &Hook,
         attrs: &Attributes<'_>,
+        version: &str,
         object: Option<&Value>,
         old: Option<&Value>,
     ) -> Result<bool, ApiError> {
@@ -144,7 +210,7 @@ impl Chain {
         if conditions.is_empty() {
             return Ok(true);
         }
-        let (_, review) = review::request(attrs, object, old);
+        let (_, review) = review::request(attrs, version, object, old);
         let request = review.get("request").unwrap_or(&Value::Null);
         match conditions::decide(conditions, hook.ignore_failures, request, object, old) {
             Decision::Call => Ok(true),
@@ -227,12 +293,11 @@ impl Admission for Chain {
         let mut invoked = Vec::new();
         let mut reinvoke = HashSet::new();
         for (i, hook) in hooks.iter().enumerate() {
-            if !hook.matches(&self.shared, attrs, object.as_deref(), old)
-                || !self.conditions_hold(hook, attrs, object.as_deref(), old)?
-            {
+            let Some(changed) = self.invoke_mutating(hook, attrs, object.as_deref_mut(), old)?
+            else {
                 continue;
-            }
-            if self.call_mutating(hook, attrs, object.as_deref_mut(), old)? {
+            };
+            if changed {
                 reinvoke.extend(invoked.drain(..));
             }
             if hook.reinvoke_if_needed {
@@ -240,11 +305,8 @@ impl Admission for Chain {
             }
         }
         for (i, hook) in hooks.iter().enumerate() {
-            if reinvoke.contains(&i)
-                && hook.matches(&self.shared, attrs, object.as_deref(), old)
-                && self.conditions_hold(hook, attrs, object.as_deref(), old)?
-            {
-                self.call_mutating(hook, attrs, object.as_deref_mut(), old)?;
+            if reinvoke.contains(&i) {
+                self.invoke_mutating(hook, attrs, object.as_deref_mut(), old)?;
             }
         }
         Ok(())
@@ -259,26 +321,27 @@ impl Admission for Chain {
         if config::exempt(&attrs.def.group, &attrs.def.plural) {
             return Ok(());
         }
-        let mut hooks = Vec::new();
-        for hook in config::hooks(&self.shared, &config::validating_key()) {
-            if hook.matches(&self.shared, attrs, object, old)
-                && self.conditions_hold(&hook, attrs, object, old)?
-            {
-                hooks.push(hook);
-            }
-        }
-        if hooks.is_empty() {
-            return Ok(());
-        }
         let mut calls = Vec::new();
-        for hook in hooks {
+        for hook in config::hooks(&self.shared, &config::validating_key()) {
+            let Some(version) = hook.matches(&self.shared, attrs, object, old) else {
+                continue;
+            };
+            let seen = self.at_version(attrs, object, &version)?;
+            let old_seen = self.at_version(attrs, old, &version)?;
+            let (seen, old_seen) = (seen.as_deref(), old_seen.as_deref());
+            if !self.conditions_hold(&hook, attrs, &version, seen, old_seen)? {
+                continue;
+            }
             if attrs.dry_run && !hook.dry_run_safe {
                 return Err(dry_run_unsupported(&hook.name));
             }
-            let (uid, review) = review::request(attrs, object, old);
+            let (uid, review) = review::request(attrs, &version, seen, old_seen);
             let target = Target::from_client_config(hook.client_config(), hook.timeout)
                 .map_err(|e| format!("could not get REST client: {e}"));
             calls.push((hook, uid, target, review));
+        }
+        if calls.is_empty() {
+            return Ok(());
         }
         // All at once; answers are judged as they come.
         let answers = self.block(async move {

@@ -308,3 +308,91 @@ async fn review_versions_are_honoured() {
     assert_eq!(r.code(), 200, "{}", String::from_utf8_lossy(&r.body));
     assert_eq!(r.json()["spec"], json!({"replicas": 4}));
 }
+
+/// An admission webhook on widgets registered for `version`.
+fn widget_hook(hook: &Webhook, name: &str, path: &str, version: &str, extra: Value) -> Value {
+    let mut w = json!({
+        "name": name,
+        "clientConfig": {"url": hook.url(path), "caBundle": hook.ca_bundle},
+        "rules": [{"operations": ["CREATE"], "apiGroups": ["ex.com"], "apiVersions": [version], "resources": ["widgets"]}],
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+    });
+    if let (Some(w), Some(extra)) = (w.as_object_mut(), extra.as_object()) {
+        w.extend(extra.clone());
+    }
+    w
+}
+
+#[tokio::test]
+async fn equivalent_webhooks_see_the_object_at_the_version_they_registered_for() {
+    let kube = Kube::start().await;
+    let hook = Webhook::start().await;
+    install(&kube, &hook, "/convert", json!(["v1"])).await;
+    hook.on(
+        "/mutate",
+        Answer::Patch(json!([{"op": "replace", "path": "/spec/replicas", "value": 9}])),
+    );
+    crate::configure(
+        &kube,
+        crate::MUTATING,
+        "widgets-v2",
+        vec![widget_hook(
+            &hook,
+            "mutate.ex.com",
+            "/mutate",
+            "v2",
+            json!({}),
+        )],
+    )
+    .await;
+    crate::configure(
+        &kube,
+        crate::VALIDATING,
+        "widgets-v2",
+        vec![
+            widget_hook(&hook, "equivalent.ex.com", "/equivalent", "v2", json!({})),
+            widget_hook(
+                &hook,
+                "exact.ex.com",
+                "/exact",
+                "v2",
+                json!({"matchPolicy": "Exact"}),
+            ),
+        ],
+    )
+    .await;
+    let made = created(&kube.post(V1, &widget("v1", "a", 1)).await);
+    // The v2 webhook's patch, made at v2, converted back to v1.
+    assert_eq!(made["spec"], json!({"size": 9}));
+    assert_eq!(
+        kube.get(&format!("{V1}/a")).await.json()["spec"],
+        json!({"size": 9})
+    );
+
+    let mutated = hook.seen("/mutate");
+    assert_eq!(mutated.len(), 1);
+    let request = &mutated[0].1;
+    assert_eq!(
+        request["kind"],
+        json!({"group": "ex.com", "version": "v2", "kind": "Widget"})
+    );
+    assert_eq!(
+        request["requestKind"],
+        json!({"group": "ex.com", "version": "v1", "kind": "Widget"})
+    );
+    assert_eq!(request["resource"]["version"], "v2");
+    assert_eq!(request["requestResource"]["version"], "v1");
+    assert_eq!(request["object"]["apiVersion"], "ex.com/v2");
+    assert_eq!(request["object"]["spec"], json!({"replicas": 1}));
+
+    let validated = hook.seen("/equivalent");
+    assert_eq!(validated.len(), 1);
+    assert_eq!(validated[0].1["object"]["spec"], json!({"replicas": 9}));
+    assert!(hook.seen("/exact").is_empty(), "Exact does not match v1");
+
+    // A request at v2 matches both exactly; the objects need no conversion.
+    created(&kube.post(V2, &widget("v2", "b", 2)).await);
+    assert_eq!(hook.seen("/exact").len(), 1);
+    assert_eq!(hook.seen("/exact")[0].1["requestKind"]["version"], "v2");
+}
