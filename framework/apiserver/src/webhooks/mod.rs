@@ -100,7 +100,10 @@ impl Chain {
     ) -> Result<Option<Cow<'v, Value>>, ApiError> {
         match object {
             None => Ok(None),
-            Some(o) if version == attrs.version => Ok(Some(Cow::Borrowed(o))),
+            // A subresource's own kind (Scale) is the same at every version.
+            Some(o) if version == attrs.version || attrs.sub_kind.is_some() => {
+                Ok(Some(Cow::Borrowed(o)))
+            }
             Some(o) => {
                 let api_version = attrs.def.api_version(version);
                 Ok(Some(Cow::Owned(self.convert(
@@ -131,7 +134,7 @@ impl Chain {
         if !self.conditions_hold(hook, attrs, &version, seen.as_deref(), old_seen.as_deref())? {
             return Ok(None);
         }
-        if version == attrs.version {
+        if version == attrs.version || attrs.sub_kind.is_some() {
             drop(seen);
             return self
                 .call_mutating(hook, attrs, &version, object, old)

@@ -30,7 +30,10 @@ pub(crate) fn request(
 ) -> (String, Value) {
     let def = attrs.def;
     let uid = util::uid();
-    let kind_at = |v: &str| json!({"group": def.group, "version": v, "kind": def.kind});
+    let kind_at = |v: &str| match attrs.sub_kind {
+        Some(sub) => json!({"group": sub.group, "version": sub.version, "kind": sub.kind}),
+        None => json!({"group": def.group, "version": v, "kind": def.kind}),
+    };
     let resource_at = |v: &str| json!({"group": def.group, "version": v, "resource": def.plural});
     let mut request = json!({
         "uid": uid,

@@ -8,6 +8,7 @@
 mod common;
 mod conditions;
 mod conversion;
+mod scale;
 mod server;
 
 use std::time::Duration;
