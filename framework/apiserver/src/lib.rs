@@ -63,6 +63,7 @@ mod admission;
 mod apidocs;
 mod cluster;
 mod controllers;
+mod conversion;
 mod crds;
 mod decode;
 mod defaults;

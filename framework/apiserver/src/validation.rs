@@ -132,6 +132,18 @@ pub(crate) fn validate(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
                 }
             }
         }
+        (
+            "admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations" | "validatingwebhookconfigurations",
+        ) => {
+            let webhooks = obj.get("webhooks").and_then(Value::as_array);
+            for (i, webhook) in webhooks.into_iter().flatten().enumerate() {
+                causes.extend(crate::webhooks::conditions::validate(
+                    webhook.get("matchConditions"),
+                    &format!("webhooks[{i}].matchConditions"),
+                ));
+            }
+        }
         ("coordination.k8s.io", "leases")
             if obj
                 .pointer("/spec/leaseDurationSeconds")

@@ -5,6 +5,10 @@
 //! watcher. Bookmarks (periodic, and `k8s.io/initial-events-end` after the
 //! initial events of a streaming list), `timeoutSeconds` with a clean end of
 //! stream, and closing on demand (fault injection, dropped slow watchers).
+//! Objects of a CRD converted by its webhook are converted as they go out,
+//! initial and live events alike, awaiting the webhook on the runtime; a
+//! failed conversion ends the stream with an `ERROR` event carrying the
+//! 500 Status.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +20,7 @@ use http_body_util::{BodyExt, StreamBody};
 use serde_json::json;
 use tokio::time::Instant;
 
+use super::conversion::Converter;
 use super::http::{Body, Output};
 use super::registry::ResourceDef;
 use super::state::Shared;
@@ -56,6 +61,8 @@ struct State {
     close_rx: tokio::sync::watch::Receiver<u64>,
     table_columns_sent: bool,
     done: bool,
+    /// The CRD's conversion webhook, and the `apiVersion` to convert to.
+    converter: Option<(Converter, String)>,
 }
 
 fn response(body: Body) -> Response<Body> {
@@ -82,6 +89,8 @@ pub(crate) fn stream(shared: Arc<Shared>, spec: WatchSpec, sub: Subscription) ->
     let bookmark_interval = shared.options.bookmark_interval;
     let close_rx = shared.close_watches.subscribe();
     let pre_deadline = (spec.timeout > PRE_DEADLINE * 2).then(|| now + spec.timeout - PRE_DEADLINE);
+    let spec_def = spec.def.clone();
+    let spec_api_version = spec.def.api_version(&spec.version);
     let state = State {
         deadline: now + spec.timeout,
         next_bookmark: pre_deadline.map_or(now + bookmark_interval, |pd| {
@@ -99,6 +108,7 @@ pub(crate) fn stream(shared: Arc<Shared>, spec: WatchSpec, sub: Subscription) ->
         close_rx,
         table_columns_sent: false,
         done: false,
+        converter: Converter::of(&spec_def).map(|c| (c, spec_api_version)),
     };
     let s = stream::unfold(state, |mut st| async move {
         let chunk = st.next_chunk().await?;
@@ -144,6 +154,16 @@ impl State {
                 frame(ty, &serde_json::to_vec(&m).unwrap_or_default())
             }
             Output::Object(_) => {
+                let api_version = self.spec.def.api_version(&self.spec.version);
+                if self.spec.def.conversion().is_none()
+                    && obj
+                        .value
+                        .get("apiVersion")
+                        .and_then(serde_json::Value::as_str)
+                        == Some(&api_version)
+                {
+                    return frame(ty, obj.bytes());
+                }
                 let mut v = self
                     .spec
                     .def
@@ -155,15 +175,67 @@ impl State {
         }
     }
 
-    fn event_frame(&mut self, msg: &WatchMsg) -> Bytes {
+    /// `obj` converted by the CRD's webhook; `None` when it needs no
+    /// conversion.
+    async fn converted(
+        &self,
+        obj: &Arc<StoredObject>,
+    ) -> Result<Option<Arc<StoredObject>>, ApiError> {
+        let Some((converter, api_version)) = &self.converter else {
+            return Ok(None);
+        };
+        if obj
+            .value
+            .get("apiVersion")
+            .and_then(serde_json::Value::as_str)
+            == Some(api_version)
+        {
+            return Ok(None);
+        }
+        let mut served = converter
+            .serve(vec![obj.clone()], api_version, false)
+            .await?;
+        Ok(served.pop())
+    }
+
+    /// The frame of an initial event.
+    async fn initial_frame(&mut self, obj: &Arc<StoredObject>) -> Result<Bytes, ApiError> {
+        if let Some(converted) = self.converted(obj).await? {
+            return Ok(self.own_frame("ADDED", &converted));
+        }
+        Ok(if self.needs_own_encoding() {
+            self.own_frame("ADDED", obj)
+        } else {
+            obj.added_frame()
+        })
+    }
+
+    /// The frame of `msg`; a failed conversion ends the stream with an
+    /// `ERROR` event.
+    async fn event_frame(&mut self, msg: &WatchMsg) -> Bytes {
         let (ev, ty) = msg;
         self.last_rv = self.last_rv.max(ev.rv);
+        if self.converter.is_some() {
+            let obj = ev.object_for(*ty);
+            match self.converted(&obj).await {
+                Ok(Some(converted)) => return self.own_frame(ty.as_str(), &converted),
+                Ok(None) => {}
+                Err(e) => return self.failed(&e),
+            }
+        }
         if self.needs_own_encoding() {
             let obj = ev.object_for(*ty);
             self.own_frame(ty.as_str(), &obj)
         } else {
             ev.frame(*ty)
         }
+    }
+
+    /// The `ERROR` event that ends the stream.
+    fn failed(&mut self, err: &ApiError) -> Bytes {
+        self.done = true;
+        let status = serde_json::to_vec(&err.to_status()).unwrap_or_default();
+        frame("ERROR", &status)
     }
 
     fn schedule_bookmark(&mut self) {
@@ -199,15 +271,13 @@ impl State {
                 let Some(obj) = self.initial.next() else {
                     break;
                 };
-                if self.needs_own_encoding() {
-                    let f = self.own_frame("ADDED", &obj);
-                    buf.extend_from_slice(&f);
-                } else {
-                    let f = obj.added_frame();
-                    if buf.is_empty() && self.initial.len() == 0 {
-                        return Some(f);
+                match self.initial_frame(&obj).await {
+                    Ok(f) if buf.is_empty() && self.initial.len() == 0 => return Some(f),
+                    Ok(f) => buf.extend_from_slice(&f),
+                    Err(e) => {
+                        buf.extend_from_slice(&self.failed(&e));
+                        return Some(buf.freeze());
                     }
-                    buf.extend_from_slice(&f);
                 }
             }
             return Some(buf.freeze());
@@ -222,8 +292,11 @@ impl State {
             let mut buf = BytesMut::new();
             while buf.len() < BATCH_BYTES {
                 let Some(msg) = self.replay.next() else { break };
-                let f = self.event_frame(&msg);
+                let f = self.event_frame(&msg).await;
                 buf.extend_from_slice(&f);
+                if self.done {
+                    break;
+                }
             }
             return Some(buf.freeze());
         }
@@ -245,16 +318,19 @@ impl State {
                         self.done = true;
                         return None;
                     };
-                    let first = self.event_frame(&msg);
-                    if self.sub_rx.is_empty() {
+                    let first = self.event_frame(&msg).await;
+                    if self.sub_rx.is_empty() || self.done {
                         return Some(first);
                     }
                     let mut buf = BytesMut::from(&first[..]);
                     while buf.len() < BATCH_BYTES {
                         match self.sub_rx.try_recv() {
                             Ok(m) => {
-                                let f = self.event_frame(&m);
+                                let f = self.event_frame(&m).await;
                                 buf.extend_from_slice(&f);
+                                if self.done {
+                                    break;
+                                }
                             }
                             Err(_) => break,
                         }

@@ -11,11 +11,28 @@ use serde_json::{json, Value};
 
 use super::ctx::Ctx;
 use super::offload::admitted;
-use super::read::{filter, list_body, parse_rv, render};
+use super::read::{filter, list_body, parse_rv, render_written};
 use crate::http::{self as h, Body};
-use crate::objects::admit::Admission;
+use crate::objects::admit::{webhook_conversion, Admission};
 use crate::objects::{self, DeleteOpts, Deleted, Propagation};
 use crate::status::{success_status, ApiError, Cause};
+use crate::storage::StoredObject;
+
+/// A deleted object as the request's version shows it.
+fn served(
+    ctx: &Ctx,
+    admission: &dyn Admission,
+    obj: Arc<StoredObject>,
+) -> Result<Arc<StoredObject>, ApiError> {
+    let api_version = ctx.def.api_version(&ctx.path.version);
+    if webhook_conversion(&ctx.def).is_none()
+        || obj.value.get("apiVersion").and_then(Value::as_str) == Some(&api_version)
+    {
+        return Ok(obj);
+    }
+    let value = admission.convert(&ctx.def, (*obj.value).clone(), &api_version)?;
+    Ok(Arc::new(StoredObject::encode(value, obj.rv)))
+}
 
 async fn options(ctx: &Ctx, body: Incoming) -> Result<DeleteOpts, ApiError> {
     let bytes = h::read_body(body).await?;
@@ -102,16 +119,10 @@ fn delete_one(
     let key = ctx.key();
     let version = &ctx.path.version;
     match objects::delete_admitted(&ctx.shared, &ctx.def, &key, opts, version, admission)? {
-        Deleted::Pending(obj) => Ok(h::json_bytes(
-            200,
-            render(&ctx.def, &ctx.path.version, &obj),
-        )),
+        Deleted::Pending(obj) => Ok(h::json_bytes(200, render_written(ctx, admission, &obj)?)),
         Deleted::Gone(obj) => {
             if ctx.def.builtin().is_some_and(|b| b.delete_returns_object) {
-                Ok(h::json_bytes(
-                    200,
-                    render(&ctx.def, &ctx.path.version, &obj),
-                ))
+                Ok(h::json_bytes(200, render_written(ctx, admission, &obj)?))
             } else {
                 Ok(h::json(
                     200,
@@ -158,7 +169,7 @@ fn delete_each(
         );
         let version = &ctx.path.version;
         match objects::delete_admitted(&ctx.shared, &ctx.def, &key, opts, version, admission) {
-            Ok(Deleted::Gone(o) | Deleted::Pending(o)) => deleted.push(o),
+            Ok(Deleted::Gone(o) | Deleted::Pending(o)) => deleted.push(served(ctx, admission, o)?),
             Err(e) if e.code == 404 => {}
             Err(e) => return Err(e),
         }

@@ -12,7 +12,9 @@ use http::Response;
 use serde_json::{json, Value};
 
 use super::ctx::Ctx;
+use crate::conversion;
 use crate::http::{self as h, Body, Format, Output};
+use crate::objects::admit::{webhook_conversion, Admission};
 use crate::objects::{store_error, too_large};
 use crate::registry::ResourceDef;
 use crate::selectors::{FieldSelector, LabelSelector};
@@ -45,12 +47,32 @@ pub(super) fn render(def: &ResourceDef, version: &str, obj: &StoredObject) -> By
 /// The object re-encoded for a version or group it is not stored at;
 /// `None` when the stored bytes serve as they are.
 fn converted(def: &ResourceDef, version: &str, obj: &StoredObject) -> Option<StoredObject> {
-    if version == def.storage_version && def.conversion().is_none() {
+    if def.conversion().is_none()
+        && (version == def.storage_version
+            || obj.value.get("apiVersion").and_then(Value::as_str)
+                == Some(&def.api_version(version)))
+    {
         return None;
     }
     let mut v = def.view(&obj.value).unwrap_or_else(|| (*obj.value).clone());
     v["apiVersion"] = json!(def.api_version(version));
     Some(StoredObject::encode(v, obj.rv))
+}
+
+/// [`render`] for a write's response, which runs off the runtime: an
+/// object a CRD's webhook converts is converted through `admission`.
+pub(super) fn render_written(
+    ctx: &Ctx,
+    admission: &dyn Admission,
+    obj: &StoredObject,
+) -> Result<Bytes, ApiError> {
+    let api_version = ctx.def.api_version(&ctx.path.version);
+    let at_version = obj.value.get("apiVersion").and_then(Value::as_str) == Some(&api_version);
+    if webhook_conversion(&ctx.def).is_none() || at_version {
+        return Ok(render(&ctx.def, &ctx.path.version, obj));
+    }
+    let value = admission.convert(&ctx.def, (*obj.value).clone(), &api_version)?;
+    Ok(StoredObject::encode(value, obj.rv).bytes().clone())
 }
 
 fn invalid_list_options(causes: Vec<Cause>) -> ApiError {
@@ -107,6 +129,7 @@ pub(super) async fn get(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
         .lock()
         .get(&ctx.def.key(), &key)
         .ok_or_else(|| ApiError::not_found(&ctx.def.plural, &ctx.def.group, &key.1))?;
+    let obj = conversion::serve_one(&ctx.def, &ctx.path.version, obj).await?;
     Ok(match out {
         Output::Object(f) => h::respond(200, f, render(&ctx.def, &ctx.path.version, &obj)),
         Output::Table { version } => {
@@ -249,6 +272,7 @@ pub(super) async fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
         }
         Err(e) => return Err(store_error(&ctx.def, "", e)),
     };
+    let items = conversion::serve(&ctx.def, &ctx.path.version, page.items, true).await?;
     let cont_token = page.next.as_ref().map(|k| encode_continue(page.rv, k));
     let rv_s = page.rv.to_string();
     Ok(match out {
@@ -258,7 +282,7 @@ pub(super) async fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
             list_body(
                 &ctx.def,
                 &ctx.path.version,
-                &page.items,
+                &items,
                 &rv_s,
                 cont_token.as_deref(),
                 page.remaining,
@@ -266,8 +290,7 @@ pub(super) async fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
         ),
         Output::Table { version } => {
             let cols = table::columns(&ctx.def, &ctx.path.version);
-            let rows = page
-                .items
+            let rows = items
                 .iter()
                 .map(|o| table::row(&ctx.def, &ctx.path.version, version, &o.value, include))
                 .collect();
@@ -278,8 +301,7 @@ pub(super) async fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
             h::json(200, &t)
         }
         Output::Metadata { version } => {
-            let items: Vec<Value> = page
-                .items
+            let items: Vec<Value> = items
                 .iter()
                 .map(|o| table::partial_metadata(&o.value, version))
                 .collect();

@@ -1,7 +1,11 @@
 //! The scale subresource: an `autoscaling/v1` `Scale` view of
 //! `spec.replicas` / `status.replicas` / the selector (built-in workloads),
 //! or of a CRD's `specReplicasPath`, `statusReplicasPath` and
-//! `labelSelectorPath`; get, update and merge/JSON patch.
+//! `labelSelectorPath`; get, update and merge/JSON patch. Writes pass the
+//! admission chain as kube-apiserver's `ScaleREST` passes it: webhooks see
+//! the `Scale` (object and old object), kind `autoscaling/v1` `Scale`,
+//! subresource `scale`; a mutating webhook's change to
+//! `spec.replicas` reaches the object.
 
 use std::sync::Arc;
 
@@ -10,11 +14,13 @@ use hyper::body::Incoming;
 use serde_json::{json, Value};
 
 use super::ctx::Ctx;
-use super::offload::off_reactor;
+use super::offload::admitted;
 use super::read::parse_rv;
 use super::write::{apply_patch, body_object, parse_patch, patch_options, write_opts};
 use crate::http::{self as h, Body};
+use crate::objects::admit::{Admission, Attributes, SCALE};
 use crate::objects::{self, Precondition, Sub, WriteOpts};
+use crate::registry::ResourceDef;
 use crate::registry::{json_path, set_json_path, ScalePaths};
 use crate::status::{ApiError, Cause};
 use crate::util;
@@ -134,6 +140,64 @@ fn apply_scale(ctx: &Ctx, cur: &Value, scale: &Value) -> Result<(Value, Precondi
     Ok((next, pre))
 }
 
+/// The admission of a scale write: `inner` (the request's chain) shown
+/// the `Scale`s of the object and the old object.
+struct ScaleAdmission<'a> {
+    ctx: &'a Ctx,
+    inner: &'a dyn Admission,
+}
+
+impl Admission for ScaleAdmission<'_> {
+    fn mutate(
+        &self,
+        attrs: &Attributes<'_>,
+        object: Option<&mut Value>,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let attrs = Attributes {
+            sub_kind: Some(SCALE),
+            ..*attrs
+        };
+        let old_scale = old.map(|o| scale_of(self.ctx, o)).transpose()?;
+        let Some(object) = object else {
+            return self.inner.mutate(&attrs, None, old_scale.as_ref());
+        };
+        let mut scale = scale_of(self.ctx, object)?;
+        let before = scale.clone();
+        self.inner
+            .mutate(&attrs, Some(&mut scale), old_scale.as_ref())?;
+        if scale != before {
+            *object = apply_scale(self.ctx, object, &scale)?.0;
+        }
+        Ok(())
+    }
+
+    fn validate(
+        &self,
+        attrs: &Attributes<'_>,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let attrs = Attributes {
+            sub_kind: Some(SCALE),
+            ..*attrs
+        };
+        let scale = object.map(|o| scale_of(self.ctx, o)).transpose()?;
+        let old_scale = old.map(|o| scale_of(self.ctx, o)).transpose()?;
+        self.inner
+            .validate(&attrs, scale.as_ref(), old_scale.as_ref())
+    }
+
+    fn convert(
+        &self,
+        def: &ResourceDef,
+        object: Value,
+        api_version: &str,
+    ) -> Result<Value, ApiError> {
+        self.inner.convert(def, object, api_version)
+    }
+}
+
 fn respond(ctx: &Ctx, obj: &Value) -> Result<Response<Body>, ApiError> {
     Ok(h::json(200, &scale_of(ctx, obj)?))
 }
@@ -141,13 +205,23 @@ fn respond(ctx: &Ctx, obj: &Value) -> Result<Response<Body>, ApiError> {
 pub(super) async fn update(ctx: &Arc<Ctx>, body: Incoming) -> Result<Response<Body>, ApiError> {
     let mut opts = write_opts(ctx, Sub::Scale, "UpdateOptions")?;
     let bytes = h::read_body(body).await?;
-    let ctx = ctx.clone();
-    off_reactor(move || {
+    let in_work = ctx.clone();
+    admitted(ctx, move |chain| {
+        let ctx = in_work;
         let scale = body_object(&ctx, &bytes, &mut opts)?;
         let key = ctx.key();
-        let w = objects::update(&ctx.shared, &ctx.def, &key, &opts, |cur| {
-            apply_scale(&ctx, cur, &scale)
-        })?;
+        let admission = ScaleAdmission {
+            ctx: &ctx,
+            inner: chain,
+        };
+        let w = objects::update_admitted(
+            &ctx.shared,
+            &ctx.def,
+            &key,
+            &opts,
+            |cur| apply_scale(&ctx, cur, &scale),
+            &admission,
+        )?;
         respond(&ctx, &w.obj.value)
     })
     .await
@@ -156,15 +230,21 @@ pub(super) async fn update(ctx: &Arc<Ctx>, body: Incoming) -> Result<Response<Bo
 pub(super) async fn patch(ctx: &Arc<Ctx>, body: Incoming) -> Result<Response<Body>, ApiError> {
     let opts = write_opts(ctx, Sub::Scale, "PatchOptions")?;
     let bytes = h::read_body(body).await?;
-    let ctx = ctx.clone();
-    off_reactor(move || patch_with(&ctx, &bytes, &opts)).await
+    let in_work = ctx.clone();
+    admitted(ctx, move |chain| patch_with(&in_work, &bytes, &opts, chain)).await
 }
 
-fn patch_with(ctx: &Ctx, bytes: &[u8], opts: &WriteOpts) -> Result<Response<Body>, ApiError> {
+fn patch_with(
+    ctx: &Ctx,
+    bytes: &[u8],
+    opts: &WriteOpts,
+    chain: &dyn Admission,
+) -> Result<Response<Body>, ApiError> {
     let patch = parse_patch(ctx, bytes)?;
     let force = patch_options(ctx, &patch)?;
     let key = ctx.key();
-    let w = objects::update(&ctx.shared, &ctx.def, &key, opts, |cur| {
+    let admission = ScaleAdmission { ctx, inner: chain };
+    let mutate = |cur: &Value| {
         let scale = scale_of(ctx, cur)?;
         let (patched, pre) = apply_patch(ctx, opts, force, &scale, &patch)?;
         let (next, scale_pre) = apply_scale(ctx, cur, &patched)?;
@@ -176,6 +256,7 @@ fn patch_with(ctx: &Ctx, bytes: &[u8], opts: &WriteOpts) -> Result<Response<Body
                 pre
             },
         ))
-    })?;
+    };
+    let w = objects::update_admitted(&ctx.shared, &ctx.def, &key, opts, mutate, &admission)?;
     respond(ctx, &w.obj.value)
 }

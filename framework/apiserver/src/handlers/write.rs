@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::ctx::Ctx;
 use super::offload::{add_warnings, admitted};
-use super::read::{parse_rv, render};
+use super::read::{parse_rv, render_written};
 use crate::admission::{self, FieldValidation};
 use crate::http::{self as h, Body, Format, Output};
 use crate::objects::admit::Admission;
@@ -76,13 +76,20 @@ pub(super) fn write_opts(ctx: &Ctx, sub: Sub, kind: &str) -> Result<WriteOpts, A
     })
 }
 
-/// The object response of a write, with `Warning` headers.
-pub(super) fn written(ctx: &Ctx, code: u16, w: &Written) -> Result<Response<Body>, ApiError> {
+/// The object response of a write at the request's version, with
+/// `Warning` headers.
+pub(super) fn written(
+    ctx: &Ctx,
+    code: u16,
+    w: &Written,
+    admission: &dyn Admission,
+) -> Result<Response<Body>, ApiError> {
     let format = match h::negotiate(&ctx.parts.headers)? {
         Output::Object(f) => f,
         _ => Format::Json,
     };
-    let mut resp = h::respond(code, format, render(&ctx.def, &ctx.path.version, &w.obj));
+    let body = render_written(ctx, admission, &w.obj)?;
+    let mut resp = h::respond(code, format, body);
     add_warnings(&mut resp, &w.warnings);
     Ok(resp)
 }
@@ -115,7 +122,7 @@ pub(super) async fn create(ctx: &Arc<Ctx>, body: Incoming) -> Result<Response<Bo
             &opts,
             chain,
         )?;
-        written(&ctx, 201, &w)
+        written(&ctx, 201, &w, chain)
     })
     .await
 }
@@ -193,7 +200,7 @@ fn update_with(
         |_| Ok((obj.clone(), pre)),
         admission,
     )?;
-    written(ctx, 200, &w)
+    written(ctx, 200, &w, admission)
 }
 
 /// A patch, parsed by content type.
@@ -336,7 +343,7 @@ fn patch_with(
                 &opts,
                 admission,
             ) {
-                Ok(w) => return written(ctx, 201, &w),
+                Ok(w) => return written(ctx, 201, &w, admission),
                 // Created meanwhile: apply to what is there now.
                 Err(e) if e.code == 409 && e.reason == "AlreadyExists" => {}
                 Err(e) => return Err(e),
@@ -355,5 +362,5 @@ fn patch_with(
         },
         admission,
     )?;
-    written(ctx, 200, &w)
+    written(ctx, 200, &w, admission)
 }

@@ -50,7 +50,25 @@ pub(crate) struct Attributes<'a> {
     pub dry_run: bool,
     /// The operation's `meta.k8s.io/v1` options (`CreateOptions`, ...).
     pub options: &'a Value,
+    /// The kind admission sees when a subresource has its own (the
+    /// `scale` subresource's `autoscaling/v1` `Scale`).
+    pub sub_kind: Option<SubKind>,
 }
+
+/// A subresource's own kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SubKind {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+}
+
+/// `autoscaling/v1` `Scale`, what the scale subresource reads and writes.
+pub(crate) const SCALE: SubKind = SubKind {
+    group: "autoscaling",
+    version: "v1",
+    kind: "Scale",
+};
 
 /// The admission chain a write runs through.
 pub(crate) trait Admission: Send + Sync {

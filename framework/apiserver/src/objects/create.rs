@@ -113,6 +113,7 @@ pub(crate) fn create_admitted(
         name: &sent_name,
         dry_run: opts.dry_run,
         options: &options,
+        sub_kind: None,
     };
     admission.mutate(&attrs, Some(&mut obj), None)?;
     let meta = util::meta_mut(&mut obj)

@@ -125,6 +125,7 @@ pub(crate) fn delete_admitted(
         name: &key.1,
         dry_run: opts.dry_run,
         options: &options,
+        sub_kind: None,
     };
     let request_api_version = def.api_version(version);
     loop {

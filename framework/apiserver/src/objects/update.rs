@@ -237,6 +237,7 @@ pub(crate) fn update_admitted(
         name: &key.1,
         dry_run: opts.dry_run,
         options: &options,
+        sub_kind: None,
     };
     loop {
         let old = shared

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub(crate) use def::{GenerationPolicy, Printer, ResKey, ResourceDef, ScalePaths};
+pub(crate) use def::{CustomInfo, GenerationPolicy, Printer, ResKey, ResourceDef, ScalePaths};
 
 /// The set of served resources; cheap to clone out of (`Arc` entries).
 #[derive(Default)]

@@ -26,6 +26,8 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use cel::{evaluate_bool, parse_unbound};
+
 use std::sync::Arc;
 
 use serde_json::Value;

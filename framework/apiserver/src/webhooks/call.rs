@@ -1,4 +1,5 @@
-//! One webhook call on the wire: a JSON POST over HTTPS to a `url`
+//! One webhook call on the wire, shared by admission webhooks and CRD
+//! conversion webhooks: a JSON POST over HTTPS to a `url`
 //! client config, trusting the configuration's `caBundle`, bounded by the
 //! webhook's timeout (`?timeout=Ns` on the URL, as kube-apiserver's
 //! REST client sends it). Errors read like the Go client's

@@ -2,7 +2,9 @@
 //! (`admissionregistration.k8s.io/v1`) and whether a request matches one
 //! (kube-apiserver's `predicates/rules`, `namespace` and `object`
 //! matchers): rules by operation, group, version, resource with
-//! subresource wildcards and scope; namespaceSelector; objectSelector.
+//! subresource wildcards and scope, exactly or (`matchPolicy:
+//! Equivalent`) at another served version of the resource;
+//! namespaceSelector; objectSelector.
 //! Configurations are read in name order, webhooks in list order.
 
 use std::time::Duration;
@@ -81,24 +83,52 @@ impl Hook {
         }
     }
 
+    /// The webhook's `matchConditions`.
+    pub fn match_conditions(&self) -> &[Value] {
+        self.spec
+            .get("matchConditions")
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice)
+    }
+
     /// The webhook's `clientConfig`.
     pub fn client_config(&self) -> &Value {
         self.spec.get("clientConfig").unwrap_or(&Value::Null)
     }
 
-    /// Whether the webhook wants this request: a rule matches, and both
-    /// selectors do.
+    /// Whether the webhook wants this request (a rule matches, and both
+    /// selectors do), and the version it is to see the object at: the
+    /// request's when a rule names it, else, under `matchPolicy:
+    /// Equivalent` (the v1 default), the first other served version of the
+    /// resource a rule names (kube-apiserver's equivalent resources).
     pub fn matches(
         &self,
         shared: &Shared,
         attrs: &Attributes<'_>,
         object: Option<&Value>,
         old: Option<&Value>,
-    ) -> bool {
-        let rules = self.spec.get("rules").and_then(Value::as_array);
-        rules.is_some_and(|rules| rules.iter().any(|r| rule_matches(r, attrs)))
-            && self.namespace_matches(shared, attrs, object, old)
-            && self.object_matches(object, old)
+    ) -> Option<String> {
+        let version = self.matched_version(attrs)?;
+        (self.namespace_matches(shared, attrs, object, old) && self.object_matches(object, old))
+            .then_some(version)
+    }
+
+    fn matched_version(&self, attrs: &Attributes<'_>) -> Option<String> {
+        let rules = self.spec.get("rules").and_then(Value::as_array)?;
+        let named = |version: &str| rules.iter().any(|r| rule_matches(r, attrs, version));
+        if named(attrs.version) {
+            return Some(attrs.version.to_owned());
+        }
+        if self.spec.get("matchPolicy").and_then(Value::as_str) == Some("Exact") {
+            return None;
+        }
+        attrs
+            .def
+            .versions
+            .iter()
+            .filter(|v| *v != attrs.version)
+            .find(|v| named(v))
+            .cloned()
     }
 
     /// `namespaceSelector`: a namespaced object is judged by its
@@ -157,8 +187,8 @@ fn listed(values: Option<&Value>, wanted: &str) -> bool {
     })
 }
 
-/// One `RuleWithOperations` against the request.
-fn rule_matches(rule: &Value, attrs: &Attributes<'_>) -> bool {
+/// One `RuleWithOperations` against the request, made at `version`.
+fn rule_matches(rule: &Value, attrs: &Attributes<'_>, version: &str) -> bool {
     let def = attrs.def;
     let scope_ok = match rule.get("scope").and_then(Value::as_str).unwrap_or("*") {
         "Cluster" => !def.namespaced,
@@ -179,7 +209,7 @@ fn rule_matches(rule: &Value, attrs: &Attributes<'_>) -> bool {
         && resource_ok
         && listed(rule.get("operations"), attrs.operation.as_str())
         && listed(rule.get("apiGroups"), &def.group)
-        && listed(rule.get("apiVersions"), attrs.version)
+        && listed(rule.get("apiVersions"), version)
 }
 
 /// The webhooks of every configuration of one kind, configurations in

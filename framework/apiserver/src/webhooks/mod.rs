@@ -8,12 +8,15 @@
 //! warnings gathered for the `Warning` headers.
 //!
 //! The write path runs on threads of its own ([`crate::work`]); a call is
-//! spawned on the server's runtime and its thread waits for it.
+//! spawned on the server's runtime and its thread waits for it. The CRD
+//! conversions a write needs ([`crate::conversion`]) wait the same way.
 
-mod call;
+pub(crate) mod call;
+pub(crate) mod conditions;
 pub(crate) mod config;
 mod review;
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -22,11 +25,13 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tokio::runtime::Handle;
 
+use crate::conversion::Converter;
 use crate::objects::admit::{local_conversion, webhook_conversion, Admission, Attributes};
 use crate::registry::ResourceDef;
 use crate::state::Shared;
-use crate::status::{ApiError, Cause, Details};
+use crate::status::{qualified, ApiError, Cause, Details};
 use call::Target;
+use conditions::Decision;
 use config::Hook;
 
 /// The admission of one API request.
@@ -85,18 +90,85 @@ impl Chain {
         futures::executor::block_on(self.runtime.spawn(call)).map_err(|e| e.to_string())
     }
 
-    /// One mutating call; whether it changed `object`.
+    /// `object` as a webhook registered for `version` sees it: converted
+    /// when that is not the request's version (an `Equivalent` match).
+    fn at_version<'v>(
+        &self,
+        attrs: &Attributes<'_>,
+        object: Option<&'v Value>,
+        version: &str,
+    ) -> Result<Option<Cow<'v, Value>>, ApiError> {
+        match object {
+            None => Ok(None),
+            // A subresource's own kind (Scale) is the same at every version.
+            Some(o) if version == attrs.version || attrs.sub_kind.is_some() => {
+                Ok(Some(Cow::Borrowed(o)))
+            }
+            Some(o) => {
+                let api_version = attrs.def.api_version(version);
+                Ok(Some(Cow::Owned(self.convert(
+                    attrs.def,
+                    o.clone(),
+                    &api_version,
+                )?)))
+            }
+        }
+    }
+
+    /// Calls a mutating webhook if it matches: `None` when it does not,
+    /// else whether it changed `object`. A webhook matched at another
+    /// version mutates the object converted to it, which is converted
+    /// back.
+    fn invoke_mutating(
+        &self,
+        hook: &Hook,
+        attrs: &Attributes<'_>,
+        object: Option<&mut Value>,
+        old: Option<&Value>,
+    ) -> Result<Option<bool>, ApiError> {
+        let Some(version) = hook.matches(&self.shared, attrs, object.as_deref(), old) else {
+            return Ok(None);
+        };
+        let old_seen = self.at_version(attrs, old, &version)?;
+        let seen = self.at_version(attrs, object.as_deref(), &version)?;
+        if !self.conditions_hold(hook, attrs, &version, seen.as_deref(), old_seen.as_deref())? {
+            return Ok(None);
+        }
+        if version == attrs.version || attrs.sub_kind.is_some() {
+            drop(seen);
+            return self
+                .call_mutating(hook, attrs, &version, object, old)
+                .map(Some);
+        }
+        let mut converted = seen.map(Cow::into_owned);
+        let changed = self.call_mutating(
+            hook,
+            attrs,
+            &version,
+            converted.as_mut(),
+            old_seen.as_deref(),
+        )?;
+        if let (true, Some(object), Some(converted)) = (changed, object, converted) {
+            let api_version = attrs.def.api_version(attrs.version);
+            *object = self.convert(attrs.def, converted, &api_version)?;
+        }
+        Ok(Some(changed))
+    }
+
+    /// One mutating call with the object at `version`; whether it changed
+    /// `object`.
     fn call_mutating(
         &self,
         hook: &Hook,
         attrs: &Attributes<'_>,
+        version: &str,
         object: Option<&mut Value>,
         old: Option<&Value>,
     ) -> Result<bool, ApiError> {
         if attrs.dry_run && !hook.dry_run_safe {
             return Err(dry_run_unsupported(&hook.name));
         }
-        let (uid, review) = review::request(attrs, object.as_deref(), old);
+        let (uid, review) = review::request(attrs, version, object.as_deref(), old);
         let answer = Target::from_client_config(hook.client_config(), hook.timeout)
             .map_err(|e| format!("could not get REST client: {e}"))
             .and_then(|target| self.block(send(target, review)))
@@ -127,6 +199,32 @@ impl Chain {
         Ok(*object != before)
     }
 
+    /// Whether the webhook's `matchConditions` let it be called; their
+    /// evaluation failing under `Fail` refuses the request (403).
+    fn conditions_hold(
+        &self,
+        hook: &Hook,
+        attrs: &Attributes<'_>,
+        version: &str,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<bool, ApiError> {
+        let conditions = hook.match_conditions();
+        if conditions.is_empty() {
+            return Ok(true);
+        }
+        let (_, review) = review::request(attrs, version, object, old);
+        let request = review.get("request").unwrap_or(&Value::Null);
+        match conditions::decide(conditions, hook.ignore_failures, request, object, old) {
+            Decision::Call => Ok(true),
+            Decision::Skip => Ok(false),
+            Decision::Refuse(text) => {
+                tracing::warn!(webhook = %hook.name, error = %text, "failed evaluating match conditions, failing closed");
+                Err(forbidden(attrs, &text))
+            }
+        }
+    }
+
     /// A failed call under the webhook's failure policy: skipped under
     /// Ignore, a 500 under Fail.
     fn failed(&self, hook: &Hook, reason: &str) -> Result<(), ApiError> {
@@ -148,6 +246,22 @@ fn internal_error(text: &str) -> ApiError {
             message: text.to_owned(),
             field: String::new(),
         }],
+        ..Details::default()
+    })
+}
+
+/// `apierrors.NewForbidden` for the request's resource and name.
+fn forbidden(attrs: &Attributes<'_>, text: &str) -> ApiError {
+    let resource = qualified(&attrs.def.plural, &attrs.def.group);
+    let message = if attrs.name.is_empty() {
+        format!("{resource} is forbidden: {text}")
+    } else {
+        format!("{resource} \"{}\" is forbidden: {text}", attrs.name)
+    };
+    ApiError::forbidden(message).with_details(Details {
+        name: Some(attrs.name.to_owned()),
+        group: Some(attrs.def.group.clone()),
+        kind: Some(attrs.def.plural.clone()),
         ..Details::default()
     })
 }
@@ -182,10 +296,11 @@ impl Admission for Chain {
         let mut invoked = Vec::new();
         let mut reinvoke = HashSet::new();
         for (i, hook) in hooks.iter().enumerate() {
-            if !hook.matches(&self.shared, attrs, object.as_deref(), old) {
+            let Some(changed) = self.invoke_mutating(hook, attrs, object.as_deref_mut(), old)?
+            else {
                 continue;
-            }
-            if self.call_mutating(hook, attrs, object.as_deref_mut(), old)? {
+            };
+            if changed {
                 reinvoke.extend(invoked.drain(..));
             }
             if hook.reinvoke_if_needed {
@@ -193,8 +308,8 @@ impl Admission for Chain {
             }
         }
         for (i, hook) in hooks.iter().enumerate() {
-            if reinvoke.contains(&i) && hook.matches(&self.shared, attrs, object.as_deref(), old) {
-                self.call_mutating(hook, attrs, object.as_deref_mut(), old)?;
+            if reinvoke.contains(&i) {
+                self.invoke_mutating(hook, attrs, object.as_deref_mut(), old)?;
             }
         }
         Ok(())
@@ -209,22 +324,27 @@ impl Admission for Chain {
         if config::exempt(&attrs.def.group, &attrs.def.plural) {
             return Ok(());
         }
-        let hooks: Vec<Hook> = config::hooks(&self.shared, &config::validating_key())
-            .into_iter()
-            .filter(|h| h.matches(&self.shared, attrs, object, old))
-            .collect();
-        if hooks.is_empty() {
-            return Ok(());
-        }
         let mut calls = Vec::new();
-        for hook in hooks {
+        for hook in config::hooks(&self.shared, &config::validating_key()) {
+            let Some(version) = hook.matches(&self.shared, attrs, object, old) else {
+                continue;
+            };
+            let seen = self.at_version(attrs, object, &version)?;
+            let old_seen = self.at_version(attrs, old, &version)?;
+            let (seen, old_seen) = (seen.as_deref(), old_seen.as_deref());
+            if !self.conditions_hold(&hook, attrs, &version, seen, old_seen)? {
+                continue;
+            }
             if attrs.dry_run && !hook.dry_run_safe {
                 return Err(dry_run_unsupported(&hook.name));
             }
-            let (uid, review) = review::request(attrs, object, old);
+            let (uid, review) = review::request(attrs, &version, seen, old_seen);
             let target = Target::from_client_config(hook.client_config(), hook.timeout)
                 .map_err(|e| format!("could not get REST client: {e}"));
             calls.push((hook, uid, target, review));
+        }
+        if calls.is_empty() {
+            return Ok(());
         }
         // All at once; answers are judged as they come.
         let answers = self.block(async move {
@@ -278,6 +398,19 @@ impl Admission for Chain {
         object: Value,
         api_version: &str,
     ) -> Result<Value, ApiError> {
-        local_conversion(def, object, api_version)
+        let Some(converter) = Converter::of(def) else {
+            return local_conversion(def, object, api_version);
+        };
+        if object.get("apiVersion").and_then(Value::as_str) == Some(api_version) {
+            return Ok(object);
+        }
+        let api_version = api_version.to_owned();
+        let converted = self
+            .block(async move { converter.convert(vec![object], &api_version, false).await })
+            .map_err(|e| internal_error(&e))??;
+        converted
+            .into_iter()
+            .next()
+            .ok_or_else(|| ApiError::internal("the conversion returned no object"))
     }
 }

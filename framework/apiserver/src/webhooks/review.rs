@@ -19,22 +19,28 @@ fn user_info() -> Value {
     })
 }
 
-/// The review sent for one call; returns it with its fresh uid.
+/// The review sent for one call to a webhook that sees the object at
+/// `version` (the request's, or an equivalent one); returns it with its
+/// fresh uid.
 pub(crate) fn request(
     attrs: &Attributes<'_>,
+    version: &str,
     object: Option<&Value>,
     old: Option<&Value>,
 ) -> (String, Value) {
     let def = attrs.def;
     let uid = util::uid();
-    let kind = json!({"group": def.group, "version": attrs.version, "kind": def.kind});
-    let resource = json!({"group": def.group, "version": attrs.version, "resource": def.plural});
+    let kind_at = |v: &str| match attrs.sub_kind {
+        Some(sub) => json!({"group": sub.group, "version": sub.version, "kind": sub.kind}),
+        None => json!({"group": def.group, "version": v, "kind": def.kind}),
+    };
+    let resource_at = |v: &str| json!({"group": def.group, "version": v, "resource": def.plural});
     let mut request = json!({
         "uid": uid,
-        "kind": kind,
-        "resource": resource,
-        "requestKind": kind,
-        "requestResource": resource,
+        "kind": kind_at(version),
+        "resource": resource_at(version),
+        "requestKind": kind_at(attrs.version),
+        "requestResource": resource_at(attrs.version),
         "name": attrs.name,
         "namespace": attrs.namespace,
         "operation": attrs.operation.as_str(),

@@ -6,6 +6,9 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod conditions;
+mod conversion;
+mod scale;
 mod server;
 
 use std::time::Duration;
@@ -14,12 +17,14 @@ use common::Kube;
 use serde_json::{json, Value};
 use server::{Answer, Webhook};
 
-const MUTATING: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
-const VALIDATING: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
-const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
+pub(crate) const MUTATING: &str =
+    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+pub(crate) const VALIDATING: &str =
+    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+pub(crate) const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
 
 /// One webhook entry calling `path` on `hook`, for `rules`.
-fn webhook(hook: &Webhook, name: &str, path: &str, extra: Value) -> Value {
+pub(crate) fn webhook(hook: &Webhook, name: &str, path: &str, extra: Value) -> Value {
     let mut w = json!({
         "name": name,
         "clientConfig": {"url": hook.url(path), "caBundle": hook.ca_bundle},
@@ -38,7 +43,7 @@ fn webhook(hook: &Webhook, name: &str, path: &str, extra: Value) -> Value {
     w
 }
 
-async fn configure(kube: &Kube, collection: &str, name: &str, webhooks: Vec<Value>) {
+pub(crate) async fn configure(kube: &Kube, collection: &str, name: &str, webhooks: Vec<Value>) {
     let kind = if collection == MUTATING {
         "MutatingWebhookConfiguration"
     } else {
@@ -58,7 +63,7 @@ async fn configure(kube: &Kube, collection: &str, name: &str, webhooks: Vec<Valu
     assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
 }
 
-fn configmap(name: &str, labels: Value) -> Value {
+pub(crate) fn configmap(name: &str, labels: Value) -> Value {
     json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -1,8 +1,8 @@
-//! A small HTTPS admission webhook for the server's tests, written
-//! against the AdmissionReview wire format directly (not the framework's
-//! webhook server, so the two sides cannot share a bug): its own CA and
-//! serving certificate for 127.0.0.1, one scripted answer per path, and
-//! every review it receives recorded.
+//! A small HTTPS admission and conversion webhook for the server's tests,
+//! written against the AdmissionReview and ConversionReview wire formats
+//! directly (not the framework's webhook server, so the two sides cannot
+//! share a bug): its own CA and serving certificate for 127.0.0.1, one
+//! scripted answer per path, and every review it receives recorded.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -34,6 +34,33 @@ pub enum Answer {
     Slow(Duration),
     /// A body that is not an AdmissionReview.
     Garbage,
+    /// A ConversionReview answered this way.
+    Convert(Convert),
+}
+
+/// How a conversion is answered. Widgets are `spec.size` at v1 and
+/// `spec.replicas` at v2.
+#[derive(Clone, Copy, Debug)]
+pub enum Convert {
+    /// Converted correctly.
+    Rename,
+    /// Converted, with another uid.
+    WrongUid,
+    /// `result.status: Failure` with this message.
+    Failure(&'static str),
+    /// One object fewer than sent.
+    TooFew,
+    /// The objects back at the version they came at.
+    SameVersion,
+    /// Converted, each renamed.
+    Renamed,
+    /// Converted, with a label added and other metadata changed (which
+    /// must not survive).
+    Relabel,
+    /// Converted, with a label value kube-apiserver refuses.
+    BadLabel,
+    /// HTTP 500 with an empty body.
+    ServerError,
 }
 
 /// The running webhook.
@@ -145,11 +172,20 @@ async fn answer(
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or(Value::Null);
     let request = review.get("request").cloned().unwrap_or(Value::Null);
+    let conversion_review_version = (review["kind"] == "ConversionReview")
+        .then(|| review["apiVersion"].as_str().unwrap_or("").to_owned());
     seen.lock()
         .expect("seen")
         .push((path_and_query, request.clone()));
     let scripted = answers.lock().expect("answers").get(&path).cloned();
     let uid = request.get("uid").cloned().unwrap_or(Value::Null);
+    if let Some(api_version) = conversion_review_version {
+        let mode = match scripted {
+            Some(Answer::Convert(mode)) => mode,
+            _ => Convert::Rename,
+        };
+        return convert(&api_version, &request, mode);
+    }
     let mut response = json!({"uid": uid, "allowed": true});
     match scripted.unwrap_or(Answer::Allow(Vec::new())) {
         Answer::Allow(warnings) => response["warnings"] = json!(warnings),
@@ -168,11 +204,83 @@ async fn answer(
         }
         Answer::Slow(delay) => tokio::time::sleep(delay).await,
         Answer::Garbage => return Response::new(Full::new(Bytes::from_static(b"{\"x\":1}"))),
+        Answer::Convert(_) => {}
     }
     let review = json!({
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
         "response": response,
+    });
+    let mut resp = Response::new(Full::new(Bytes::from(
+        serde_json::to_vec(&review).expect("review"),
+    )));
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+/// One widget converted to `desired`: `spec.size` (v1) and
+/// `spec.replicas` (v2) are the same field.
+pub fn convert_widget(object: &Value, desired: &str) -> Value {
+    let mut out = object.clone();
+    out["apiVersion"] = json!(desired);
+    if let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut) {
+        let (from, to) = if desired.ends_with("/v2") {
+            ("size", "replicas")
+        } else {
+            ("replicas", "size")
+        };
+        if let Some(v) = spec.remove(from) {
+            spec.insert(to.to_owned(), v);
+        }
+    }
+    out
+}
+
+fn convert(review_version: &str, request: &Value, mode: Convert) -> Response<Full<Bytes>> {
+    if let Convert::ServerError = mode {
+        let mut resp = Response::new(Full::new(Bytes::new()));
+        *resp.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
+        return resp;
+    }
+    let desired = request["desiredAPIVersion"].as_str().unwrap_or("");
+    let objects = request["objects"].as_array().cloned().unwrap_or_default();
+    let mut converted: Vec<Value> = objects
+        .iter()
+        .map(|o| match mode {
+            Convert::SameVersion => o.clone(),
+            _ => convert_widget(o, desired),
+        })
+        .collect();
+    for o in &mut converted {
+        match mode {
+            Convert::Renamed => o["metadata"]["name"] = json!("renamed"),
+            Convert::Relabel => {
+                o["metadata"]["labels"]["converted"] = json!("yes");
+                o["metadata"]["resourceVersion"] = json!("12345");
+                o["metadata"]["finalizers"] = json!(["example.com/sneaky"]);
+            }
+            Convert::BadLabel => o["metadata"]["labels"] = json!({"converted": "-no-"}),
+            _ => {}
+        }
+    }
+    if let Convert::TooFew = mode {
+        converted.pop();
+    }
+    let uid = match mode {
+        Convert::WrongUid => json!("not-the-request-uid"),
+        _ => request["uid"].clone(),
+    };
+    let result = match mode {
+        Convert::Failure(message) => json!({"status": "Failure", "message": message}),
+        _ => json!({"status": "Success"}),
+    };
+    let review = json!({
+        "apiVersion": review_version,
+        "kind": "ConversionReview",
+        "response": {"uid": uid, "convertedObjects": converted, "result": result},
     });
     let mut resp = Response::new(Full::new(Bytes::from(
         serde_json::to_vec(&review).expect("review"),

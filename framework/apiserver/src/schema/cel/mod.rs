@@ -28,7 +28,9 @@ mod display;
 
 use std::sync::{Arc, LazyLock};
 
-use kube_core::cel::{cel, compile_schema, CompiledSchema, ErrorKind, ValidationError, Validator};
+use kube_core::cel::{
+    cel, compile_schema, CompiledSchema, ErrorKind, KubeCelExt, ValidationError, Validator,
+};
 use serde_json::Value;
 
 use super::field::{CauseType, FieldError, Path};
@@ -116,6 +118,72 @@ fn parse(text: &str, decl: Option<&Arc<Decl>>, optional_old_self: bool) -> Resul
         return Err(display::display(text, errors));
     }
     Ok(parsed)
+}
+
+/// Parses an expression bound to no schema (a webhook's
+/// `matchConditions`): the size bounds and the syntax only, since its
+/// variables are not typed here; the error is the text kube-apiserver
+/// puts after `compilation failed: `.
+pub(crate) fn parse_unbound(text: &str) -> Result<cel::Program, String> {
+    if let Err(refused) = bounds::check(text) {
+        return Err(display::display(text, vec![Located::nowhere(refused.0)]));
+    }
+    let compiled = work::with_large_stack(|| {
+        cel::Program::compile(text).map_err(|errs| {
+            errs.errors
+                .iter()
+                .map(|e| match e.pos {
+                    (line, column) if line >= 1 && column >= 1 => Located {
+                        at: Some((line as usize, column as usize - 1)),
+                        message: e.msg.clone(),
+                    },
+                    _ => Located::nowhere(e.msg.clone()),
+                })
+                .collect::<Vec<_>>()
+        })
+    });
+    match compiled {
+        Ok(Ok(program)) => Ok(program),
+        Ok(Err(errors)) => Err(display::display(text, errors)),
+        Err(panicked) => {
+            tracing::warn!(%panicked, "the CEL parser failed");
+            Err(display::display(
+                text,
+                vec![Located::nowhere("the expression could not be parsed")],
+            ))
+        }
+    }
+}
+
+/// The Kubernetes CEL library, for expressions bound to no schema.
+static LIBRARY: LazyLock<cel::Context<'static>> = LazyLock::new(|| {
+    let mut context = cel::Context::default();
+    KubeCelExt::register_all(&mut context);
+    context
+});
+
+/// Runs `program` with `variables` bound to JSON values: its boolean
+/// result, or why there is none.
+pub(crate) fn evaluate_bool(
+    program: &cel::Program,
+    variables: &[(&str, &Value)],
+) -> Result<bool, String> {
+    let outcome = work::with_large_stack(|| {
+        let mut context = LIBRARY.new_inner_scope();
+        for (name, value) in variables {
+            let value = cel::to_value(value).map_err(|e| e.to_string())?;
+            context.add_variable_from_value(*name, value);
+        }
+        match program.execute(&context) {
+            Ok(cel::Value::Bool(b)) => Ok(b),
+            Ok(other) => Err(format!(
+                "expected a boolean result, got {:?}",
+                other.type_of()
+            )),
+            Err(e) => Err(e.to_string()),
+        }
+    });
+    outcome.unwrap_or_else(|panicked| Err(format!("evaluation failed: {panicked}")))
 }
 
 /// The places that rules sit at in a schema, each with how to reach it
