@@ -8,6 +8,7 @@ mod common;
 
 mod authn;
 mod authz;
+mod reviews;
 
 use std::sync::Arc;
 use std::time::Duration;
