@@ -126,6 +126,9 @@ pub(crate) struct Grant {
     pub rules: Arc<[Rule]>,
     /// `RoleBinding "ns/b" of Role "r"`, for allow reasons.
     pub source: Arc<str>,
+    /// Why the binding's role could not be resolved (it then grants
+    /// nothing): kube-apiserver's lister error, reported as the deny reason.
+    pub unresolved: Option<Arc<str>>,
 }
 
 impl Grant {
@@ -199,16 +202,29 @@ impl Index {
             } else {
                 name.to_owned()
             };
-            // A binding to a missing role grants nothing.
-            let Some(rules) = rules else {
-                continue;
+            // A binding to a missing role grants nothing; the authorizer's
+            // lister says why (`role.rbac.authorization.k8s.io "r" not
+            // found`), and that becomes the deny reason.
+            let unresolved: Option<Arc<str>> = match (&rules, role_kind) {
+                (Some(_), _) => None,
+                (None, "Role" | "ClusterRole") => Some(
+                    format!(
+                        "{}.{GROUP} \"{role_name}\" not found",
+                        role_kind.to_ascii_lowercase()
+                    )
+                    .into(),
+                ),
+                (None, other) => {
+                    Some(format!("unsupported role reference kind: \"{other}\"").into())
+                }
             };
             let source: Arc<str> =
                 format!("{binding_kind} \"{binding_name}\" of {role_kind} \"{role_name}\"").into();
             let grant = Grant {
                 namespace: namespaced.then(|| ns.to_owned()),
-                rules,
+                rules: rules.unwrap_or_else(|| Arc::from(Vec::new())),
                 source,
+                unresolved,
             };
             for s in v
                 .get("subjects")
@@ -290,7 +306,51 @@ pub(crate) fn decide(index: &Index, user: &UserInfo, attrs: &Attributes) -> Deci
             ));
         }
     }
-    Decision::Deny(String::new())
+    let errors = resolution_errors(index, user, &attrs.namespace);
+    if errors.is_empty() {
+        Decision::Deny(String::new())
+    } else {
+        Decision::Deny(format!("RBAC: {}", aggregate(&errors)))
+    }
+}
+
+/// The role-resolution errors of the bindings that apply to `user` in
+/// `namespace`, ClusterRoleBindings first as kube-apiserver visits them.
+pub(crate) fn resolution_errors(index: &Index, user: &UserInfo, namespace: &str) -> Vec<Arc<str>> {
+    let mut cluster = Vec::new();
+    let mut local = Vec::new();
+    for grant in index.grants(user) {
+        if let Some(e) = grant
+            .unresolved
+            .as_ref()
+            .filter(|_| grant.applies_in(namespace))
+        {
+            let list = if grant.namespace.is_none() {
+                &mut cluster
+            } else {
+                &mut local
+            };
+            list.push(e.clone());
+        }
+    }
+    cluster.extend(local);
+    cluster
+}
+
+/// apimachinery's aggregate error text: one error as itself, several
+/// de-duplicated in `[a, b]`.
+pub(crate) fn aggregate(errors: &[Arc<str>]) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for e in errors {
+        if !seen.contains(&&**e) {
+            seen.push(e);
+        }
+    }
+    match seen.as_slice() {
+        [] => String::new(),
+        [one] => (*one).to_owned(),
+        many => format!("[{}]", many.join(", ")),
+    }
 }
 
 /// The rules `user` holds in `namespace` ("" for cluster-wide only).
@@ -444,9 +504,13 @@ mod tests {
         has("apiGroups", &a.api_group) && res_ok && (names.is_empty() || names.contains(&a.name))
     }
 
+    /// A binding in the model: namespace ("" for cluster), whether it
+    /// refers to a ClusterRole, the role, its (kind, name) subjects.
+    type ModelBinding = (String, bool, String, Vec<(String, String)>);
+
     fn model(
         roles: &[(String, Vec<Value>)],
-        bindings: &[(String, bool, String, Vec<(String, String)>)],
+        bindings: &[ModelBinding],
         user: &UserInfo,
         a: &Attributes,
     ) -> bool {

@@ -249,11 +249,18 @@ fn rules_status(shared: &Shared, user: &UserInfo, namespace: &str) -> Value {
                 .push(json!({"verbs": r.verbs, "nonResourceURLs": r.non_resource_urls}));
         }
     }
-    json!({
+    let mut status = json!({
         "resourceRules": resource_rules,
         "nonResourceRules": non_resource_rules,
         "incomplete": false,
-    })
+    });
+    // Bindings to missing roles: kube-apiserver still answers with the
+    // rules it could resolve and says what it could not.
+    let errors = rbac::resolution_errors(&index, user, namespace);
+    if !errors.is_empty() {
+        status["evaluationError"] = json!(rbac::aggregate(&errors));
+    }
+    status
 }
 
 fn resource_rule(r: &Rule) -> Value {
