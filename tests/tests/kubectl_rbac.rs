@@ -1,7 +1,9 @@
 //! The real `kubectl` against the server's authentication and RBAC: `auth
 //! whoami`, `auth can-i` (namespaced, cluster-scoped, subresource,
-//! non-resource, `--list`), `create token` and using the token, and a 403
-//! as kubectl prints it.
+//! non-resource, `--list`, `-A`, `--as`), `create token` and using the
+//! token, impersonation with `--as`/`--as-group` allowed and forbidden,
+//! `create role` and `create rolebinding` escalation denied, and 403s as
+//! kubectl prints them.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -32,6 +34,15 @@ impl Kubectl {
         let p = self.dir.path().join(name);
         std::fs::write(&p, text).expect("kubeconfig");
         p
+    }
+
+    /// `kubectl apply -f` of a manifest written to a file.
+    async fn apply(&self, kubeconfig: &Path, name: &str, manifest: &str) {
+        let p = self.dir.path().join(format!("{name}.yaml"));
+        std::fs::write(&p, manifest).expect("manifest");
+        let path = p.to_str().expect("utf-8 path");
+        let out = self.run(kubeconfig, &["apply", "-f", path]).await;
+        assert!(out.ok, "{name}: {out:?}");
     }
 
     async fn run(&self, kubeconfig: &Path, args: &[&str]) -> Out {
@@ -196,4 +207,230 @@ async fn create_token_and_use_it() {
     let out = k.run(&admin, &["--token", &token, "get", "pods"]).await;
     assert!(!out.ok);
     assert!(out.stderr.contains("Unauthorized"), "{}", out.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn impersonation_with_as_and_as_group() {
+    let (_server, k, admin, alice) = setup().await;
+    // The admin (system:masters) may impersonate anyone.
+    let out = k
+        .run(
+            &admin,
+            &["auth", "whoami", "--as=bob", "--as-group=ops", "-o", "json"],
+        )
+        .await;
+    assert!(out.ok, "{out:?}");
+    let who: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(who["status"]["userInfo"]["username"], "bob");
+    assert_eq!(
+        who["status"]["userInfo"]["groups"],
+        serde_json::json!(["ops", "system:authenticated"])
+    );
+    let out = k.run(&admin, &["get", "configmaps", "--as=alice"]).await;
+    assert_eq!(
+        out.stderr,
+        "Error from server (Forbidden): configmaps is forbidden: User \"alice\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\"\n"
+    );
+    let out = k
+        .run(
+            &admin,
+            &["auth", "can-i", "list", "configmaps", "--as=alice"],
+        )
+        .await;
+    assert_eq!((out.ok, out.stdout.trim()), (false, "no"), "{out:?}");
+
+    // Alice may not impersonate until granted, and then only bob and ops.
+    let out = k.run(&alice, &["get", "pods", "--as=bob"]).await;
+    assert!(!out.ok);
+    assert_eq!(
+        out.stderr,
+        "Error from server (Forbidden): users \"bob\" is forbidden: User \"alice\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope\n"
+    );
+    k.apply(
+        &admin,
+        "impersonator",
+        r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: impersonator}
+rules:
+- {apiGroups: [""], resources: [users], resourceNames: [bob], verbs: [impersonate]}
+- {apiGroups: [""], resources: [groups], resourceNames: [ops], verbs: [impersonate]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: alice-impersonates}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: impersonator}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: pod-reader, namespace: default}
+rules: [{apiGroups: [""], resources: [pods], verbs: [get, list]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: ops-reads-pods, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pod-reader}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: ops}]
+"#,
+    )
+    .await;
+    // As bob alone, the request is bob's: he may not list pods.
+    let out = k.run(&alice, &["get", "pods", "--as=bob"]).await;
+    assert_eq!(
+        out.stderr,
+        "Error from server (Forbidden): pods is forbidden: User \"bob\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\"\n"
+    );
+    // As bob in ops, he may.
+    let out = k
+        .run(&alice, &["get", "pods", "--as=bob", "--as-group=ops"])
+        .await;
+    assert!(out.ok, "{out:?}");
+    for (args, yes) in [
+        (&["auth", "can-i", "list", "pods", "--as=bob"][..], false),
+        (
+            &[
+                "auth",
+                "can-i",
+                "list",
+                "pods",
+                "--as=bob",
+                "--as-group=ops",
+            ][..],
+            true,
+        ),
+        (
+            &[
+                "auth",
+                "can-i",
+                "delete",
+                "pods",
+                "--as=bob",
+                "--as-group=ops",
+            ][..],
+            false,
+        ),
+    ] {
+        let out = k.run(&alice, args).await;
+        let expected = if yes { "yes" } else { "no" };
+        assert_eq!(out.stdout.trim(), expected, "{args:?}: {out:?}");
+    }
+    // Forbidden impersonation of a user or a group not granted.
+    let out = k.run(&alice, &["get", "pods", "--as=carol"]).await;
+    assert_eq!(
+        out.stderr,
+        "Error from server (Forbidden): users \"carol\" is forbidden: User \"alice\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope\n"
+    );
+    let out = k
+        .run(&alice, &["get", "pods", "--as=bob", "--as-group=admins"])
+        .await;
+    assert_eq!(
+        out.stderr,
+        "Error from server (Forbidden): groups \"admins\" is forbidden: User \"alice\" cannot impersonate resource \"groups\" in API group \"\" at the cluster scope\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_role_beyond_ones_own_permissions_is_denied() {
+    let (_server, k, admin, alice) = setup().await;
+    k.apply(
+        &admin,
+        "role-writer",
+        r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: role-writer, namespace: default}
+rules:
+- {apiGroups: [rbac.authorization.k8s.io], resources: [roles, rolebindings], verbs: [create, get]}
+- {apiGroups: [""], resources: [configmaps], verbs: [get, list]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: alice-writes-roles, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: role-writer}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
+"#,
+    )
+    .await;
+    let out = k
+        .run(
+            &alice,
+            &[
+                "create",
+                "role",
+                "cm-read",
+                "--verb=get",
+                "--resource=configmaps",
+            ],
+        )
+        .await;
+    assert!(out.ok, "{out:?}");
+    let out = k
+        .run(
+            &alice,
+            &[
+                "create",
+                "role",
+                "cm-delete",
+                "--verb=get,delete",
+                "--resource=configmaps",
+            ],
+        )
+        .await;
+    assert!(!out.ok);
+    assert_eq!(
+        out.stderr,
+        "Error from server (Forbidden): roles.rbac.authorization.k8s.io \"cm-delete\" is forbidden: user \"alice\" (groups=[\"dev\" \"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"configmaps\"], Verbs:[\"delete\"]}\n"
+    );
+    // Binding the edit role would grant what alice lacks; binding her own
+    // role does not.
+    let out = k
+        .run(
+            &alice,
+            &[
+                "create",
+                "rolebinding",
+                "bob-edits",
+                "--clusterrole=edit",
+                "--user=bob",
+            ],
+        )
+        .await;
+    assert!(!out.ok);
+    assert!(
+        out.stderr.contains(r#"rolebindings.rbac.authorization.k8s.io "bob-edits" is forbidden: user "alice" (groups=["dev" "system:authenticated"]) is attempting to grant RBAC permissions not currently held:"#),
+        "{}",
+        out.stderr
+    );
+    let out = k
+        .run(
+            &alice,
+            &[
+                "create",
+                "rolebinding",
+                "bob-reads",
+                "--role=cm-read",
+                "--user=bob",
+            ],
+        )
+        .await;
+    assert!(out.ok, "{out:?}");
+    // A binding to a role that does not exist: its 403 says so.
+    let out = k
+        .run(
+            &admin,
+            &[
+                "create",
+                "rolebinding",
+                "dangling",
+                "--role=gone",
+                "--user=alice",
+            ],
+        )
+        .await;
+    assert!(out.ok, "{out:?}");
+    let out = k.run(&alice, &["get", "secrets"]).await;
+    assert_eq!(
+        out.stderr,
+        "Error from server (Forbidden): secrets is forbidden: User \"alice\" cannot list resource \"secrets\" in API group \"\" in the namespace \"default\": RBAC: role.rbac.authorization.k8s.io \"gone\" not found\n"
+    );
 }

@@ -1,6 +1,6 @@
 //! Who is asking, and may they: kube-apiserver's authentication chain
 //! ([`authn`]: the admin token, static token users, client certificates,
-//! service-account JWTs, anonymous), the identity types ([`UserInfo`],
+//! service-account JWTs, anonymous), [`impersonation`], the identity types ([`UserInfo`],
 //! [`User`], [`Credentials`]), and the request attributes and RBAC
 //! authorizer the request path consults before any handler runs.
 
@@ -9,6 +9,8 @@ pub(crate) mod authn;
 pub(crate) mod bootstrap;
 pub(crate) mod certs;
 mod der;
+pub(crate) mod escalation;
+pub(crate) mod impersonation;
 pub(crate) mod jwt;
 pub(crate) mod rbac;
 pub(crate) mod reviews;
@@ -100,6 +102,7 @@ pub(crate) fn admit_request(
     query: &Query,
 ) -> Result<Arc<UserInfo>, ApiError> {
     let user = authn::authenticate(shared, parts)?;
+    let user = impersonation::apply(shared, user, parts)?;
     let attrs = attributes::from_request(&parts.method, parts.uri.path(), query);
     if let rbac::Decision::Deny(reason) = rbac::authorize(shared, &user, &attrs) {
         return Err(attributes::forbidden(&user, &attrs, &reason));

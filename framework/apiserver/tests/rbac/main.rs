@@ -8,6 +8,7 @@ mod common;
 
 mod authn;
 mod authz;
+mod guards;
 mod reviews;
 
 use std::sync::Arc;
