@@ -2,14 +2,16 @@
 //! whoami`, `auth can-i` (namespaced, cluster-scoped, subresource,
 //! non-resource, `--list`, `-A`, `--as`), `create token` and using the
 //! token, impersonation with `--as`/`--as-group` allowed and forbidden,
-//! `create role` and `create rolebinding` escalation denied, and 403s as
-//! kubectl prints them.
+//! `create role` and `create rolebinding` escalation denied, 403s as
+//! kubectl prints them, and the identities `kubeforge dev-server --user
+//! --service-account` writes kubeconfigs for.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
 use kubeforge::testing::{ApiServer, User};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
 struct Kubectl {
@@ -433,4 +435,62 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
         out.stderr,
         "Error from server (Forbidden): secrets is forbidden: User \"alice\" cannot list resource \"secrets\" in API group \"\" in the namespace \"default\": RBAC: role.rbac.authorization.k8s.io \"gone\" not found\n"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dev_server_adds_users_and_service_accounts_with_kubeconfigs() {
+    let bin = kubeforge_e2e::kubeforge_binary();
+    let k = Kubectl::new();
+    let alice = k.dir.path().join("alice.kubeconfig");
+    let robot = k.dir.path().join("robot.kubeconfig");
+    let mut server = Command::new(&bin)
+        .args(["dev-server", "--listen", "127.0.0.1:0", "--nodes", "0"])
+        .arg("--user")
+        .arg(format!("alice,dev,ops={}", alice.display()))
+        .arg("--service-account")
+        .arg(format!("default/robot={}", robot.display()))
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("dev-server starts");
+    let mut lines = BufReader::new(server.stdout.take().expect("stdout")).lines();
+    let mut banner = String::new();
+    while !banner.contains("kubeconfig for system:serviceaccount:default:robot written") {
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("dev-server prints its banner")
+            .expect("stdout readable")
+            .unwrap_or_else(|| panic!("dev-server exited:\n{banner}"));
+        banner.push_str(&line);
+        banner.push('\n');
+    }
+    assert!(
+        banner.contains(&format!(
+            "kubeconfig for alice written to {}",
+            alice.display()
+        )),
+        "{banner}"
+    );
+    let whoami = [
+        "auth",
+        "whoami",
+        "-o",
+        "jsonpath={.status.userInfo.username} {.status.userInfo.groups}",
+    ];
+    let out = k.run(&alice, &whoami).await;
+    assert!(out.ok, "{out:?}");
+    assert_eq!(out.stdout, r#"alice ["dev","ops","system:authenticated"]"#);
+    let out = k.run(&robot, &whoami).await;
+    assert!(out.ok, "{out:?}");
+    assert_eq!(
+        out.stdout,
+        r#"system:serviceaccount:default:robot ["system:serviceaccounts","system:serviceaccounts:default","system:authenticated"]"#
+    );
+    // Both are governed by RBAC.
+    let out = k.run(&robot, &["get", "pods"]).await;
+    assert_eq!(
+        out.stderr,
+        "Error from server (Forbidden): pods is forbidden: User \"system:serviceaccount:default:robot\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\"\n"
+    );
+    server.start_kill().expect("kill");
 }

@@ -48,6 +48,19 @@ impl ApiServer {
     /// (the namespace must) and returns credentials holding a one-hour
     /// token for it, as `kubectl create token` would get.
     pub fn add_service_account(&self, namespace: &str, name: &str) -> Result<Credentials, Error> {
+        let lifetime = Duration::from_secs(tokens::DEFAULT_EXPIRATION_SECS.unsigned_abs());
+        self.add_service_account_for(namespace, name, lifetime)
+    }
+
+    /// [`add_service_account`](Self::add_service_account) with a token
+    /// valid for `lifetime` (a long-running dev server wants more than the
+    /// TokenRequest default of an hour).
+    pub fn add_service_account_for(
+        &self,
+        namespace: &str,
+        name: &str,
+        lifetime: Duration,
+    ) -> Result<Credentials, Error> {
         let def = self
             .shared
             .registry()
@@ -64,7 +77,6 @@ impl ApiServer {
             Err(e) if e.code == 409 => {}
             Err(e) => return Err(Error::Rejected(e.message)),
         }
-        let lifetime = Duration::from_secs(tokens::DEFAULT_EXPIRATION_SECS.unsigned_abs());
         let token = self.service_account_token(namespace, name, lifetime)?;
         Ok(Credentials::token(
             &crate::auth::service_account_user(namespace, name),
