@@ -229,7 +229,34 @@ pub(crate) async fn create(
         review["spec"] = json!({});
     }
     review["status"] = status;
-    Ok(h::json(201, &review))
+    Ok(respond(parts, &review))
+}
+
+/// The review as protobuf when the client lists protobuf first (client-go
+/// and kubectl send `application/vnd.kubernetes.protobuf,application/json`),
+/// as kube-apiserver answers; JSON otherwise.
+fn respond(parts: &Parts, review: &Value) -> Response<Body> {
+    let wants_protobuf = parts
+        .headers
+        .get(http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|accept| accept.split(',').next())
+        .is_some_and(crate::protobuf::is_protobuf);
+    if wants_protobuf {
+        match crate::protobuf::encode(review) {
+            Ok(bytes) => {
+                let mut resp = Response::new(h::full(bytes));
+                *resp.status_mut() = http::StatusCode::CREATED;
+                resp.headers_mut().insert(
+                    http::header::CONTENT_TYPE,
+                    http::HeaderValue::from_static(crate::protobuf::MEDIA_TYPE),
+                );
+                return resp;
+            }
+            Err(e) => tracing::debug!(reason = %e.0, "review answered as JSON"),
+        }
+    }
+    h::json(201, review)
 }
 
 /// `SelfSubjectRulesReview.status`: the caller's rules in `namespace`

@@ -94,3 +94,47 @@ async fn self_reviews_answer_for_the_caller() {
         .await;
     assert_eq!(r.code(), 422);
 }
+
+/// client-go lists protobuf first in `Accept`; the review comes back as
+/// protobuf then, as kube-apiserver sends it, and as JSON to everyone else.
+#[tokio::test]
+async fn reviews_answer_protobuf_to_clients_that_prefer_it() {
+    let k = Kube::start().await;
+    let body = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"nonResourceAttributes": {"path": "/version", "verb": "get"}}});
+    let path = format!("{AUTHZ}/selfsubjectaccessreviews");
+    let r = k
+        .raw(
+            "POST",
+            &path,
+            Some("application/json"),
+            body.to_string(),
+            Some("application/vnd.kubernetes.protobuf,application/json"),
+        )
+        .await;
+    assert_eq!(r.code(), 201);
+    assert_eq!(
+        r.headers["content-type"],
+        "application/vnd.kubernetes.protobuf"
+    );
+    assert!(r.body.starts_with(b"k8s\0"), "{:?}", r.body);
+    // status = 3 {allowed = 1: true} closes the object, then the
+    // envelope's empty contentEncoding = 3 and contentType = 4.
+    assert!(
+        r.body
+            .ends_with(&[0x1a, 0x02, 0x08, 0x01, 0x1a, 0x00, 0x22, 0x00]),
+        "{:?}",
+        r.body
+    );
+    let r = k
+        .raw(
+            "POST",
+            &path,
+            Some("application/json"),
+            body.to_string(),
+            Some("application/json,application/vnd.kubernetes.protobuf"),
+        )
+        .await;
+    assert_eq!(r.headers["content-type"], "application/json");
+    assert_eq!(r.json()["status"]["allowed"], true);
+}
