@@ -182,6 +182,10 @@ pub(crate) fn apply(
         .map(|p| p.as_str())
         .unwrap_or("/");
     let asked = requests(&parts.headers, uri)?;
+    if asked.is_empty() {
+        // Only empty headers: nothing is impersonated.
+        return Ok(requestor);
+    }
     let groups_given = asked.iter().any(|r| matches!(r, Request::Group(_)));
     let mut name = String::new();
     let mut uid = String::new();

@@ -136,6 +136,12 @@ async fn impersonation_needs_the_impersonate_verb_on_each_part() {
         message(&r),
         r#"pods is forbidden: User "bob" cannot list resource "pods" in API group "" in the namespace "default""#
     );
+    // An empty Impersonate-User impersonates no one.
+    let r = alice()
+        .header("Impersonate-User", "")
+        .post(whoami, review.clone())
+        .await;
+    assert_eq!(r.json()["status"]["userInfo"]["username"], "alice");
     // A group without a user.
     let r = alice()
         .header("Impersonate-Group", "ops")
