@@ -2,13 +2,22 @@
 //! SIGTERM, writes a kubeconfig for it, and installs CRDs from files or
 //! directories (multi-document YAML) at start. The workload controllers
 //! and three simulated nodes run unless `--nodes 0`, so Deployments get
-//! pods that start and become ready.
+//! pods that start and become ready. `--user` and `--service-account` add
+//! identities that RBAC governs (the server's own kubeconfig is an admin
+//! in `system:masters`) and write a kubeconfig for each.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use std::time::Duration;
+
 use anyhow::{bail, Context};
-use kubeforge_apiserver::{ApiServer, Workloads};
+use kubeforge_apiserver::{ApiServer, Credentials, User, Workloads};
+
+/// How long the tokens of `--service-account` are valid: the server's
+/// signing key lives only as long as the process, so a day outlasts most
+/// sessions without making a token immortal.
+const SERVICE_ACCOUNT_TOKEN_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Options of `kubeforge dev-server`.
 #[derive(clap::Args, Debug)]
@@ -29,6 +38,84 @@ pub struct Args {
     /// nothing writes status but you.
     #[arg(long, default_value_t = 3, value_name = "N")]
     nodes: usize,
+    /// Adds a user authenticating with a new bearer token, in the groups
+    /// listed after its name, and writes its kubeconfig to PATH (what it
+    /// may do is up to RBAC); repeatable. E.g. `alice,dev,ops=alice.kubeconfig`.
+    #[arg(long = "user", value_name = "NAME[,GROUP...]=PATH", value_parser = parse_user)]
+    users: Vec<(User, PathBuf)>,
+    /// Creates the ServiceAccount NAMESPACE/NAME (the namespace must exist,
+    /// `default` does) and writes a kubeconfig with a token for it (valid
+    /// for 24 hours) to PATH; repeatable.
+    #[arg(long = "service-account", value_name = "NAMESPACE/NAME=PATH", value_parser = parse_service_account)]
+    service_accounts: Vec<((String, String), PathBuf)>,
+}
+
+fn split_path(spec: &str, shape: &str) -> Result<(String, PathBuf), String> {
+    match spec.split_once('=') {
+        Some((who, path)) if !who.is_empty() && !path.is_empty() => {
+            Ok((who.to_owned(), PathBuf::from(path)))
+        }
+        _ => Err(format!("expected {shape}, e.g. {}", example(shape))),
+    }
+}
+
+fn example(shape: &str) -> &'static str {
+    if shape.starts_with("NAMESPACE") {
+        "default/robot=robot.kubeconfig"
+    } else {
+        "alice,dev=alice.kubeconfig"
+    }
+}
+
+/// `NAME[,GROUP...]=PATH`.
+fn parse_user(spec: &str) -> Result<(User, PathBuf), String> {
+    let shape = "NAME[,GROUP...]=PATH";
+    let (who, path) = split_path(spec, shape)?;
+    let mut parts = who.split(',');
+    let name = parts.next().unwrap_or_default();
+    if name.is_empty() {
+        return Err(format!("the user name is empty; expected {shape}"));
+    }
+    let mut user = User::new(name);
+    for group in parts {
+        if group.is_empty() {
+            return Err(format!("an empty group in {who:?}; expected {shape}"));
+        }
+        user = user.group(group);
+    }
+    Ok((user, path))
+}
+
+/// `NAMESPACE/NAME=PATH`.
+fn parse_service_account(spec: &str) -> Result<((String, String), PathBuf), String> {
+    let shape = "NAMESPACE/NAME=PATH";
+    let (who, path) = split_path(spec, shape)?;
+    match who.split_once('/') {
+        Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
+            Ok(((ns.to_owned(), name.to_owned()), path))
+        }
+        _ => Err(format!(
+            "{who:?} is not NAMESPACE/NAME; expected {shape}, e.g. {}",
+            example(shape)
+        )),
+    }
+}
+
+/// Writes `creds`' kubeconfig to `path` and says so.
+fn write_identity(creds: &Credentials, path: &Path) -> anyhow::Result<()> {
+    creds.write_kubeconfig(path).with_context(|| {
+        format!(
+            "cannot write the kubeconfig of {} to {}",
+            creds.user(),
+            path.display()
+        )
+    })?;
+    println!(
+        "kubeconfig for {} written to {}",
+        creds.user(),
+        path.display()
+    );
+    Ok(())
 }
 
 /// Runs the server until a termination signal.
@@ -75,6 +162,18 @@ async fn serve(args: Args) -> anyhow::Result<()> {
             .with_context(|| format!("cannot write kubeconfig to {}", path.display()))?;
         println!("kubeconfig written to {}", path.display());
         println!("  export KUBECONFIG={}", path.display());
+    }
+    for (user, path) in &args.users {
+        let creds = server
+            .add_user(user)
+            .with_context(|| format!("cannot add the user {}", user.name()))?;
+        write_identity(&creds, path)?;
+    }
+    for ((namespace, name), path) in &args.service_accounts {
+        let creds = server
+            .add_service_account_for(namespace, name, SERVICE_ACCOUNT_TOKEN_LIFETIME)
+            .with_context(|| format!("cannot add the service account {namespace}/{name}"))?;
+        write_identity(&creds, path)?;
     }
     wait_for_signal().await?;
     println!("shutting down");
@@ -142,4 +241,40 @@ fn read_documents(path: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
     let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text)
         .map_err(|e| anyhow::anyhow!("{} is not valid YAML: {e}", path.display()))?;
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_specs_parse_and_bad_ones_say_the_shape() {
+        let (user, path) = parse_user("alice,dev,system:masters=a.kubeconfig").unwrap();
+        assert_eq!(
+            (user.name(), user.groups(), path),
+            (
+                "alice",
+                &["dev".to_owned(), "system:masters".to_owned()][..],
+                PathBuf::from("a.kubeconfig")
+            )
+        );
+        assert_eq!(
+            parse_user("alice").unwrap_err(),
+            "expected NAME[,GROUP...]=PATH, e.g. alice,dev=alice.kubeconfig"
+        );
+        assert!(parse_user("alice,,dev=p")
+            .unwrap_err()
+            .contains("empty group"));
+        assert_eq!(
+            parse_service_account("default/robot=r").unwrap(),
+            (
+                ("default".to_owned(), "robot".to_owned()),
+                PathBuf::from("r")
+            )
+        );
+        assert_eq!(
+            parse_service_account("robot=r").unwrap_err(),
+            "\"robot\" is not NAMESPACE/NAME; expected NAMESPACE/NAME=PATH, e.g. default/robot=robot.kubeconfig"
+        );
+    }
 }

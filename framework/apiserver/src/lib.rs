@@ -61,6 +61,7 @@
 
 mod admission;
 mod apidocs;
+mod auth;
 mod cluster;
 mod controllers;
 mod conversion;
@@ -94,6 +95,7 @@ mod watch;
 mod webhooks;
 mod work;
 
+pub use auth::{Credentials, User};
 pub use cluster::{
     PodBehavior, PodPolicy, Readiness, SimNode, SimulatedNodes, Workloads, ANNOTATION_EXIT_AFTER,
     ANNOTATION_EXIT_CODE, ANNOTATION_IMAGE_PULL, ANNOTATION_READY, ANNOTATION_START_LATENCY,

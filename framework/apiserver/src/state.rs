@@ -13,6 +13,8 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify};
 
 use crate::apidocs::OpenApiDocs;
+use crate::auth::authn::AuthnState;
+use crate::auth::rbac::RbacCache;
 use crate::cluster::{NodeControls, Workloads};
 use crate::faults::FaultRules;
 use crate::registry::{Registry, ResKey, ResourceDef};
@@ -48,6 +50,10 @@ pub(crate) struct Shared {
     pub next_cluster_ip: AtomicU32,
     /// The `/openapi/v3` documents.
     pub openapi: OpenApiDocs,
+    /// Users, the service-account signer and the client CA.
+    pub authn: AuthnState,
+    /// The RBAC authorizer's index.
+    pub rbac: RbacCache,
 }
 
 impl Shared {

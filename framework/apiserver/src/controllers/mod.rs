@@ -42,6 +42,9 @@ pub(crate) async fn run(shared: Arc<Shared>, cancel: CancellationToken) {
 /// One pass over the queued work. Creating a ServiceAccount is itself a
 /// write that wakes the loop again; nothing here waits.
 pub(crate) fn process(shared: &Shared) {
+    if shared.rbac.take_aggregation_due() {
+        crate::auth::bootstrap::aggregate(shared);
+    }
     for ns in shared.controllers.take_new_namespaces() {
         serviceaccounts::ensure_default(shared, &ns);
     }

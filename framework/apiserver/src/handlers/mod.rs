@@ -23,6 +23,7 @@ use http::{header, HeaderValue, Method, Request, Response};
 use hyper::body::Incoming;
 use serde_json::json;
 
+use super::auth;
 use super::discovery;
 use super::faults::Failure;
 use super::http::{self as h, Body, Query};
@@ -67,18 +68,6 @@ where
     }
 }
 
-fn authenticated(shared: &Shared, parts: &Parts) -> bool {
-    parts
-        .headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            let (scheme, token) = v.trim().split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-        })
-        .is_some_and(|t| shared.token_matches(t))
-}
-
 fn version_doc() -> serde_json::Value {
     json!({
         "major": "1",
@@ -114,11 +103,10 @@ async fn handle_inner(
     parts: Parts,
     body: Incoming,
 ) -> Result<Response<Body>, ApiError> {
-    if !authenticated(shared, &parts) {
-        return Err(ApiError::unauthorized());
-    }
-    let route = routing::route(parts.uri.path());
+    let mut parts = parts;
     let query = Query::parse(parts.uri.query());
+    auth::admit_request(shared, &mut parts, &query)?;
+    let route = routing::route(parts.uri.path());
     let missing = || not_found(&shared.registry(), parts.uri.path());
     match route {
         Route::Root => {
@@ -294,6 +282,10 @@ async fn resource(
         Some("finalize") if def.builtin().is_some() && def.plural == "namespaces" => {}
         Some("binding" | "eviction")
             if def.builtin().is_some() && def.group.is_empty() && def.plural == "pods" => {}
+        Some("token")
+            if def.builtin().is_some()
+                && def.group.is_empty()
+                && def.plural == "serviceaccounts" => {}
         Some(_) => return Err(ApiError::resource_not_found()),
     }
     let watch = p.watch_prefix || query.flag("watch")? == Some(true);
@@ -320,6 +312,9 @@ async fn resource(
     if !base_verb_ok {
         return Err(ApiError::method_not_allowed());
     }
+    if verb == "create" && p.subresource.is_none() && auth::reviews::is_review(&def) {
+        return auth::reviews::create(shared, &parts, &def, &p, body).await;
+    }
     let ctx = Arc::new(Ctx {
         shared: shared.clone(),
         def,
@@ -340,6 +335,7 @@ async fn resource(
         ("create", None) => write::create(&ctx, body).await,
         ("create", Some("binding")) => pods::binding(&ctx, body).await,
         ("create", Some("eviction")) => pods::eviction(&ctx, body).await,
+        ("create", Some("token")) => pods::token_request(&ctx, body).await,
         ("update", _) => write::update(&ctx, body).await,
         ("patch", Some("finalize")) => Err(ApiError::method_not_allowed()),
         ("patch", _) => write::patch(&ctx, body).await,

@@ -9,17 +9,21 @@ use std::sync::Arc;
 use http::{HeaderValue, Response};
 
 use super::ctx::Ctx;
+use crate::auth::escalation::Guarded;
+use crate::auth::UserInfo;
 use crate::http::{self as h, Body};
+use crate::objects::admit::Admission;
 use crate::status::ApiError;
 use crate::webhooks::Chain;
 use crate::work;
 
-/// Runs a write that goes through admission: on the work threads, or on
-/// a thread of its own when it may wait on a webhook; the webhooks'
-/// warnings become `Warning` headers, on an error response too.
+/// Runs a write that goes through admission (the webhook chain, behind
+/// RBAC's escalation check): on the work threads, or on a thread of its
+/// own when it may wait on a webhook; the webhooks' warnings become
+/// `Warning` headers, on an error response too.
 pub(super) async fn admitted<F>(ctx: &Arc<Ctx>, work: F) -> Result<Response<Body>, ApiError>
 where
-    F: FnOnce(&Chain) -> Result<Response<Body>, ApiError> + Send + 'static,
+    F: FnOnce(&dyn Admission) -> Result<Response<Body>, ApiError> + Send + 'static,
 {
     let chain = Arc::new(Chain::new(
         ctx.shared.clone(),
@@ -27,7 +31,15 @@ where
     ));
     let calls_out = chain.may_call_out(&ctx.def);
     let in_work = chain.clone();
-    let job = move || work(&in_work);
+    let shared = ctx.shared.clone();
+    let user = ctx.parts.extensions.get::<Arc<UserInfo>>().cloned();
+    let job = move || {
+        work(&Guarded {
+            inner: &*in_work,
+            shared: &shared,
+            user,
+        })
+    };
     let outcome = if calls_out {
         work::run_dedicated(job).await
     } else {

@@ -1,6 +1,7 @@
 //! The pod subresources a scheduler and `kubectl drain` post to:
 //! `pods/binding` (a `Binding`) and `pods/eviction` (a policy/v1
-//! `Eviction`), each answering `201` with a `Success` Status.
+//! `Eviction`), each answering `201` with a `Success` Status; and the
+//! service-account `token` subresource (a TokenRequest).
 
 use http::Response;
 use hyper::body::Incoming;
@@ -73,4 +74,12 @@ pub(super) async fn eviction(ctx: &Ctx, b: Incoming) -> Result<Response<Body>, A
     let eviction = body(ctx, b).await?;
     objects::evict(&ctx.shared, &ctx.def, &ctx.key(), &eviction)?;
     Ok(success())
+}
+
+/// `POST serviceaccounts/{name}/token` (a TokenRequest).
+pub(super) async fn token_request(ctx: &Ctx, b: Incoming) -> Result<Response<Body>, ApiError> {
+    let request = body(ctx, b).await?;
+    let (namespace, name) = ctx.key();
+    let answer = crate::auth::tokens::token_request(&ctx.shared, &namespace, &name, request)?;
+    Ok(h::json(201, &answer))
 }

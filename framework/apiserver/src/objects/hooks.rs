@@ -32,6 +32,7 @@ pub(crate) fn after_write(
     if new.value.pointer("/metadata/deletionTimestamp").is_some() {
         shared.controllers.mark_deleting(def, new);
     }
+    crate::auth::written(shared, def);
     shared.controllers.wake();
 }
 
@@ -41,5 +42,6 @@ pub(crate) fn after_delete(shared: &Shared, def: &ResourceDef, gone: &StoredObje
         crate::crds::removed(shared, gone);
     }
     shared.controllers.owner_gone(gone.uid());
+    crate::auth::written(shared, def);
     shared.controllers.wake();
 }

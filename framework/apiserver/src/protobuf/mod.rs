@@ -20,11 +20,16 @@
 //! null`). The result equals `kubectl create ... --dry-run=client -o json`
 //! for the same command (see the fixtures).
 //!
+//! Responses go the other way for the kinds the server answers without
+//! storing (the access reviews): [`encode`] writes the protobuf body
+//! kube-apiserver would send when the client prefers protobuf.
+//!
 //! Layout: `wire` (varints, keys), `schema` (table types), `table`
-//! (generated), `decode` (message to JSON), `golang` (Go's time, duration
-//! and number text), `error`.
+//! (generated), `decode` (message to JSON), `encode` (JSON to message),
+//! `golang` (Go's time, duration and number text), `error`.
 
 mod decode;
+mod encode;
 mod error;
 mod golang;
 mod schema;
@@ -35,6 +40,7 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
+pub use encode::encode;
 pub use error::{Malformed, ProtobufError};
 
 use serde_json::Value;
@@ -43,7 +49,6 @@ use decode::Decoder;
 use wire::Fields;
 
 /// The media type of Kubernetes protobuf bodies.
-#[cfg(test)]
 pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
 
 /// The four bytes every Kubernetes protobuf body starts with.
@@ -55,7 +60,6 @@ const META_KINDS: [&str; 1] = ["DeleteOptions"];
 
 /// Whether a `Content-Type` header names Kubernetes protobuf (parameters and
 /// case ignored).
-#[cfg(test)]
 pub fn is_protobuf(content_type: &str) -> bool {
     let media_type = content_type.split(';').next().unwrap_or_default().trim();
     media_type.eq_ignore_ascii_case(MEDIA_TYPE)

@@ -7,242 +7,266 @@
 use super::schema::{f, map, msg, Message, Root, Special, ALWAYS, BOOL, BYTES, F64, I32, I64, INLINE, OMIT, ONE, PTR, REP, STR};
 
 /// Every message reachable from [`ROOTS`], by index.
-pub(super) static MESSAGES: [Message; 320] = [
+pub(super) static MESSAGES: [Message; 339] = [
     /* 0 */ Message { name: "k8s.io/api/core/v1.Namespace", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(53), ONE, ALWAYS),
-        f(3, "status", msg(54), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(58), ONE, ALWAYS),
+        f(3, "status", msg(59), ONE, ALWAYS),
     ] },
     /* 1 */ Message { name: "k8s.io/api/core/v1.ConfigMap", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
         f(4, "immutable", BOOL, ONE, PTR),
         f(2, "data", STR, map(STR), OMIT),
         f(3, "binaryData", BYTES, map(STR), OMIT),
     ] },
     /* 2 */ Message { name: "k8s.io/api/core/v1.Secret", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
         f(5, "immutable", BOOL, ONE, PTR),
         f(2, "data", BYTES, map(STR), OMIT),
         f(4, "stringData", STR, map(STR), OMIT),
         f(3, "type", STR, ONE, OMIT),
     ] },
     /* 3 */ Message { name: "k8s.io/api/core/v1.Service", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(55), ONE, ALWAYS),
-        f(3, "status", msg(56), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(60), ONE, ALWAYS),
+        f(3, "status", msg(61), ONE, ALWAYS),
     ] },
     /* 4 */ Message { name: "k8s.io/api/core/v1.ServiceAccount", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "secrets", msg(57), REP, OMIT),
-        f(3, "imagePullSecrets", msg(58), REP, OMIT),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "secrets", msg(62), REP, OMIT),
+        f(3, "imagePullSecrets", msg(63), REP, OMIT),
         f(4, "automountServiceAccountToken", BOOL, ONE, PTR),
     ] },
     /* 5 */ Message { name: "k8s.io/api/core/v1.Pod", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(59), ONE, ALWAYS),
-        f(3, "status", msg(60), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(64), ONE, ALWAYS),
+        f(3, "status", msg(65), ONE, ALWAYS),
     ] },
     /* 6 */ Message { name: "k8s.io/api/core/v1.PodTemplate", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "template", msg(61), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "template", msg(66), ONE, ALWAYS),
     ] },
     /* 7 */ Message { name: "k8s.io/api/core/v1.Event", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "involvedObject", msg(57), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "involvedObject", msg(62), ONE, ALWAYS),
         f(3, "reason", STR, ONE, OMIT),
         f(4, "message", STR, ONE, OMIT),
-        f(5, "source", msg(62), ONE, ALWAYS),
-        f(6, "firstTimestamp", msg(40), ONE, ALWAYS),
-        f(7, "lastTimestamp", msg(40), ONE, ALWAYS),
+        f(5, "source", msg(67), ONE, ALWAYS),
+        f(6, "firstTimestamp", msg(45), ONE, ALWAYS),
+        f(7, "lastTimestamp", msg(45), ONE, ALWAYS),
         f(8, "count", I32, ONE, OMIT),
         f(9, "type", STR, ONE, OMIT),
-        f(10, "eventTime", msg(41), ONE, ALWAYS),
-        f(11, "series", msg(63), ONE, PTR),
+        f(10, "eventTime", msg(46), ONE, ALWAYS),
+        f(11, "series", msg(68), ONE, PTR),
         f(12, "action", STR, ONE, OMIT),
-        f(13, "related", msg(57), ONE, PTR),
+        f(13, "related", msg(62), ONE, PTR),
         f(14, "reportingComponent", STR, ONE, ALWAYS),
         f(15, "reportingInstance", STR, ONE, ALWAYS),
     ] },
     /* 8 */ Message { name: "k8s.io/api/core/v1.ResourceQuota", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(64), ONE, ALWAYS),
-        f(3, "status", msg(65), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(69), ONE, ALWAYS),
+        f(3, "status", msg(70), ONE, ALWAYS),
     ] },
     /* 9 */ Message { name: "k8s.io/api/core/v1.LimitRange", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(66), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(71), ONE, ALWAYS),
     ] },
     /* 10 */ Message { name: "k8s.io/api/core/v1.Endpoints", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "subsets", msg(67), REP, OMIT),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "subsets", msg(72), REP, OMIT),
     ] },
     /* 11 */ Message { name: "k8s.io/api/core/v1.PersistentVolumeClaim", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(68), ONE, ALWAYS),
-        f(3, "status", msg(69), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(73), ONE, ALWAYS),
+        f(3, "status", msg(74), ONE, ALWAYS),
     ] },
     /* 12 */ Message { name: "k8s.io/api/core/v1.Binding", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "target", msg(57), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "target", msg(62), ONE, ALWAYS),
     ] },
     /* 13 */ Message { name: "k8s.io/api/events/v1.Event", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "eventTime", msg(41), ONE, ALWAYS),
-        f(3, "series", msg(70), ONE, PTR),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "eventTime", msg(46), ONE, ALWAYS),
+        f(3, "series", msg(75), ONE, PTR),
         f(4, "reportingController", STR, ONE, OMIT),
         f(5, "reportingInstance", STR, ONE, OMIT),
         f(6, "action", STR, ONE, OMIT),
         f(7, "reason", STR, ONE, OMIT),
-        f(8, "regarding", msg(57), ONE, ALWAYS),
-        f(9, "related", msg(57), ONE, PTR),
+        f(8, "regarding", msg(62), ONE, ALWAYS),
+        f(9, "related", msg(62), ONE, PTR),
         f(10, "note", STR, ONE, OMIT),
         f(11, "type", STR, ONE, OMIT),
-        f(12, "deprecatedSource", msg(62), ONE, ALWAYS),
-        f(13, "deprecatedFirstTimestamp", msg(40), ONE, ALWAYS),
-        f(14, "deprecatedLastTimestamp", msg(40), ONE, ALWAYS),
+        f(12, "deprecatedSource", msg(67), ONE, ALWAYS),
+        f(13, "deprecatedFirstTimestamp", msg(45), ONE, ALWAYS),
+        f(14, "deprecatedLastTimestamp", msg(45), ONE, ALWAYS),
         f(15, "deprecatedCount", I32, ONE, OMIT),
     ] },
     /* 14 */ Message { name: "k8s.io/api/apps/v1.Deployment", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(71), ONE, ALWAYS),
-        f(3, "status", msg(72), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(76), ONE, ALWAYS),
+        f(3, "status", msg(77), ONE, ALWAYS),
     ] },
     /* 15 */ Message { name: "k8s.io/api/apps/v1.ReplicaSet", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(73), ONE, ALWAYS),
-        f(3, "status", msg(74), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(78), ONE, ALWAYS),
+        f(3, "status", msg(79), ONE, ALWAYS),
     ] },
     /* 16 */ Message { name: "k8s.io/api/apps/v1.StatefulSet", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(75), ONE, ALWAYS),
-        f(3, "status", msg(76), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(80), ONE, ALWAYS),
+        f(3, "status", msg(81), ONE, ALWAYS),
     ] },
     /* 17 */ Message { name: "k8s.io/api/apps/v1.DaemonSet", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(77), ONE, ALWAYS),
-        f(3, "status", msg(78), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(82), ONE, ALWAYS),
+        f(3, "status", msg(83), ONE, ALWAYS),
     ] },
     /* 18 */ Message { name: "k8s.io/api/apps/v1.ControllerRevision", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "data", msg(46), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "data", msg(51), ONE, ALWAYS),
         f(3, "revision", I64, ONE, ALWAYS),
     ] },
     /* 19 */ Message { name: "k8s.io/api/batch/v1.Job", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(79), ONE, ALWAYS),
-        f(3, "status", msg(80), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(84), ONE, ALWAYS),
+        f(3, "status", msg(85), ONE, ALWAYS),
     ] },
     /* 20 */ Message { name: "k8s.io/api/batch/v1.CronJob", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(81), ONE, ALWAYS),
-        f(3, "status", msg(82), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(86), ONE, ALWAYS),
+        f(3, "status", msg(87), ONE, ALWAYS),
     ] },
     /* 21 */ Message { name: "k8s.io/api/coordination/v1.Lease", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(83), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(88), ONE, ALWAYS),
     ] },
     /* 22 */ Message { name: "k8s.io/api/rbac/v1.Role", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "rules", msg(84), REP, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "rules", msg(89), REP, ALWAYS),
     ] },
     /* 23 */ Message { name: "k8s.io/api/rbac/v1.RoleBinding", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "subjects", msg(85), REP, OMIT),
-        f(3, "roleRef", msg(86), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "subjects", msg(90), REP, OMIT),
+        f(3, "roleRef", msg(91), ONE, ALWAYS),
     ] },
     /* 24 */ Message { name: "k8s.io/api/rbac/v1.ClusterRole", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "rules", msg(84), REP, ALWAYS),
-        f(3, "aggregationRule", msg(87), ONE, PTR),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "rules", msg(89), REP, ALWAYS),
+        f(3, "aggregationRule", msg(92), ONE, PTR),
     ] },
     /* 25 */ Message { name: "k8s.io/api/rbac/v1.ClusterRoleBinding", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "subjects", msg(85), REP, OMIT),
-        f(3, "roleRef", msg(86), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "subjects", msg(90), REP, OMIT),
+        f(3, "roleRef", msg(91), ONE, ALWAYS),
     ] },
     /* 26 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceDefinition", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(88), ONE, ALWAYS),
-        f(3, "status", msg(89), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(93), ONE, ALWAYS),
+        f(3, "status", msg(94), ONE, ALWAYS),
     ] },
     /* 27 */ Message { name: "k8s.io/api/admissionregistration/v1.ValidatingWebhookConfiguration", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "webhooks", msg(90), REP, OMIT),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "webhooks", msg(95), REP, OMIT),
     ] },
     /* 28 */ Message { name: "k8s.io/api/admissionregistration/v1.MutatingWebhookConfiguration", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "webhooks", msg(91), REP, OMIT),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "webhooks", msg(96), REP, OMIT),
     ] },
     /* 29 */ Message { name: "k8s.io/api/scheduling/v1.PriorityClass", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
         f(2, "value", I32, ONE, ALWAYS),
         f(3, "globalDefault", BOOL, ONE, OMIT),
         f(4, "description", STR, ONE, OMIT),
         f(5, "preemptionPolicy", STR, ONE, PTR),
     ] },
     /* 30 */ Message { name: "k8s.io/api/policy/v1.PodDisruptionBudget", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(92), ONE, ALWAYS),
-        f(3, "status", msg(93), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(97), ONE, ALWAYS),
+        f(3, "status", msg(98), ONE, ALWAYS),
     ] },
     /* 31 */ Message { name: "k8s.io/api/policy/v1.Eviction", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "deleteOptions", msg(39), ONE, PTR),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "deleteOptions", msg(44), ONE, PTR),
     ] },
     /* 32 */ Message { name: "k8s.io/api/networking/v1.Ingress", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(94), ONE, ALWAYS),
-        f(3, "status", msg(95), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(99), ONE, ALWAYS),
+        f(3, "status", msg(100), ONE, ALWAYS),
     ] },
     /* 33 */ Message { name: "k8s.io/api/networking/v1.IngressClass", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(96), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(101), ONE, ALWAYS),
     ] },
     /* 34 */ Message { name: "k8s.io/api/networking/v1.NetworkPolicy", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(97), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(102), ONE, ALWAYS),
     ] },
     /* 35 */ Message { name: "k8s.io/api/autoscaling/v1.Scale", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(98), ONE, ALWAYS),
-        f(3, "status", msg(99), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(103), ONE, ALWAYS),
+        f(3, "status", msg(104), ONE, ALWAYS),
     ] },
     /* 36 */ Message { name: "k8s.io/api/autoscaling/v1.HorizontalPodAutoscaler", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(100), ONE, ALWAYS),
-        f(3, "status", msg(101), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(105), ONE, ALWAYS),
+        f(3, "status", msg(106), ONE, ALWAYS),
     ] },
     /* 37 */ Message { name: "k8s.io/api/autoscaling/v2.HorizontalPodAutoscaler", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(102), ONE, ALWAYS),
-        f(3, "status", msg(103), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(107), ONE, ALWAYS),
+        f(3, "status", msg(108), ONE, ALWAYS),
     ] },
     /* 38 */ Message { name: "k8s.io/api/authentication/v1.TokenRequest", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(104), ONE, ALWAYS),
-        f(3, "status", msg(105), ONE, ALWAYS),
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(109), ONE, ALWAYS),
+        f(3, "status", msg(110), ONE, ALWAYS),
     ] },
-    /* 39 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.DeleteOptions", special: Special::None, fields: &[
+    /* 39 */ Message { name: "k8s.io/api/authentication/v1.SelfSubjectReview", special: Special::None, fields: &[
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "status", msg(111), ONE, ALWAYS),
+    ] },
+    /* 40 */ Message { name: "k8s.io/api/authorization/v1.SelfSubjectAccessReview", special: Special::None, fields: &[
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(112), ONE, ALWAYS),
+        f(3, "status", msg(113), ONE, ALWAYS),
+    ] },
+    /* 41 */ Message { name: "k8s.io/api/authorization/v1.SubjectAccessReview", special: Special::None, fields: &[
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(114), ONE, ALWAYS),
+        f(3, "status", msg(113), ONE, ALWAYS),
+    ] },
+    /* 42 */ Message { name: "k8s.io/api/authorization/v1.LocalSubjectAccessReview", special: Special::None, fields: &[
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(114), ONE, ALWAYS),
+        f(3, "status", msg(113), ONE, ALWAYS),
+    ] },
+    /* 43 */ Message { name: "k8s.io/api/authorization/v1.SelfSubjectRulesReview", special: Special::None, fields: &[
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(115), ONE, ALWAYS),
+        f(3, "status", msg(116), ONE, ALWAYS),
+    ] },
+    /* 44 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.DeleteOptions", special: Special::None, fields: &[
         f(1, "gracePeriodSeconds", I64, ONE, PTR),
-        f(2, "preconditions", msg(106), ONE, PTR),
+        f(2, "preconditions", msg(117), ONE, PTR),
         f(3, "orphanDependents", BOOL, ONE, PTR),
         f(4, "propagationPolicy", STR, ONE, PTR),
         f(5, "dryRun", STR, REP, OMIT),
         f(6, "ignoreStoreReadErrorWithClusterBreakingPotential", BOOL, ONE, PTR),
     ] },
-    /* 40 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.Time", special: Special::Time, fields: &[] },
-    /* 41 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.MicroTime", special: Special::MicroTime, fields: &[] },
-    /* 42 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.Duration", special: Special::Duration, fields: &[] },
-    /* 43 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.FieldsV1", special: Special::FieldsV1, fields: &[] },
-    /* 44 */ Message { name: "k8s.io/apimachinery/pkg/api/resource.Quantity", special: Special::Quantity, fields: &[] },
-    /* 45 */ Message { name: "k8s.io/apimachinery/pkg/util/intstr.IntOrString", special: Special::IntOrString, fields: &[] },
-    /* 46 */ Message { name: "k8s.io/apimachinery/pkg/runtime.RawExtension", special: Special::RawExtension, fields: &[] },
-    /* 47 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.JSON", special: Special::Json, fields: &[] },
-    /* 48 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.JSONSchemaPropsOrArray", special: Special::SchemaOrArray(107), fields: &[] },
-    /* 49 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.JSONSchemaPropsOrBool", special: Special::SchemaOrBool(107), fields: &[] },
-    /* 50 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.JSONSchemaPropsOrStringArray", special: Special::SchemaOrStringArray(107), fields: &[] },
-    /* 51 */ Message { name: "[]string", special: Special::Items(STR), fields: &[] },
-    /* 52 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta", special: Special::None, fields: &[
+    /* 45 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.Time", special: Special::Time, fields: &[] },
+    /* 46 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.MicroTime", special: Special::MicroTime, fields: &[] },
+    /* 47 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.Duration", special: Special::Duration, fields: &[] },
+    /* 48 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.FieldsV1", special: Special::FieldsV1, fields: &[] },
+    /* 49 */ Message { name: "k8s.io/apimachinery/pkg/api/resource.Quantity", special: Special::Quantity, fields: &[] },
+    /* 50 */ Message { name: "k8s.io/apimachinery/pkg/util/intstr.IntOrString", special: Special::IntOrString, fields: &[] },
+    /* 51 */ Message { name: "k8s.io/apimachinery/pkg/runtime.RawExtension", special: Special::RawExtension, fields: &[] },
+    /* 52 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.JSON", special: Special::Json, fields: &[] },
+    /* 53 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.JSONSchemaPropsOrArray", special: Special::SchemaOrArray(118), fields: &[] },
+    /* 54 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.JSONSchemaPropsOrBool", special: Special::SchemaOrBool(118), fields: &[] },
+    /* 55 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.JSONSchemaPropsOrStringArray", special: Special::SchemaOrStringArray(118), fields: &[] },
+    /* 56 */ Message { name: "[]string", special: Special::Items(STR), fields: &[] },
+    /* 57 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta", special: Special::None, fields: &[
         f(1, "name", STR, ONE, OMIT),
         f(2, "generateName", STR, ONE, OMIT),
         f(3, "namespace", STR, ONE, OMIT),
@@ -250,24 +274,24 @@ pub(super) static MESSAGES: [Message; 320] = [
         f(5, "uid", STR, ONE, OMIT),
         f(6, "resourceVersion", STR, ONE, OMIT),
         f(7, "generation", I64, ONE, OMIT),
-        f(8, "creationTimestamp", msg(40), ONE, ALWAYS),
-        f(9, "deletionTimestamp", msg(40), ONE, PTR),
+        f(8, "creationTimestamp", msg(45), ONE, ALWAYS),
+        f(9, "deletionTimestamp", msg(45), ONE, PTR),
         f(10, "deletionGracePeriodSeconds", I64, ONE, PTR),
         f(11, "labels", STR, map(STR), OMIT),
         f(12, "annotations", STR, map(STR), OMIT),
-        f(13, "ownerReferences", msg(108), REP, OMIT),
+        f(13, "ownerReferences", msg(119), REP, OMIT),
         f(14, "finalizers", STR, REP, OMIT),
-        f(17, "managedFields", msg(109), REP, OMIT),
+        f(17, "managedFields", msg(120), REP, OMIT),
     ] },
-    /* 53 */ Message { name: "k8s.io/api/core/v1.NamespaceSpec", special: Special::None, fields: &[
+    /* 58 */ Message { name: "k8s.io/api/core/v1.NamespaceSpec", special: Special::None, fields: &[
         f(1, "finalizers", STR, REP, OMIT),
     ] },
-    /* 54 */ Message { name: "k8s.io/api/core/v1.NamespaceStatus", special: Special::None, fields: &[
+    /* 59 */ Message { name: "k8s.io/api/core/v1.NamespaceStatus", special: Special::None, fields: &[
         f(1, "phase", STR, ONE, OMIT),
-        f(2, "conditions", msg(110), REP, OMIT),
+        f(2, "conditions", msg(121), REP, OMIT),
     ] },
-    /* 55 */ Message { name: "k8s.io/api/core/v1.ServiceSpec", special: Special::None, fields: &[
-        f(1, "ports", msg(111), REP, OMIT),
+    /* 60 */ Message { name: "k8s.io/api/core/v1.ServiceSpec", special: Special::None, fields: &[
+        f(1, "ports", msg(122), REP, OMIT),
         f(2, "selector", STR, map(STR), OMIT),
         f(3, "clusterIP", STR, ONE, OMIT),
         f(18, "clusterIPs", STR, REP, OMIT),
@@ -280,7 +304,7 @@ pub(super) static MESSAGES: [Message; 320] = [
         f(11, "externalTrafficPolicy", STR, ONE, OMIT),
         f(12, "healthCheckNodePort", I32, ONE, OMIT),
         f(13, "publishNotReadyAddresses", BOOL, ONE, OMIT),
-        f(14, "sessionAffinityConfig", msg(112), ONE, PTR),
+        f(14, "sessionAffinityConfig", msg(123), ONE, PTR),
         f(19, "ipFamilies", STR, REP, OMIT),
         f(17, "ipFamilyPolicy", STR, ONE, PTR),
         f(20, "allocateLoadBalancerNodePorts", BOOL, ONE, PTR),
@@ -288,11 +312,11 @@ pub(super) static MESSAGES: [Message; 320] = [
         f(22, "internalTrafficPolicy", STR, ONE, PTR),
         f(23, "trafficDistribution", STR, ONE, PTR),
     ] },
-    /* 56 */ Message { name: "k8s.io/api/core/v1.ServiceStatus", special: Special::None, fields: &[
-        f(1, "loadBalancer", msg(113), ONE, ALWAYS),
-        f(2, "conditions", msg(114), REP, OMIT),
+    /* 61 */ Message { name: "k8s.io/api/core/v1.ServiceStatus", special: Special::None, fields: &[
+        f(1, "loadBalancer", msg(124), ONE, ALWAYS),
+        f(2, "conditions", msg(125), REP, OMIT),
     ] },
-    /* 57 */ Message { name: "k8s.io/api/core/v1.ObjectReference", special: Special::None, fields: &[
+    /* 62 */ Message { name: "k8s.io/api/core/v1.ObjectReference", special: Special::None, fields: &[
         f(1, "kind", STR, ONE, OMIT),
         f(2, "namespace", STR, ONE, OMIT),
         f(3, "name", STR, ONE, OMIT),
@@ -301,14 +325,14 @@ pub(super) static MESSAGES: [Message; 320] = [
         f(6, "resourceVersion", STR, ONE, OMIT),
         f(7, "fieldPath", STR, ONE, OMIT),
     ] },
-    /* 58 */ Message { name: "k8s.io/api/core/v1.LocalObjectReference", special: Special::None, fields: &[
+    /* 63 */ Message { name: "k8s.io/api/core/v1.LocalObjectReference", special: Special::None, fields: &[
         f(1, "name", STR, ONE, OMIT),
     ] },
-    /* 59 */ Message { name: "k8s.io/api/core/v1.PodSpec", special: Special::None, fields: &[
-        f(1, "volumes", msg(115), REP, OMIT),
-        f(20, "initContainers", msg(116), REP, OMIT),
-        f(2, "containers", msg(116), REP, ALWAYS),
-        f(34, "ephemeralContainers", msg(117), REP, OMIT),
+    /* 64 */ Message { name: "k8s.io/api/core/v1.PodSpec", special: Special::None, fields: &[
+        f(1, "volumes", msg(126), REP, OMIT),
+        f(20, "initContainers", msg(127), REP, OMIT),
+        f(2, "containers", msg(127), REP, ALWAYS),
+        f(34, "ephemeralContainers", msg(128), REP, OMIT),
         f(3, "restartPolicy", STR, ONE, OMIT),
         f(4, "terminationGracePeriodSeconds", I64, ONE, PTR),
         f(5, "activeDeadlineSeconds", I64, ONE, PTR),
@@ -322,114 +346,114 @@ pub(super) static MESSAGES: [Message; 320] = [
         f(12, "hostPID", BOOL, ONE, OMIT),
         f(13, "hostIPC", BOOL, ONE, OMIT),
         f(27, "shareProcessNamespace", BOOL, ONE, PTR),
-        f(14, "securityContext", msg(118), ONE, PTR),
-        f(15, "imagePullSecrets", msg(58), REP, OMIT),
+        f(14, "securityContext", msg(129), ONE, PTR),
+        f(15, "imagePullSecrets", msg(63), REP, OMIT),
         f(16, "hostname", STR, ONE, OMIT),
         f(17, "subdomain", STR, ONE, OMIT),
-        f(18, "affinity", msg(119), ONE, PTR),
+        f(18, "affinity", msg(130), ONE, PTR),
         f(19, "schedulerName", STR, ONE, OMIT),
-        f(22, "tolerations", msg(120), REP, OMIT),
-        f(23, "hostAliases", msg(121), REP, OMIT),
+        f(22, "tolerations", msg(131), REP, OMIT),
+        f(23, "hostAliases", msg(132), REP, OMIT),
         f(24, "priorityClassName", STR, ONE, OMIT),
         f(25, "priority", I32, ONE, PTR),
-        f(26, "dnsConfig", msg(122), ONE, PTR),
-        f(28, "readinessGates", msg(123), REP, OMIT),
+        f(26, "dnsConfig", msg(133), ONE, PTR),
+        f(28, "readinessGates", msg(134), REP, OMIT),
         f(29, "runtimeClassName", STR, ONE, PTR),
         f(30, "enableServiceLinks", BOOL, ONE, PTR),
         f(31, "preemptionPolicy", STR, ONE, PTR),
-        f(32, "overhead", msg(44), map(STR), OMIT),
-        f(33, "topologySpreadConstraints", msg(124), REP, OMIT),
+        f(32, "overhead", msg(49), map(STR), OMIT),
+        f(33, "topologySpreadConstraints", msg(135), REP, OMIT),
         f(35, "setHostnameAsFQDN", BOOL, ONE, PTR),
-        f(36, "os", msg(125), ONE, PTR),
+        f(36, "os", msg(136), ONE, PTR),
         f(37, "hostUsers", BOOL, ONE, PTR),
-        f(38, "schedulingGates", msg(126), REP, OMIT),
-        f(39, "resourceClaims", msg(127), REP, OMIT),
-        f(40, "resources", msg(128), ONE, PTR),
+        f(38, "schedulingGates", msg(137), REP, OMIT),
+        f(39, "resourceClaims", msg(138), REP, OMIT),
+        f(40, "resources", msg(139), ONE, PTR),
     ] },
-    /* 60 */ Message { name: "k8s.io/api/core/v1.PodStatus", special: Special::None, fields: &[
+    /* 65 */ Message { name: "k8s.io/api/core/v1.PodStatus", special: Special::None, fields: &[
         f(17, "observedGeneration", I64, ONE, OMIT),
         f(1, "phase", STR, ONE, OMIT),
-        f(2, "conditions", msg(129), REP, OMIT),
+        f(2, "conditions", msg(140), REP, OMIT),
         f(3, "message", STR, ONE, OMIT),
         f(4, "reason", STR, ONE, OMIT),
         f(11, "nominatedNodeName", STR, ONE, OMIT),
         f(5, "hostIP", STR, ONE, OMIT),
-        f(16, "hostIPs", msg(130), REP, OMIT),
+        f(16, "hostIPs", msg(141), REP, OMIT),
         f(6, "podIP", STR, ONE, OMIT),
-        f(12, "podIPs", msg(131), REP, OMIT),
-        f(7, "startTime", msg(40), ONE, PTR),
-        f(10, "initContainerStatuses", msg(132), REP, OMIT),
-        f(8, "containerStatuses", msg(132), REP, OMIT),
+        f(12, "podIPs", msg(142), REP, OMIT),
+        f(7, "startTime", msg(45), ONE, PTR),
+        f(10, "initContainerStatuses", msg(143), REP, OMIT),
+        f(8, "containerStatuses", msg(143), REP, OMIT),
         f(9, "qosClass", STR, ONE, OMIT),
-        f(13, "ephemeralContainerStatuses", msg(132), REP, OMIT),
+        f(13, "ephemeralContainerStatuses", msg(143), REP, OMIT),
         f(14, "resize", STR, ONE, OMIT),
-        f(15, "resourceClaimStatuses", msg(133), REP, OMIT),
+        f(15, "resourceClaimStatuses", msg(144), REP, OMIT),
     ] },
-    /* 61 */ Message { name: "k8s.io/api/core/v1.PodTemplateSpec", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(59), ONE, ALWAYS),
+    /* 66 */ Message { name: "k8s.io/api/core/v1.PodTemplateSpec", special: Special::None, fields: &[
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(64), ONE, ALWAYS),
     ] },
-    /* 62 */ Message { name: "k8s.io/api/core/v1.EventSource", special: Special::None, fields: &[
+    /* 67 */ Message { name: "k8s.io/api/core/v1.EventSource", special: Special::None, fields: &[
         f(1, "component", STR, ONE, OMIT),
         f(2, "host", STR, ONE, OMIT),
     ] },
-    /* 63 */ Message { name: "k8s.io/api/core/v1.EventSeries", special: Special::None, fields: &[
+    /* 68 */ Message { name: "k8s.io/api/core/v1.EventSeries", special: Special::None, fields: &[
         f(1, "count", I32, ONE, OMIT),
-        f(2, "lastObservedTime", msg(41), ONE, ALWAYS),
+        f(2, "lastObservedTime", msg(46), ONE, ALWAYS),
     ] },
-    /* 64 */ Message { name: "k8s.io/api/core/v1.ResourceQuotaSpec", special: Special::None, fields: &[
-        f(1, "hard", msg(44), map(STR), OMIT),
+    /* 69 */ Message { name: "k8s.io/api/core/v1.ResourceQuotaSpec", special: Special::None, fields: &[
+        f(1, "hard", msg(49), map(STR), OMIT),
         f(2, "scopes", STR, REP, OMIT),
-        f(3, "scopeSelector", msg(134), ONE, PTR),
+        f(3, "scopeSelector", msg(145), ONE, PTR),
     ] },
-    /* 65 */ Message { name: "k8s.io/api/core/v1.ResourceQuotaStatus", special: Special::None, fields: &[
-        f(1, "hard", msg(44), map(STR), OMIT),
-        f(2, "used", msg(44), map(STR), OMIT),
+    /* 70 */ Message { name: "k8s.io/api/core/v1.ResourceQuotaStatus", special: Special::None, fields: &[
+        f(1, "hard", msg(49), map(STR), OMIT),
+        f(2, "used", msg(49), map(STR), OMIT),
     ] },
-    /* 66 */ Message { name: "k8s.io/api/core/v1.LimitRangeSpec", special: Special::None, fields: &[
-        f(1, "limits", msg(135), REP, ALWAYS),
+    /* 71 */ Message { name: "k8s.io/api/core/v1.LimitRangeSpec", special: Special::None, fields: &[
+        f(1, "limits", msg(146), REP, ALWAYS),
     ] },
-    /* 67 */ Message { name: "k8s.io/api/core/v1.EndpointSubset", special: Special::None, fields: &[
-        f(1, "addresses", msg(136), REP, OMIT),
-        f(2, "notReadyAddresses", msg(136), REP, OMIT),
-        f(3, "ports", msg(137), REP, OMIT),
+    /* 72 */ Message { name: "k8s.io/api/core/v1.EndpointSubset", special: Special::None, fields: &[
+        f(1, "addresses", msg(147), REP, OMIT),
+        f(2, "notReadyAddresses", msg(147), REP, OMIT),
+        f(3, "ports", msg(148), REP, OMIT),
     ] },
-    /* 68 */ Message { name: "k8s.io/api/core/v1.PersistentVolumeClaimSpec", special: Special::None, fields: &[
+    /* 73 */ Message { name: "k8s.io/api/core/v1.PersistentVolumeClaimSpec", special: Special::None, fields: &[
         f(1, "accessModes", STR, REP, OMIT),
-        f(4, "selector", msg(138), ONE, PTR),
-        f(2, "resources", msg(139), ONE, ALWAYS),
+        f(4, "selector", msg(149), ONE, PTR),
+        f(2, "resources", msg(150), ONE, ALWAYS),
         f(3, "volumeName", STR, ONE, OMIT),
         f(5, "storageClassName", STR, ONE, PTR),
         f(6, "volumeMode", STR, ONE, PTR),
-        f(7, "dataSource", msg(140), ONE, PTR),
-        f(8, "dataSourceRef", msg(141), ONE, PTR),
+        f(7, "dataSource", msg(151), ONE, PTR),
+        f(8, "dataSourceRef", msg(152), ONE, PTR),
         f(9, "volumeAttributesClassName", STR, ONE, PTR),
     ] },
-    /* 69 */ Message { name: "k8s.io/api/core/v1.PersistentVolumeClaimStatus", special: Special::None, fields: &[
+    /* 74 */ Message { name: "k8s.io/api/core/v1.PersistentVolumeClaimStatus", special: Special::None, fields: &[
         f(1, "phase", STR, ONE, OMIT),
         f(2, "accessModes", STR, REP, OMIT),
-        f(3, "capacity", msg(44), map(STR), OMIT),
-        f(4, "conditions", msg(142), REP, OMIT),
-        f(5, "allocatedResources", msg(44), map(STR), OMIT),
+        f(3, "capacity", msg(49), map(STR), OMIT),
+        f(4, "conditions", msg(153), REP, OMIT),
+        f(5, "allocatedResources", msg(49), map(STR), OMIT),
         f(7, "allocatedResourceStatuses", STR, map(STR), OMIT),
         f(8, "currentVolumeAttributesClassName", STR, ONE, PTR),
-        f(9, "modifyVolumeStatus", msg(143), ONE, PTR),
+        f(9, "modifyVolumeStatus", msg(154), ONE, PTR),
     ] },
-    /* 70 */ Message { name: "k8s.io/api/events/v1.EventSeries", special: Special::None, fields: &[
+    /* 75 */ Message { name: "k8s.io/api/events/v1.EventSeries", special: Special::None, fields: &[
         f(1, "count", I32, ONE, ALWAYS),
-        f(2, "lastObservedTime", msg(41), ONE, ALWAYS),
+        f(2, "lastObservedTime", msg(46), ONE, ALWAYS),
     ] },
-    /* 71 */ Message { name: "k8s.io/api/apps/v1.DeploymentSpec", special: Special::None, fields: &[
+    /* 76 */ Message { name: "k8s.io/api/apps/v1.DeploymentSpec", special: Special::None, fields: &[
         f(1, "replicas", I32, ONE, PTR),
-        f(2, "selector", msg(138), ONE, PTR),
-        f(3, "template", msg(61), ONE, ALWAYS),
-        f(4, "strategy", msg(144), ONE, ALWAYS),
+        f(2, "selector", msg(149), ONE, PTR),
+        f(3, "template", msg(66), ONE, ALWAYS),
+        f(4, "strategy", msg(155), ONE, ALWAYS),
         f(5, "minReadySeconds", I32, ONE, OMIT),
         f(6, "revisionHistoryLimit", I32, ONE, PTR),
         f(7, "paused", BOOL, ONE, OMIT),
         f(9, "progressDeadlineSeconds", I32, ONE, PTR),
     ] },
-    /* 72 */ Message { name: "k8s.io/api/apps/v1.DeploymentStatus", special: Special::None, fields: &[
+    /* 77 */ Message { name: "k8s.io/api/apps/v1.DeploymentStatus", special: Special::None, fields: &[
         f(1, "observedGeneration", I64, ONE, OMIT),
         f(2, "replicas", I32, ONE, OMIT),
         f(3, "updatedReplicas", I32, ONE, OMIT),
@@ -437,38 +461,38 @@ pub(super) static MESSAGES: [Message; 320] = [
         f(4, "availableReplicas", I32, ONE, OMIT),
         f(5, "unavailableReplicas", I32, ONE, OMIT),
         f(9, "terminatingReplicas", I32, ONE, PTR),
-        f(6, "conditions", msg(145), REP, OMIT),
+        f(6, "conditions", msg(156), REP, OMIT),
         f(8, "collisionCount", I32, ONE, PTR),
     ] },
-    /* 73 */ Message { name: "k8s.io/api/apps/v1.ReplicaSetSpec", special: Special::None, fields: &[
+    /* 78 */ Message { name: "k8s.io/api/apps/v1.ReplicaSetSpec", special: Special::None, fields: &[
         f(1, "replicas", I32, ONE, PTR),
         f(4, "minReadySeconds", I32, ONE, OMIT),
-        f(2, "selector", msg(138), ONE, PTR),
-        f(3, "template", msg(61), ONE, ALWAYS),
+        f(2, "selector", msg(149), ONE, PTR),
+        f(3, "template", msg(66), ONE, ALWAYS),
     ] },
-    /* 74 */ Message { name: "k8s.io/api/apps/v1.ReplicaSetStatus", special: Special::None, fields: &[
+    /* 79 */ Message { name: "k8s.io/api/apps/v1.ReplicaSetStatus", special: Special::None, fields: &[
         f(1, "replicas", I32, ONE, ALWAYS),
         f(2, "fullyLabeledReplicas", I32, ONE, OMIT),
         f(4, "readyReplicas", I32, ONE, OMIT),
         f(5, "availableReplicas", I32, ONE, OMIT),
         f(7, "terminatingReplicas", I32, ONE, PTR),
         f(3, "observedGeneration", I64, ONE, OMIT),
-        f(6, "conditions", msg(146), REP, OMIT),
+        f(6, "conditions", msg(157), REP, OMIT),
     ] },
-    /* 75 */ Message { name: "k8s.io/api/apps/v1.StatefulSetSpec", special: Special::None, fields: &[
+    /* 80 */ Message { name: "k8s.io/api/apps/v1.StatefulSetSpec", special: Special::None, fields: &[
         f(1, "replicas", I32, ONE, PTR),
-        f(2, "selector", msg(138), ONE, PTR),
-        f(3, "template", msg(61), ONE, ALWAYS),
+        f(2, "selector", msg(149), ONE, PTR),
+        f(3, "template", msg(66), ONE, ALWAYS),
         f(4, "volumeClaimTemplates", msg(11), REP, OMIT),
         f(5, "serviceName", STR, ONE, ALWAYS),
         f(6, "podManagementPolicy", STR, ONE, OMIT),
-        f(7, "updateStrategy", msg(147), ONE, ALWAYS),
+        f(7, "updateStrategy", msg(158), ONE, ALWAYS),
         f(8, "revisionHistoryLimit", I32, ONE, PTR),
         f(9, "minReadySeconds", I32, ONE, OMIT),
-        f(10, "persistentVolumeClaimRetentionPolicy", msg(148), ONE, PTR),
-        f(11, "ordinals", msg(149), ONE, PTR),
+        f(10, "persistentVolumeClaimRetentionPolicy", msg(159), ONE, PTR),
+        f(11, "ordinals", msg(160), ONE, PTR),
     ] },
-    /* 76 */ Message { name: "k8s.io/api/apps/v1.StatefulSetStatus", special: Special::None, fields: &[
+    /* 81 */ Message { name: "k8s.io/api/apps/v1.StatefulSetStatus", special: Special::None, fields: &[
         f(1, "observedGeneration", I64, ONE, OMIT),
         f(2, "replicas", I32, ONE, ALWAYS),
         f(3, "readyReplicas", I32, ONE, OMIT),
@@ -477,17 +501,17 @@ pub(super) static MESSAGES: [Message; 320] = [
         f(6, "currentRevision", STR, ONE, OMIT),
         f(7, "updateRevision", STR, ONE, OMIT),
         f(9, "collisionCount", I32, ONE, PTR),
-        f(10, "conditions", msg(150), REP, OMIT),
+        f(10, "conditions", msg(161), REP, OMIT),
         f(11, "availableReplicas", I32, ONE, ALWAYS),
     ] },
-    /* 77 */ Message { name: "k8s.io/api/apps/v1.DaemonSetSpec", special: Special::None, fields: &[
-        f(1, "selector", msg(138), ONE, PTR),
-        f(2, "template", msg(61), ONE, ALWAYS),
-        f(3, "updateStrategy", msg(151), ONE, ALWAYS),
+    /* 82 */ Message { name: "k8s.io/api/apps/v1.DaemonSetSpec", special: Special::None, fields: &[
+        f(1, "selector", msg(149), ONE, PTR),
+        f(2, "template", msg(66), ONE, ALWAYS),
+        f(3, "updateStrategy", msg(162), ONE, ALWAYS),
         f(4, "minReadySeconds", I32, ONE, OMIT),
         f(6, "revisionHistoryLimit", I32, ONE, PTR),
     ] },
-    /* 78 */ Message { name: "k8s.io/api/apps/v1.DaemonSetStatus", special: Special::None, fields: &[
+    /* 83 */ Message { name: "k8s.io/api/apps/v1.DaemonSetStatus", special: Special::None, fields: &[
         f(1, "currentNumberScheduled", I32, ONE, ALWAYS),
         f(2, "numberMisscheduled", I32, ONE, ALWAYS),
         f(3, "desiredNumberScheduled", I32, ONE, ALWAYS),
@@ -497,207 +521,237 @@ pub(super) static MESSAGES: [Message; 320] = [
         f(7, "numberAvailable", I32, ONE, OMIT),
         f(8, "numberUnavailable", I32, ONE, OMIT),
         f(9, "collisionCount", I32, ONE, PTR),
-        f(10, "conditions", msg(152), REP, OMIT),
+        f(10, "conditions", msg(163), REP, OMIT),
     ] },
-    /* 79 */ Message { name: "k8s.io/api/batch/v1.JobSpec", special: Special::None, fields: &[
+    /* 84 */ Message { name: "k8s.io/api/batch/v1.JobSpec", special: Special::None, fields: &[
         f(1, "parallelism", I32, ONE, PTR),
         f(2, "completions", I32, ONE, PTR),
         f(3, "activeDeadlineSeconds", I64, ONE, PTR),
-        f(11, "podFailurePolicy", msg(153), ONE, PTR),
-        f(16, "successPolicy", msg(154), ONE, PTR),
+        f(11, "podFailurePolicy", msg(164), ONE, PTR),
+        f(16, "successPolicy", msg(165), ONE, PTR),
         f(7, "backoffLimit", I32, ONE, PTR),
         f(12, "backoffLimitPerIndex", I32, ONE, PTR),
         f(13, "maxFailedIndexes", I32, ONE, PTR),
-        f(4, "selector", msg(138), ONE, PTR),
+        f(4, "selector", msg(149), ONE, PTR),
         f(5, "manualSelector", BOOL, ONE, PTR),
-        f(6, "template", msg(61), ONE, ALWAYS),
+        f(6, "template", msg(66), ONE, ALWAYS),
         f(8, "ttlSecondsAfterFinished", I32, ONE, PTR),
         f(9, "completionMode", STR, ONE, PTR),
         f(10, "suspend", BOOL, ONE, PTR),
         f(14, "podReplacementPolicy", STR, ONE, PTR),
         f(15, "managedBy", STR, ONE, PTR),
     ] },
-    /* 80 */ Message { name: "k8s.io/api/batch/v1.JobStatus", special: Special::None, fields: &[
-        f(1, "conditions", msg(155), REP, OMIT),
-        f(2, "startTime", msg(40), ONE, PTR),
-        f(3, "completionTime", msg(40), ONE, PTR),
+    /* 85 */ Message { name: "k8s.io/api/batch/v1.JobStatus", special: Special::None, fields: &[
+        f(1, "conditions", msg(166), REP, OMIT),
+        f(2, "startTime", msg(45), ONE, PTR),
+        f(3, "completionTime", msg(45), ONE, PTR),
         f(4, "active", I32, ONE, OMIT),
         f(5, "succeeded", I32, ONE, OMIT),
         f(6, "failed", I32, ONE, OMIT),
         f(11, "terminating", I32, ONE, PTR),
         f(7, "completedIndexes", STR, ONE, OMIT),
         f(10, "failedIndexes", STR, ONE, PTR),
-        f(8, "uncountedTerminatedPods", msg(156), ONE, PTR),
+        f(8, "uncountedTerminatedPods", msg(167), ONE, PTR),
         f(9, "ready", I32, ONE, PTR),
     ] },
-    /* 81 */ Message { name: "k8s.io/api/batch/v1.CronJobSpec", special: Special::None, fields: &[
+    /* 86 */ Message { name: "k8s.io/api/batch/v1.CronJobSpec", special: Special::None, fields: &[
         f(1, "schedule", STR, ONE, ALWAYS),
         f(8, "timeZone", STR, ONE, PTR),
         f(2, "startingDeadlineSeconds", I64, ONE, PTR),
         f(3, "concurrencyPolicy", STR, ONE, OMIT),
         f(4, "suspend", BOOL, ONE, PTR),
-        f(5, "jobTemplate", msg(157), ONE, ALWAYS),
+        f(5, "jobTemplate", msg(168), ONE, ALWAYS),
         f(6, "successfulJobsHistoryLimit", I32, ONE, PTR),
         f(7, "failedJobsHistoryLimit", I32, ONE, PTR),
     ] },
-    /* 82 */ Message { name: "k8s.io/api/batch/v1.CronJobStatus", special: Special::None, fields: &[
-        f(1, "active", msg(57), REP, OMIT),
-        f(4, "lastScheduleTime", msg(40), ONE, PTR),
-        f(5, "lastSuccessfulTime", msg(40), ONE, PTR),
+    /* 87 */ Message { name: "k8s.io/api/batch/v1.CronJobStatus", special: Special::None, fields: &[
+        f(1, "active", msg(62), REP, OMIT),
+        f(4, "lastScheduleTime", msg(45), ONE, PTR),
+        f(5, "lastSuccessfulTime", msg(45), ONE, PTR),
     ] },
-    /* 83 */ Message { name: "k8s.io/api/coordination/v1.LeaseSpec", special: Special::None, fields: &[
+    /* 88 */ Message { name: "k8s.io/api/coordination/v1.LeaseSpec", special: Special::None, fields: &[
         f(1, "holderIdentity", STR, ONE, PTR),
         f(2, "leaseDurationSeconds", I32, ONE, PTR),
-        f(3, "acquireTime", msg(41), ONE, PTR),
-        f(4, "renewTime", msg(41), ONE, PTR),
+        f(3, "acquireTime", msg(46), ONE, PTR),
+        f(4, "renewTime", msg(46), ONE, PTR),
         f(5, "leaseTransitions", I32, ONE, PTR),
         f(6, "strategy", STR, ONE, PTR),
         f(7, "preferredHolder", STR, ONE, PTR),
     ] },
-    /* 84 */ Message { name: "k8s.io/api/rbac/v1.PolicyRule", special: Special::None, fields: &[
+    /* 89 */ Message { name: "k8s.io/api/rbac/v1.PolicyRule", special: Special::None, fields: &[
         f(1, "verbs", STR, REP, ALWAYS),
         f(2, "apiGroups", STR, REP, OMIT),
         f(3, "resources", STR, REP, OMIT),
         f(4, "resourceNames", STR, REP, OMIT),
         f(5, "nonResourceURLs", STR, REP, OMIT),
     ] },
-    /* 85 */ Message { name: "k8s.io/api/rbac/v1.Subject", special: Special::None, fields: &[
+    /* 90 */ Message { name: "k8s.io/api/rbac/v1.Subject", special: Special::None, fields: &[
         f(1, "kind", STR, ONE, ALWAYS),
         f(2, "apiGroup", STR, ONE, OMIT),
         f(3, "name", STR, ONE, ALWAYS),
         f(4, "namespace", STR, ONE, OMIT),
     ] },
-    /* 86 */ Message { name: "k8s.io/api/rbac/v1.RoleRef", special: Special::None, fields: &[
+    /* 91 */ Message { name: "k8s.io/api/rbac/v1.RoleRef", special: Special::None, fields: &[
         f(1, "apiGroup", STR, ONE, ALWAYS),
         f(2, "kind", STR, ONE, ALWAYS),
         f(3, "name", STR, ONE, ALWAYS),
     ] },
-    /* 87 */ Message { name: "k8s.io/api/rbac/v1.AggregationRule", special: Special::None, fields: &[
-        f(1, "clusterRoleSelectors", msg(138), REP, OMIT),
+    /* 92 */ Message { name: "k8s.io/api/rbac/v1.AggregationRule", special: Special::None, fields: &[
+        f(1, "clusterRoleSelectors", msg(149), REP, OMIT),
     ] },
-    /* 88 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceDefinitionSpec", special: Special::None, fields: &[
+    /* 93 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceDefinitionSpec", special: Special::None, fields: &[
         f(1, "group", STR, ONE, ALWAYS),
-        f(3, "names", msg(158), ONE, ALWAYS),
+        f(3, "names", msg(169), ONE, ALWAYS),
         f(4, "scope", STR, ONE, ALWAYS),
-        f(7, "versions", msg(159), REP, ALWAYS),
-        f(9, "conversion", msg(160), ONE, PTR),
+        f(7, "versions", msg(170), REP, ALWAYS),
+        f(9, "conversion", msg(171), ONE, PTR),
         f(10, "preserveUnknownFields", BOOL, ONE, OMIT),
     ] },
-    /* 89 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceDefinitionStatus", special: Special::None, fields: &[
-        f(1, "conditions", msg(161), REP, ALWAYS),
-        f(2, "acceptedNames", msg(158), ONE, ALWAYS),
+    /* 94 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceDefinitionStatus", special: Special::None, fields: &[
+        f(1, "conditions", msg(172), REP, ALWAYS),
+        f(2, "acceptedNames", msg(169), ONE, ALWAYS),
         f(3, "storedVersions", STR, REP, ALWAYS),
     ] },
-    /* 90 */ Message { name: "k8s.io/api/admissionregistration/v1.ValidatingWebhook", special: Special::None, fields: &[
+    /* 95 */ Message { name: "k8s.io/api/admissionregistration/v1.ValidatingWebhook", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
-        f(2, "clientConfig", msg(162), ONE, ALWAYS),
-        f(3, "rules", msg(163), REP, OMIT),
+        f(2, "clientConfig", msg(173), ONE, ALWAYS),
+        f(3, "rules", msg(174), REP, OMIT),
         f(4, "failurePolicy", STR, ONE, PTR),
         f(9, "matchPolicy", STR, ONE, PTR),
-        f(5, "namespaceSelector", msg(138), ONE, PTR),
-        f(10, "objectSelector", msg(138), ONE, PTR),
+        f(5, "namespaceSelector", msg(149), ONE, PTR),
+        f(10, "objectSelector", msg(149), ONE, PTR),
         f(6, "sideEffects", STR, ONE, PTR),
         f(7, "timeoutSeconds", I32, ONE, PTR),
         f(8, "admissionReviewVersions", STR, REP, ALWAYS),
-        f(11, "matchConditions", msg(164), REP, OMIT),
+        f(11, "matchConditions", msg(175), REP, OMIT),
     ] },
-    /* 91 */ Message { name: "k8s.io/api/admissionregistration/v1.MutatingWebhook", special: Special::None, fields: &[
+    /* 96 */ Message { name: "k8s.io/api/admissionregistration/v1.MutatingWebhook", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
-        f(2, "clientConfig", msg(162), ONE, ALWAYS),
-        f(3, "rules", msg(163), REP, OMIT),
+        f(2, "clientConfig", msg(173), ONE, ALWAYS),
+        f(3, "rules", msg(174), REP, OMIT),
         f(4, "failurePolicy", STR, ONE, PTR),
         f(9, "matchPolicy", STR, ONE, PTR),
-        f(5, "namespaceSelector", msg(138), ONE, PTR),
-        f(11, "objectSelector", msg(138), ONE, PTR),
+        f(5, "namespaceSelector", msg(149), ONE, PTR),
+        f(11, "objectSelector", msg(149), ONE, PTR),
         f(6, "sideEffects", STR, ONE, PTR),
         f(7, "timeoutSeconds", I32, ONE, PTR),
         f(8, "admissionReviewVersions", STR, REP, ALWAYS),
         f(10, "reinvocationPolicy", STR, ONE, PTR),
-        f(12, "matchConditions", msg(164), REP, OMIT),
+        f(12, "matchConditions", msg(175), REP, OMIT),
     ] },
-    /* 92 */ Message { name: "k8s.io/api/policy/v1.PodDisruptionBudgetSpec", special: Special::None, fields: &[
-        f(1, "minAvailable", msg(45), ONE, PTR),
-        f(2, "selector", msg(138), ONE, PTR),
-        f(3, "maxUnavailable", msg(45), ONE, PTR),
+    /* 97 */ Message { name: "k8s.io/api/policy/v1.PodDisruptionBudgetSpec", special: Special::None, fields: &[
+        f(1, "minAvailable", msg(50), ONE, PTR),
+        f(2, "selector", msg(149), ONE, PTR),
+        f(3, "maxUnavailable", msg(50), ONE, PTR),
         f(4, "unhealthyPodEvictionPolicy", STR, ONE, PTR),
     ] },
-    /* 93 */ Message { name: "k8s.io/api/policy/v1.PodDisruptionBudgetStatus", special: Special::None, fields: &[
+    /* 98 */ Message { name: "k8s.io/api/policy/v1.PodDisruptionBudgetStatus", special: Special::None, fields: &[
         f(1, "observedGeneration", I64, ONE, OMIT),
-        f(2, "disruptedPods", msg(40), map(STR), OMIT),
+        f(2, "disruptedPods", msg(45), map(STR), OMIT),
         f(3, "disruptionsAllowed", I32, ONE, ALWAYS),
         f(4, "currentHealthy", I32, ONE, ALWAYS),
         f(5, "desiredHealthy", I32, ONE, ALWAYS),
         f(6, "expectedPods", I32, ONE, ALWAYS),
-        f(7, "conditions", msg(114), REP, OMIT),
+        f(7, "conditions", msg(125), REP, OMIT),
     ] },
-    /* 94 */ Message { name: "k8s.io/api/networking/v1.IngressSpec", special: Special::None, fields: &[
+    /* 99 */ Message { name: "k8s.io/api/networking/v1.IngressSpec", special: Special::None, fields: &[
         f(4, "ingressClassName", STR, ONE, PTR),
-        f(1, "defaultBackend", msg(165), ONE, PTR),
-        f(2, "tls", msg(166), REP, OMIT),
-        f(3, "rules", msg(167), REP, OMIT),
+        f(1, "defaultBackend", msg(176), ONE, PTR),
+        f(2, "tls", msg(177), REP, OMIT),
+        f(3, "rules", msg(178), REP, OMIT),
     ] },
-    /* 95 */ Message { name: "k8s.io/api/networking/v1.IngressStatus", special: Special::None, fields: &[
-        f(1, "loadBalancer", msg(168), ONE, ALWAYS),
+    /* 100 */ Message { name: "k8s.io/api/networking/v1.IngressStatus", special: Special::None, fields: &[
+        f(1, "loadBalancer", msg(179), ONE, ALWAYS),
     ] },
-    /* 96 */ Message { name: "k8s.io/api/networking/v1.IngressClassSpec", special: Special::None, fields: &[
+    /* 101 */ Message { name: "k8s.io/api/networking/v1.IngressClassSpec", special: Special::None, fields: &[
         f(1, "controller", STR, ONE, OMIT),
-        f(2, "parameters", msg(169), ONE, PTR),
+        f(2, "parameters", msg(180), ONE, PTR),
     ] },
-    /* 97 */ Message { name: "k8s.io/api/networking/v1.NetworkPolicySpec", special: Special::None, fields: &[
-        f(1, "podSelector", msg(138), ONE, ALWAYS),
-        f(2, "ingress", msg(170), REP, OMIT),
-        f(3, "egress", msg(171), REP, OMIT),
+    /* 102 */ Message { name: "k8s.io/api/networking/v1.NetworkPolicySpec", special: Special::None, fields: &[
+        f(1, "podSelector", msg(149), ONE, ALWAYS),
+        f(2, "ingress", msg(181), REP, OMIT),
+        f(3, "egress", msg(182), REP, OMIT),
         f(4, "policyTypes", STR, REP, OMIT),
     ] },
-    /* 98 */ Message { name: "k8s.io/api/autoscaling/v1.ScaleSpec", special: Special::None, fields: &[
+    /* 103 */ Message { name: "k8s.io/api/autoscaling/v1.ScaleSpec", special: Special::None, fields: &[
         f(1, "replicas", I32, ONE, OMIT),
     ] },
-    /* 99 */ Message { name: "k8s.io/api/autoscaling/v1.ScaleStatus", special: Special::None, fields: &[
+    /* 104 */ Message { name: "k8s.io/api/autoscaling/v1.ScaleStatus", special: Special::None, fields: &[
         f(1, "replicas", I32, ONE, ALWAYS),
         f(2, "selector", STR, ONE, OMIT),
     ] },
-    /* 100 */ Message { name: "k8s.io/api/autoscaling/v1.HorizontalPodAutoscalerSpec", special: Special::None, fields: &[
-        f(1, "scaleTargetRef", msg(172), ONE, ALWAYS),
+    /* 105 */ Message { name: "k8s.io/api/autoscaling/v1.HorizontalPodAutoscalerSpec", special: Special::None, fields: &[
+        f(1, "scaleTargetRef", msg(183), ONE, ALWAYS),
         f(2, "minReplicas", I32, ONE, PTR),
         f(3, "maxReplicas", I32, ONE, ALWAYS),
         f(4, "targetCPUUtilizationPercentage", I32, ONE, PTR),
     ] },
-    /* 101 */ Message { name: "k8s.io/api/autoscaling/v1.HorizontalPodAutoscalerStatus", special: Special::None, fields: &[
+    /* 106 */ Message { name: "k8s.io/api/autoscaling/v1.HorizontalPodAutoscalerStatus", special: Special::None, fields: &[
         f(1, "observedGeneration", I64, ONE, PTR),
-        f(2, "lastScaleTime", msg(40), ONE, PTR),
+        f(2, "lastScaleTime", msg(45), ONE, PTR),
         f(3, "currentReplicas", I32, ONE, ALWAYS),
         f(4, "desiredReplicas", I32, ONE, ALWAYS),
         f(5, "currentCPUUtilizationPercentage", I32, ONE, PTR),
     ] },
-    /* 102 */ Message { name: "k8s.io/api/autoscaling/v2.HorizontalPodAutoscalerSpec", special: Special::None, fields: &[
-        f(1, "scaleTargetRef", msg(173), ONE, ALWAYS),
+    /* 107 */ Message { name: "k8s.io/api/autoscaling/v2.HorizontalPodAutoscalerSpec", special: Special::None, fields: &[
+        f(1, "scaleTargetRef", msg(184), ONE, ALWAYS),
         f(2, "minReplicas", I32, ONE, PTR),
         f(3, "maxReplicas", I32, ONE, ALWAYS),
-        f(4, "metrics", msg(174), REP, OMIT),
-        f(5, "behavior", msg(175), ONE, PTR),
+        f(4, "metrics", msg(185), REP, OMIT),
+        f(5, "behavior", msg(186), ONE, PTR),
     ] },
-    /* 103 */ Message { name: "k8s.io/api/autoscaling/v2.HorizontalPodAutoscalerStatus", special: Special::None, fields: &[
+    /* 108 */ Message { name: "k8s.io/api/autoscaling/v2.HorizontalPodAutoscalerStatus", special: Special::None, fields: &[
         f(1, "observedGeneration", I64, ONE, PTR),
-        f(2, "lastScaleTime", msg(40), ONE, PTR),
+        f(2, "lastScaleTime", msg(45), ONE, PTR),
         f(3, "currentReplicas", I32, ONE, OMIT),
         f(4, "desiredReplicas", I32, ONE, ALWAYS),
-        f(5, "currentMetrics", msg(176), REP, ALWAYS),
-        f(6, "conditions", msg(177), REP, OMIT),
+        f(5, "currentMetrics", msg(187), REP, ALWAYS),
+        f(6, "conditions", msg(188), REP, OMIT),
     ] },
-    /* 104 */ Message { name: "k8s.io/api/authentication/v1.TokenRequestSpec", special: Special::None, fields: &[
+    /* 109 */ Message { name: "k8s.io/api/authentication/v1.TokenRequestSpec", special: Special::None, fields: &[
         f(1, "audiences", STR, REP, ALWAYS),
         f(4, "expirationSeconds", I64, ONE, PTR),
-        f(3, "boundObjectRef", msg(178), ONE, PTR),
+        f(3, "boundObjectRef", msg(189), ONE, PTR),
     ] },
-    /* 105 */ Message { name: "k8s.io/api/authentication/v1.TokenRequestStatus", special: Special::None, fields: &[
+    /* 110 */ Message { name: "k8s.io/api/authentication/v1.TokenRequestStatus", special: Special::None, fields: &[
         f(1, "token", STR, ONE, ALWAYS),
-        f(2, "expirationTimestamp", msg(40), ONE, ALWAYS),
+        f(2, "expirationTimestamp", msg(45), ONE, ALWAYS),
     ] },
-    /* 106 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.Preconditions", special: Special::None, fields: &[
+    /* 111 */ Message { name: "k8s.io/api/authentication/v1.SelfSubjectReviewStatus", special: Special::None, fields: &[
+        f(1, "userInfo", msg(190), ONE, ALWAYS),
+    ] },
+    /* 112 */ Message { name: "k8s.io/api/authorization/v1.SelfSubjectAccessReviewSpec", special: Special::None, fields: &[
+        f(1, "resourceAttributes", msg(191), ONE, PTR),
+        f(2, "nonResourceAttributes", msg(192), ONE, PTR),
+    ] },
+    /* 113 */ Message { name: "k8s.io/api/authorization/v1.SubjectAccessReviewStatus", special: Special::None, fields: &[
+        f(1, "allowed", BOOL, ONE, ALWAYS),
+        f(4, "denied", BOOL, ONE, OMIT),
+        f(2, "reason", STR, ONE, OMIT),
+        f(3, "evaluationError", STR, ONE, OMIT),
+    ] },
+    /* 114 */ Message { name: "k8s.io/api/authorization/v1.SubjectAccessReviewSpec", special: Special::None, fields: &[
+        f(1, "resourceAttributes", msg(191), ONE, PTR),
+        f(2, "nonResourceAttributes", msg(192), ONE, PTR),
+        f(3, "user", STR, ONE, OMIT),
+        f(4, "groups", STR, REP, OMIT),
+        f(5, "extra", msg(56), map(STR), OMIT),
+        f(6, "uid", STR, ONE, OMIT),
+    ] },
+    /* 115 */ Message { name: "k8s.io/api/authorization/v1.SelfSubjectRulesReviewSpec", special: Special::None, fields: &[
+        f(1, "namespace", STR, ONE, OMIT),
+    ] },
+    /* 116 */ Message { name: "k8s.io/api/authorization/v1.SubjectRulesReviewStatus", special: Special::None, fields: &[
+        f(1, "resourceRules", msg(193), REP, ALWAYS),
+        f(2, "nonResourceRules", msg(194), REP, ALWAYS),
+        f(3, "incomplete", BOOL, ONE, ALWAYS),
+        f(4, "evaluationError", STR, ONE, OMIT),
+    ] },
+    /* 117 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.Preconditions", special: Special::None, fields: &[
         f(1, "uid", STR, ONE, PTR),
         f(2, "resourceVersion", STR, ONE, PTR),
     ] },
-    /* 107 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.JSONSchemaProps", special: Special::None, fields: &[
+    /* 118 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.JSONSchemaProps", special: Special::None, fields: &[
         f(1, "id", STR, ONE, OMIT),
         f(2, "$schema", STR, ONE, OMIT),
         f(3, "$ref", STR, ONE, PTR),
@@ -705,7 +759,7 @@ pub(super) static MESSAGES: [Message; 320] = [
         f(5, "type", STR, ONE, OMIT),
         f(6, "format", STR, ONE, OMIT),
         f(7, "title", STR, ONE, OMIT),
-        f(8, "default", msg(47), ONE, PTR),
+        f(8, "default", msg(52), ONE, PTR),
         f(9, "maximum", F64, ONE, PTR),
         f(10, "exclusiveMaximum", BOOL, ONE, OMIT),
         f(11, "minimum", F64, ONE, PTR),
@@ -717,23 +771,23 @@ pub(super) static MESSAGES: [Message; 320] = [
         f(17, "minItems", I64, ONE, PTR),
         f(18, "uniqueItems", BOOL, ONE, OMIT),
         f(19, "multipleOf", F64, ONE, PTR),
-        f(20, "enum", msg(47), REP, OMIT),
+        f(20, "enum", msg(52), REP, OMIT),
         f(21, "maxProperties", I64, ONE, PTR),
         f(22, "minProperties", I64, ONE, PTR),
         f(23, "required", STR, REP, OMIT),
-        f(24, "items", msg(48), ONE, PTR),
-        f(25, "allOf", msg(107), REP, OMIT),
-        f(26, "oneOf", msg(107), REP, OMIT),
-        f(27, "anyOf", msg(107), REP, OMIT),
-        f(28, "not", msg(107), ONE, PTR),
-        f(29, "properties", msg(107), map(STR), OMIT),
-        f(30, "additionalProperties", msg(49), ONE, PTR),
-        f(31, "patternProperties", msg(107), map(STR), OMIT),
-        f(32, "dependencies", msg(50), map(STR), OMIT),
-        f(33, "additionalItems", msg(49), ONE, PTR),
-        f(34, "definitions", msg(107), map(STR), OMIT),
-        f(35, "externalDocs", msg(179), ONE, PTR),
-        f(36, "example", msg(47), ONE, PTR),
+        f(24, "items", msg(53), ONE, PTR),
+        f(25, "allOf", msg(118), REP, OMIT),
+        f(26, "oneOf", msg(118), REP, OMIT),
+        f(27, "anyOf", msg(118), REP, OMIT),
+        f(28, "not", msg(118), ONE, PTR),
+        f(29, "properties", msg(118), map(STR), OMIT),
+        f(30, "additionalProperties", msg(54), ONE, PTR),
+        f(31, "patternProperties", msg(118), map(STR), OMIT),
+        f(32, "dependencies", msg(55), map(STR), OMIT),
+        f(33, "additionalItems", msg(54), ONE, PTR),
+        f(34, "definitions", msg(118), map(STR), OMIT),
+        f(35, "externalDocs", msg(195), ONE, PTR),
+        f(36, "example", msg(52), ONE, PTR),
         f(37, "nullable", BOOL, ONE, OMIT),
         f(38, "x-kubernetes-preserve-unknown-fields", BOOL, ONE, PTR),
         f(39, "x-kubernetes-embedded-resource", BOOL, ONE, OMIT),
@@ -741,9 +795,9 @@ pub(super) static MESSAGES: [Message; 320] = [
         f(41, "x-kubernetes-list-map-keys", STR, REP, OMIT),
         f(42, "x-kubernetes-list-type", STR, ONE, PTR),
         f(43, "x-kubernetes-map-type", STR, ONE, PTR),
-        f(44, "x-kubernetes-validations", msg(180), REP, OMIT),
+        f(44, "x-kubernetes-validations", msg(196), REP, OMIT),
     ] },
-    /* 108 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.OwnerReference", special: Special::None, fields: &[
+    /* 119 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.OwnerReference", special: Special::None, fields: &[
         f(5, "apiVersion", STR, ONE, ALWAYS),
         f(1, "kind", STR, ONE, ALWAYS),
         f(3, "name", STR, ONE, ALWAYS),
@@ -751,304 +805,304 @@ pub(super) static MESSAGES: [Message; 320] = [
         f(6, "controller", BOOL, ONE, PTR),
         f(7, "blockOwnerDeletion", BOOL, ONE, PTR),
     ] },
-    /* 109 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.ManagedFieldsEntry", special: Special::None, fields: &[
+    /* 120 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.ManagedFieldsEntry", special: Special::None, fields: &[
         f(1, "manager", STR, ONE, OMIT),
         f(2, "operation", STR, ONE, OMIT),
         f(3, "apiVersion", STR, ONE, OMIT),
-        f(4, "time", msg(40), ONE, PTR),
+        f(4, "time", msg(45), ONE, PTR),
         f(6, "fieldsType", STR, ONE, OMIT),
-        f(7, "fieldsV1", msg(43), ONE, PTR),
+        f(7, "fieldsV1", msg(48), ONE, PTR),
         f(8, "subresource", STR, ONE, OMIT),
     ] },
-    /* 110 */ Message { name: "k8s.io/api/core/v1.NamespaceCondition", special: Special::None, fields: &[
+    /* 121 */ Message { name: "k8s.io/api/core/v1.NamespaceCondition", special: Special::None, fields: &[
         f(1, "type", STR, ONE, ALWAYS),
         f(2, "status", STR, ONE, ALWAYS),
-        f(4, "lastTransitionTime", msg(40), ONE, ALWAYS),
+        f(4, "lastTransitionTime", msg(45), ONE, ALWAYS),
         f(5, "reason", STR, ONE, OMIT),
         f(6, "message", STR, ONE, OMIT),
     ] },
-    /* 111 */ Message { name: "k8s.io/api/core/v1.ServicePort", special: Special::None, fields: &[
+    /* 122 */ Message { name: "k8s.io/api/core/v1.ServicePort", special: Special::None, fields: &[
         f(1, "name", STR, ONE, OMIT),
         f(2, "protocol", STR, ONE, OMIT),
         f(6, "appProtocol", STR, ONE, PTR),
         f(3, "port", I32, ONE, ALWAYS),
-        f(4, "targetPort", msg(45), ONE, ALWAYS),
+        f(4, "targetPort", msg(50), ONE, ALWAYS),
         f(5, "nodePort", I32, ONE, OMIT),
     ] },
-    /* 112 */ Message { name: "k8s.io/api/core/v1.SessionAffinityConfig", special: Special::None, fields: &[
-        f(1, "clientIP", msg(181), ONE, PTR),
+    /* 123 */ Message { name: "k8s.io/api/core/v1.SessionAffinityConfig", special: Special::None, fields: &[
+        f(1, "clientIP", msg(197), ONE, PTR),
     ] },
-    /* 113 */ Message { name: "k8s.io/api/core/v1.LoadBalancerStatus", special: Special::None, fields: &[
-        f(1, "ingress", msg(182), REP, OMIT),
+    /* 124 */ Message { name: "k8s.io/api/core/v1.LoadBalancerStatus", special: Special::None, fields: &[
+        f(1, "ingress", msg(198), REP, OMIT),
     ] },
-    /* 114 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.Condition", special: Special::None, fields: &[
+    /* 125 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.Condition", special: Special::None, fields: &[
         f(1, "type", STR, ONE, ALWAYS),
         f(2, "status", STR, ONE, ALWAYS),
         f(3, "observedGeneration", I64, ONE, OMIT),
-        f(4, "lastTransitionTime", msg(40), ONE, ALWAYS),
+        f(4, "lastTransitionTime", msg(45), ONE, ALWAYS),
         f(5, "reason", STR, ONE, ALWAYS),
         f(6, "message", STR, ONE, ALWAYS),
     ] },
-    /* 115 */ Message { name: "k8s.io/api/core/v1.Volume", special: Special::None, fields: &[
+    /* 126 */ Message { name: "k8s.io/api/core/v1.Volume", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
-        f(2, "", msg(183), ONE, INLINE),
+        f(2, "", msg(199), ONE, INLINE),
     ] },
-    /* 116 */ Message { name: "k8s.io/api/core/v1.Container", special: Special::None, fields: &[
+    /* 127 */ Message { name: "k8s.io/api/core/v1.Container", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
         f(2, "image", STR, ONE, OMIT),
         f(3, "command", STR, REP, OMIT),
         f(4, "args", STR, REP, OMIT),
         f(5, "workingDir", STR, ONE, OMIT),
-        f(6, "ports", msg(184), REP, OMIT),
-        f(19, "envFrom", msg(185), REP, OMIT),
-        f(7, "env", msg(186), REP, OMIT),
-        f(8, "resources", msg(128), ONE, ALWAYS),
-        f(23, "resizePolicy", msg(187), REP, OMIT),
+        f(6, "ports", msg(200), REP, OMIT),
+        f(19, "envFrom", msg(201), REP, OMIT),
+        f(7, "env", msg(202), REP, OMIT),
+        f(8, "resources", msg(139), ONE, ALWAYS),
+        f(23, "resizePolicy", msg(203), REP, OMIT),
         f(24, "restartPolicy", STR, ONE, PTR),
-        f(9, "volumeMounts", msg(188), REP, OMIT),
-        f(21, "volumeDevices", msg(189), REP, OMIT),
-        f(10, "livenessProbe", msg(190), ONE, PTR),
-        f(11, "readinessProbe", msg(190), ONE, PTR),
-        f(22, "startupProbe", msg(190), ONE, PTR),
-        f(12, "lifecycle", msg(191), ONE, PTR),
+        f(9, "volumeMounts", msg(204), REP, OMIT),
+        f(21, "volumeDevices", msg(205), REP, OMIT),
+        f(10, "livenessProbe", msg(206), ONE, PTR),
+        f(11, "readinessProbe", msg(206), ONE, PTR),
+        f(22, "startupProbe", msg(206), ONE, PTR),
+        f(12, "lifecycle", msg(207), ONE, PTR),
         f(13, "terminationMessagePath", STR, ONE, OMIT),
         f(20, "terminationMessagePolicy", STR, ONE, OMIT),
         f(14, "imagePullPolicy", STR, ONE, OMIT),
-        f(15, "securityContext", msg(192), ONE, PTR),
+        f(15, "securityContext", msg(208), ONE, PTR),
         f(16, "stdin", BOOL, ONE, OMIT),
         f(17, "stdinOnce", BOOL, ONE, OMIT),
         f(18, "tty", BOOL, ONE, OMIT),
     ] },
-    /* 117 */ Message { name: "k8s.io/api/core/v1.EphemeralContainer", special: Special::None, fields: &[
-        f(1, "", msg(193), ONE, INLINE),
+    /* 128 */ Message { name: "k8s.io/api/core/v1.EphemeralContainer", special: Special::None, fields: &[
+        f(1, "", msg(209), ONE, INLINE),
         f(2, "targetContainerName", STR, ONE, OMIT),
     ] },
-    /* 118 */ Message { name: "k8s.io/api/core/v1.PodSecurityContext", special: Special::None, fields: &[
-        f(1, "seLinuxOptions", msg(194), ONE, PTR),
-        f(8, "windowsOptions", msg(195), ONE, PTR),
+    /* 129 */ Message { name: "k8s.io/api/core/v1.PodSecurityContext", special: Special::None, fields: &[
+        f(1, "seLinuxOptions", msg(210), ONE, PTR),
+        f(8, "windowsOptions", msg(211), ONE, PTR),
         f(2, "runAsUser", I64, ONE, PTR),
         f(6, "runAsGroup", I64, ONE, PTR),
         f(3, "runAsNonRoot", BOOL, ONE, PTR),
         f(4, "supplementalGroups", I64, REP, OMIT),
         f(12, "supplementalGroupsPolicy", STR, ONE, PTR),
         f(5, "fsGroup", I64, ONE, PTR),
-        f(7, "sysctls", msg(196), REP, OMIT),
+        f(7, "sysctls", msg(212), REP, OMIT),
         f(9, "fsGroupChangePolicy", STR, ONE, PTR),
-        f(10, "seccompProfile", msg(197), ONE, PTR),
-        f(11, "appArmorProfile", msg(198), ONE, PTR),
+        f(10, "seccompProfile", msg(213), ONE, PTR),
+        f(11, "appArmorProfile", msg(214), ONE, PTR),
         f(13, "seLinuxChangePolicy", STR, ONE, PTR),
     ] },
-    /* 119 */ Message { name: "k8s.io/api/core/v1.Affinity", special: Special::None, fields: &[
-        f(1, "nodeAffinity", msg(199), ONE, PTR),
-        f(2, "podAffinity", msg(200), ONE, PTR),
-        f(3, "podAntiAffinity", msg(201), ONE, PTR),
+    /* 130 */ Message { name: "k8s.io/api/core/v1.Affinity", special: Special::None, fields: &[
+        f(1, "nodeAffinity", msg(215), ONE, PTR),
+        f(2, "podAffinity", msg(216), ONE, PTR),
+        f(3, "podAntiAffinity", msg(217), ONE, PTR),
     ] },
-    /* 120 */ Message { name: "k8s.io/api/core/v1.Toleration", special: Special::None, fields: &[
+    /* 131 */ Message { name: "k8s.io/api/core/v1.Toleration", special: Special::None, fields: &[
         f(1, "key", STR, ONE, OMIT),
         f(2, "operator", STR, ONE, OMIT),
         f(3, "value", STR, ONE, OMIT),
         f(4, "effect", STR, ONE, OMIT),
         f(5, "tolerationSeconds", I64, ONE, PTR),
     ] },
-    /* 121 */ Message { name: "k8s.io/api/core/v1.HostAlias", special: Special::None, fields: &[
+    /* 132 */ Message { name: "k8s.io/api/core/v1.HostAlias", special: Special::None, fields: &[
         f(1, "ip", STR, ONE, ALWAYS),
         f(2, "hostnames", STR, REP, OMIT),
     ] },
-    /* 122 */ Message { name: "k8s.io/api/core/v1.PodDNSConfig", special: Special::None, fields: &[
+    /* 133 */ Message { name: "k8s.io/api/core/v1.PodDNSConfig", special: Special::None, fields: &[
         f(1, "nameservers", STR, REP, OMIT),
         f(2, "searches", STR, REP, OMIT),
-        f(3, "options", msg(202), REP, OMIT),
+        f(3, "options", msg(218), REP, OMIT),
     ] },
-    /* 123 */ Message { name: "k8s.io/api/core/v1.PodReadinessGate", special: Special::None, fields: &[
+    /* 134 */ Message { name: "k8s.io/api/core/v1.PodReadinessGate", special: Special::None, fields: &[
         f(1, "conditionType", STR, ONE, ALWAYS),
     ] },
-    /* 124 */ Message { name: "k8s.io/api/core/v1.TopologySpreadConstraint", special: Special::None, fields: &[
+    /* 135 */ Message { name: "k8s.io/api/core/v1.TopologySpreadConstraint", special: Special::None, fields: &[
         f(1, "maxSkew", I32, ONE, ALWAYS),
         f(2, "topologyKey", STR, ONE, ALWAYS),
         f(3, "whenUnsatisfiable", STR, ONE, ALWAYS),
-        f(4, "labelSelector", msg(138), ONE, PTR),
+        f(4, "labelSelector", msg(149), ONE, PTR),
         f(5, "minDomains", I32, ONE, PTR),
         f(6, "nodeAffinityPolicy", STR, ONE, PTR),
         f(7, "nodeTaintsPolicy", STR, ONE, PTR),
         f(8, "matchLabelKeys", STR, REP, OMIT),
     ] },
-    /* 125 */ Message { name: "k8s.io/api/core/v1.PodOS", special: Special::None, fields: &[
+    /* 136 */ Message { name: "k8s.io/api/core/v1.PodOS", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
     ] },
-    /* 126 */ Message { name: "k8s.io/api/core/v1.PodSchedulingGate", special: Special::None, fields: &[
+    /* 137 */ Message { name: "k8s.io/api/core/v1.PodSchedulingGate", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
     ] },
-    /* 127 */ Message { name: "k8s.io/api/core/v1.PodResourceClaim", special: Special::None, fields: &[
+    /* 138 */ Message { name: "k8s.io/api/core/v1.PodResourceClaim", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
         f(3, "resourceClaimName", STR, ONE, PTR),
         f(4, "resourceClaimTemplateName", STR, ONE, PTR),
     ] },
-    /* 128 */ Message { name: "k8s.io/api/core/v1.ResourceRequirements", special: Special::None, fields: &[
-        f(1, "limits", msg(44), map(STR), OMIT),
-        f(2, "requests", msg(44), map(STR), OMIT),
-        f(3, "claims", msg(203), REP, OMIT),
+    /* 139 */ Message { name: "k8s.io/api/core/v1.ResourceRequirements", special: Special::None, fields: &[
+        f(1, "limits", msg(49), map(STR), OMIT),
+        f(2, "requests", msg(49), map(STR), OMIT),
+        f(3, "claims", msg(219), REP, OMIT),
     ] },
-    /* 129 */ Message { name: "k8s.io/api/core/v1.PodCondition", special: Special::None, fields: &[
+    /* 140 */ Message { name: "k8s.io/api/core/v1.PodCondition", special: Special::None, fields: &[
         f(1, "type", STR, ONE, ALWAYS),
         f(7, "observedGeneration", I64, ONE, OMIT),
         f(2, "status", STR, ONE, ALWAYS),
-        f(3, "lastProbeTime", msg(40), ONE, ALWAYS),
-        f(4, "lastTransitionTime", msg(40), ONE, ALWAYS),
+        f(3, "lastProbeTime", msg(45), ONE, ALWAYS),
+        f(4, "lastTransitionTime", msg(45), ONE, ALWAYS),
         f(5, "reason", STR, ONE, OMIT),
         f(6, "message", STR, ONE, OMIT),
     ] },
-    /* 130 */ Message { name: "k8s.io/api/core/v1.HostIP", special: Special::None, fields: &[
+    /* 141 */ Message { name: "k8s.io/api/core/v1.HostIP", special: Special::None, fields: &[
         f(1, "ip", STR, ONE, ALWAYS),
     ] },
-    /* 131 */ Message { name: "k8s.io/api/core/v1.PodIP", special: Special::None, fields: &[
+    /* 142 */ Message { name: "k8s.io/api/core/v1.PodIP", special: Special::None, fields: &[
         f(1, "ip", STR, ONE, ALWAYS),
     ] },
-    /* 132 */ Message { name: "k8s.io/api/core/v1.ContainerStatus", special: Special::None, fields: &[
+    /* 143 */ Message { name: "k8s.io/api/core/v1.ContainerStatus", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
-        f(2, "state", msg(204), ONE, ALWAYS),
-        f(3, "lastState", msg(204), ONE, ALWAYS),
+        f(2, "state", msg(220), ONE, ALWAYS),
+        f(3, "lastState", msg(220), ONE, ALWAYS),
         f(4, "ready", BOOL, ONE, ALWAYS),
         f(5, "restartCount", I32, ONE, ALWAYS),
         f(6, "image", STR, ONE, ALWAYS),
         f(7, "imageID", STR, ONE, ALWAYS),
         f(8, "containerID", STR, ONE, OMIT),
         f(9, "started", BOOL, ONE, PTR),
-        f(10, "allocatedResources", msg(44), map(STR), OMIT),
-        f(11, "resources", msg(128), ONE, PTR),
-        f(12, "volumeMounts", msg(205), REP, OMIT),
-        f(13, "user", msg(206), ONE, PTR),
-        f(14, "allocatedResourcesStatus", msg(207), REP, OMIT),
+        f(10, "allocatedResources", msg(49), map(STR), OMIT),
+        f(11, "resources", msg(139), ONE, PTR),
+        f(12, "volumeMounts", msg(221), REP, OMIT),
+        f(13, "user", msg(222), ONE, PTR),
+        f(14, "allocatedResourcesStatus", msg(223), REP, OMIT),
         f(15, "stopSignal", STR, ONE, PTR),
     ] },
-    /* 133 */ Message { name: "k8s.io/api/core/v1.PodResourceClaimStatus", special: Special::None, fields: &[
+    /* 144 */ Message { name: "k8s.io/api/core/v1.PodResourceClaimStatus", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
         f(2, "resourceClaimName", STR, ONE, PTR),
     ] },
-    /* 134 */ Message { name: "k8s.io/api/core/v1.ScopeSelector", special: Special::None, fields: &[
-        f(1, "matchExpressions", msg(208), REP, OMIT),
+    /* 145 */ Message { name: "k8s.io/api/core/v1.ScopeSelector", special: Special::None, fields: &[
+        f(1, "matchExpressions", msg(224), REP, OMIT),
     ] },
-    /* 135 */ Message { name: "k8s.io/api/core/v1.LimitRangeItem", special: Special::None, fields: &[
+    /* 146 */ Message { name: "k8s.io/api/core/v1.LimitRangeItem", special: Special::None, fields: &[
         f(1, "type", STR, ONE, ALWAYS),
-        f(2, "max", msg(44), map(STR), OMIT),
-        f(3, "min", msg(44), map(STR), OMIT),
-        f(4, "default", msg(44), map(STR), OMIT),
-        f(5, "defaultRequest", msg(44), map(STR), OMIT),
-        f(6, "maxLimitRequestRatio", msg(44), map(STR), OMIT),
+        f(2, "max", msg(49), map(STR), OMIT),
+        f(3, "min", msg(49), map(STR), OMIT),
+        f(4, "default", msg(49), map(STR), OMIT),
+        f(5, "defaultRequest", msg(49), map(STR), OMIT),
+        f(6, "maxLimitRequestRatio", msg(49), map(STR), OMIT),
     ] },
-    /* 136 */ Message { name: "k8s.io/api/core/v1.EndpointAddress", special: Special::None, fields: &[
+    /* 147 */ Message { name: "k8s.io/api/core/v1.EndpointAddress", special: Special::None, fields: &[
         f(1, "ip", STR, ONE, ALWAYS),
         f(3, "hostname", STR, ONE, OMIT),
         f(4, "nodeName", STR, ONE, PTR),
-        f(2, "targetRef", msg(57), ONE, PTR),
+        f(2, "targetRef", msg(62), ONE, PTR),
     ] },
-    /* 137 */ Message { name: "k8s.io/api/core/v1.EndpointPort", special: Special::None, fields: &[
+    /* 148 */ Message { name: "k8s.io/api/core/v1.EndpointPort", special: Special::None, fields: &[
         f(1, "name", STR, ONE, OMIT),
         f(2, "port", I32, ONE, ALWAYS),
         f(3, "protocol", STR, ONE, OMIT),
         f(4, "appProtocol", STR, ONE, PTR),
     ] },
-    /* 138 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.LabelSelector", special: Special::None, fields: &[
+    /* 149 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.LabelSelector", special: Special::None, fields: &[
         f(1, "matchLabels", STR, map(STR), OMIT),
-        f(2, "matchExpressions", msg(209), REP, OMIT),
+        f(2, "matchExpressions", msg(225), REP, OMIT),
     ] },
-    /* 139 */ Message { name: "k8s.io/api/core/v1.VolumeResourceRequirements", special: Special::None, fields: &[
-        f(1, "limits", msg(44), map(STR), OMIT),
-        f(2, "requests", msg(44), map(STR), OMIT),
+    /* 150 */ Message { name: "k8s.io/api/core/v1.VolumeResourceRequirements", special: Special::None, fields: &[
+        f(1, "limits", msg(49), map(STR), OMIT),
+        f(2, "requests", msg(49), map(STR), OMIT),
     ] },
-    /* 140 */ Message { name: "k8s.io/api/core/v1.TypedLocalObjectReference", special: Special::None, fields: &[
+    /* 151 */ Message { name: "k8s.io/api/core/v1.TypedLocalObjectReference", special: Special::None, fields: &[
         f(1, "apiGroup", STR, ONE, PTR),
         f(2, "kind", STR, ONE, ALWAYS),
         f(3, "name", STR, ONE, ALWAYS),
     ] },
-    /* 141 */ Message { name: "k8s.io/api/core/v1.TypedObjectReference", special: Special::None, fields: &[
+    /* 152 */ Message { name: "k8s.io/api/core/v1.TypedObjectReference", special: Special::None, fields: &[
         f(1, "apiGroup", STR, ONE, PTR),
         f(2, "kind", STR, ONE, ALWAYS),
         f(3, "name", STR, ONE, ALWAYS),
         f(4, "namespace", STR, ONE, PTR),
     ] },
-    /* 142 */ Message { name: "k8s.io/api/core/v1.PersistentVolumeClaimCondition", special: Special::None, fields: &[
+    /* 153 */ Message { name: "k8s.io/api/core/v1.PersistentVolumeClaimCondition", special: Special::None, fields: &[
         f(1, "type", STR, ONE, ALWAYS),
         f(2, "status", STR, ONE, ALWAYS),
-        f(3, "lastProbeTime", msg(40), ONE, ALWAYS),
-        f(4, "lastTransitionTime", msg(40), ONE, ALWAYS),
+        f(3, "lastProbeTime", msg(45), ONE, ALWAYS),
+        f(4, "lastTransitionTime", msg(45), ONE, ALWAYS),
         f(5, "reason", STR, ONE, OMIT),
         f(6, "message", STR, ONE, OMIT),
     ] },
-    /* 143 */ Message { name: "k8s.io/api/core/v1.ModifyVolumeStatus", special: Special::None, fields: &[
+    /* 154 */ Message { name: "k8s.io/api/core/v1.ModifyVolumeStatus", special: Special::None, fields: &[
         f(1, "targetVolumeAttributesClassName", STR, ONE, OMIT),
         f(2, "status", STR, ONE, ALWAYS),
     ] },
-    /* 144 */ Message { name: "k8s.io/api/apps/v1.DeploymentStrategy", special: Special::None, fields: &[
+    /* 155 */ Message { name: "k8s.io/api/apps/v1.DeploymentStrategy", special: Special::None, fields: &[
         f(1, "type", STR, ONE, OMIT),
-        f(2, "rollingUpdate", msg(210), ONE, PTR),
+        f(2, "rollingUpdate", msg(226), ONE, PTR),
     ] },
-    /* 145 */ Message { name: "k8s.io/api/apps/v1.DeploymentCondition", special: Special::None, fields: &[
+    /* 156 */ Message { name: "k8s.io/api/apps/v1.DeploymentCondition", special: Special::None, fields: &[
         f(1, "type", STR, ONE, ALWAYS),
         f(2, "status", STR, ONE, ALWAYS),
-        f(6, "lastUpdateTime", msg(40), ONE, ALWAYS),
-        f(7, "lastTransitionTime", msg(40), ONE, ALWAYS),
+        f(6, "lastUpdateTime", msg(45), ONE, ALWAYS),
+        f(7, "lastTransitionTime", msg(45), ONE, ALWAYS),
         f(4, "reason", STR, ONE, OMIT),
         f(5, "message", STR, ONE, OMIT),
     ] },
-    /* 146 */ Message { name: "k8s.io/api/apps/v1.ReplicaSetCondition", special: Special::None, fields: &[
+    /* 157 */ Message { name: "k8s.io/api/apps/v1.ReplicaSetCondition", special: Special::None, fields: &[
         f(1, "type", STR, ONE, ALWAYS),
         f(2, "status", STR, ONE, ALWAYS),
-        f(3, "lastTransitionTime", msg(40), ONE, ALWAYS),
+        f(3, "lastTransitionTime", msg(45), ONE, ALWAYS),
         f(4, "reason", STR, ONE, OMIT),
         f(5, "message", STR, ONE, OMIT),
     ] },
-    /* 147 */ Message { name: "k8s.io/api/apps/v1.StatefulSetUpdateStrategy", special: Special::None, fields: &[
+    /* 158 */ Message { name: "k8s.io/api/apps/v1.StatefulSetUpdateStrategy", special: Special::None, fields: &[
         f(1, "type", STR, ONE, OMIT),
-        f(2, "rollingUpdate", msg(211), ONE, PTR),
+        f(2, "rollingUpdate", msg(227), ONE, PTR),
     ] },
-    /* 148 */ Message { name: "k8s.io/api/apps/v1.StatefulSetPersistentVolumeClaimRetentionPolicy", special: Special::None, fields: &[
+    /* 159 */ Message { name: "k8s.io/api/apps/v1.StatefulSetPersistentVolumeClaimRetentionPolicy", special: Special::None, fields: &[
         f(1, "whenDeleted", STR, ONE, OMIT),
         f(2, "whenScaled", STR, ONE, OMIT),
     ] },
-    /* 149 */ Message { name: "k8s.io/api/apps/v1.StatefulSetOrdinals", special: Special::None, fields: &[
+    /* 160 */ Message { name: "k8s.io/api/apps/v1.StatefulSetOrdinals", special: Special::None, fields: &[
         f(1, "start", I32, ONE, ALWAYS),
     ] },
-    /* 150 */ Message { name: "k8s.io/api/apps/v1.StatefulSetCondition", special: Special::None, fields: &[
+    /* 161 */ Message { name: "k8s.io/api/apps/v1.StatefulSetCondition", special: Special::None, fields: &[
         f(1, "type", STR, ONE, ALWAYS),
         f(2, "status", STR, ONE, ALWAYS),
-        f(3, "lastTransitionTime", msg(40), ONE, ALWAYS),
+        f(3, "lastTransitionTime", msg(45), ONE, ALWAYS),
         f(4, "reason", STR, ONE, OMIT),
         f(5, "message", STR, ONE, OMIT),
     ] },
-    /* 151 */ Message { name: "k8s.io/api/apps/v1.DaemonSetUpdateStrategy", special: Special::None, fields: &[
+    /* 162 */ Message { name: "k8s.io/api/apps/v1.DaemonSetUpdateStrategy", special: Special::None, fields: &[
         f(1, "type", STR, ONE, OMIT),
-        f(2, "rollingUpdate", msg(212), ONE, PTR),
+        f(2, "rollingUpdate", msg(228), ONE, PTR),
     ] },
-    /* 152 */ Message { name: "k8s.io/api/apps/v1.DaemonSetCondition", special: Special::None, fields: &[
+    /* 163 */ Message { name: "k8s.io/api/apps/v1.DaemonSetCondition", special: Special::None, fields: &[
         f(1, "type", STR, ONE, ALWAYS),
         f(2, "status", STR, ONE, ALWAYS),
-        f(3, "lastTransitionTime", msg(40), ONE, ALWAYS),
+        f(3, "lastTransitionTime", msg(45), ONE, ALWAYS),
         f(4, "reason", STR, ONE, OMIT),
         f(5, "message", STR, ONE, OMIT),
     ] },
-    /* 153 */ Message { name: "k8s.io/api/batch/v1.PodFailurePolicy", special: Special::None, fields: &[
-        f(1, "rules", msg(213), REP, ALWAYS),
+    /* 164 */ Message { name: "k8s.io/api/batch/v1.PodFailurePolicy", special: Special::None, fields: &[
+        f(1, "rules", msg(229), REP, ALWAYS),
     ] },
-    /* 154 */ Message { name: "k8s.io/api/batch/v1.SuccessPolicy", special: Special::None, fields: &[
-        f(1, "rules", msg(214), REP, ALWAYS),
+    /* 165 */ Message { name: "k8s.io/api/batch/v1.SuccessPolicy", special: Special::None, fields: &[
+        f(1, "rules", msg(230), REP, ALWAYS),
     ] },
-    /* 155 */ Message { name: "k8s.io/api/batch/v1.JobCondition", special: Special::None, fields: &[
+    /* 166 */ Message { name: "k8s.io/api/batch/v1.JobCondition", special: Special::None, fields: &[
         f(1, "type", STR, ONE, ALWAYS),
         f(2, "status", STR, ONE, ALWAYS),
-        f(3, "lastProbeTime", msg(40), ONE, ALWAYS),
-        f(4, "lastTransitionTime", msg(40), ONE, ALWAYS),
+        f(3, "lastProbeTime", msg(45), ONE, ALWAYS),
+        f(4, "lastTransitionTime", msg(45), ONE, ALWAYS),
         f(5, "reason", STR, ONE, OMIT),
         f(6, "message", STR, ONE, OMIT),
     ] },
-    /* 156 */ Message { name: "k8s.io/api/batch/v1.UncountedTerminatedPods", special: Special::None, fields: &[
+    /* 167 */ Message { name: "k8s.io/api/batch/v1.UncountedTerminatedPods", special: Special::None, fields: &[
         f(1, "succeeded", STR, REP, OMIT),
         f(2, "failed", STR, REP, OMIT),
     ] },
-    /* 157 */ Message { name: "k8s.io/api/batch/v1.JobTemplateSpec", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(79), ONE, ALWAYS),
+    /* 168 */ Message { name: "k8s.io/api/batch/v1.JobTemplateSpec", special: Special::None, fields: &[
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(84), ONE, ALWAYS),
     ] },
-    /* 158 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceDefinitionNames", special: Special::None, fields: &[
+    /* 169 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceDefinitionNames", special: Special::None, fields: &[
         f(1, "plural", STR, ONE, ALWAYS),
         f(2, "singular", STR, ONE, OMIT),
         f(3, "shortNames", STR, REP, OMIT),
@@ -1056,119 +1110,150 @@ pub(super) static MESSAGES: [Message; 320] = [
         f(5, "listKind", STR, ONE, OMIT),
         f(6, "categories", STR, REP, OMIT),
     ] },
-    /* 159 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceDefinitionVersion", special: Special::None, fields: &[
+    /* 170 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceDefinitionVersion", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
         f(2, "served", BOOL, ONE, ALWAYS),
         f(3, "storage", BOOL, ONE, ALWAYS),
         f(7, "deprecated", BOOL, ONE, OMIT),
         f(8, "deprecationWarning", STR, ONE, PTR),
-        f(4, "schema", msg(215), ONE, PTR),
-        f(5, "subresources", msg(216), ONE, PTR),
-        f(6, "additionalPrinterColumns", msg(217), REP, OMIT),
-        f(9, "selectableFields", msg(218), REP, OMIT),
+        f(4, "schema", msg(231), ONE, PTR),
+        f(5, "subresources", msg(232), ONE, PTR),
+        f(6, "additionalPrinterColumns", msg(233), REP, OMIT),
+        f(9, "selectableFields", msg(234), REP, OMIT),
     ] },
-    /* 160 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceConversion", special: Special::None, fields: &[
+    /* 171 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceConversion", special: Special::None, fields: &[
         f(1, "strategy", STR, ONE, ALWAYS),
-        f(2, "webhook", msg(219), ONE, PTR),
+        f(2, "webhook", msg(235), ONE, PTR),
     ] },
-    /* 161 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceDefinitionCondition", special: Special::None, fields: &[
+    /* 172 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceDefinitionCondition", special: Special::None, fields: &[
         f(1, "type", STR, ONE, ALWAYS),
         f(2, "status", STR, ONE, ALWAYS),
-        f(3, "lastTransitionTime", msg(40), ONE, ALWAYS),
+        f(3, "lastTransitionTime", msg(45), ONE, ALWAYS),
         f(4, "reason", STR, ONE, OMIT),
         f(5, "message", STR, ONE, OMIT),
     ] },
-    /* 162 */ Message { name: "k8s.io/api/admissionregistration/v1.WebhookClientConfig", special: Special::None, fields: &[
+    /* 173 */ Message { name: "k8s.io/api/admissionregistration/v1.WebhookClientConfig", special: Special::None, fields: &[
         f(3, "url", STR, ONE, PTR),
-        f(1, "service", msg(220), ONE, PTR),
+        f(1, "service", msg(236), ONE, PTR),
         f(2, "caBundle", BYTES, ONE, OMIT),
     ] },
-    /* 163 */ Message { name: "k8s.io/api/admissionregistration/v1.RuleWithOperations", special: Special::None, fields: &[
+    /* 174 */ Message { name: "k8s.io/api/admissionregistration/v1.RuleWithOperations", special: Special::None, fields: &[
         f(1, "operations", STR, REP, OMIT),
-        f(2, "", msg(221), ONE, INLINE),
+        f(2, "", msg(237), ONE, INLINE),
     ] },
-    /* 164 */ Message { name: "k8s.io/api/admissionregistration/v1.MatchCondition", special: Special::None, fields: &[
+    /* 175 */ Message { name: "k8s.io/api/admissionregistration/v1.MatchCondition", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
         f(2, "expression", STR, ONE, ALWAYS),
     ] },
-    /* 165 */ Message { name: "k8s.io/api/networking/v1.IngressBackend", special: Special::None, fields: &[
-        f(4, "service", msg(222), ONE, PTR),
-        f(3, "resource", msg(140), ONE, PTR),
+    /* 176 */ Message { name: "k8s.io/api/networking/v1.IngressBackend", special: Special::None, fields: &[
+        f(4, "service", msg(238), ONE, PTR),
+        f(3, "resource", msg(151), ONE, PTR),
     ] },
-    /* 166 */ Message { name: "k8s.io/api/networking/v1.IngressTLS", special: Special::None, fields: &[
+    /* 177 */ Message { name: "k8s.io/api/networking/v1.IngressTLS", special: Special::None, fields: &[
         f(1, "hosts", STR, REP, OMIT),
         f(2, "secretName", STR, ONE, OMIT),
     ] },
-    /* 167 */ Message { name: "k8s.io/api/networking/v1.IngressRule", special: Special::None, fields: &[
+    /* 178 */ Message { name: "k8s.io/api/networking/v1.IngressRule", special: Special::None, fields: &[
         f(1, "host", STR, ONE, OMIT),
-        f(2, "", msg(223), ONE, INLINE),
+        f(2, "", msg(239), ONE, INLINE),
     ] },
-    /* 168 */ Message { name: "k8s.io/api/networking/v1.IngressLoadBalancerStatus", special: Special::None, fields: &[
-        f(1, "ingress", msg(224), REP, OMIT),
+    /* 179 */ Message { name: "k8s.io/api/networking/v1.IngressLoadBalancerStatus", special: Special::None, fields: &[
+        f(1, "ingress", msg(240), REP, OMIT),
     ] },
-    /* 169 */ Message { name: "k8s.io/api/networking/v1.IngressClassParametersReference", special: Special::None, fields: &[
+    /* 180 */ Message { name: "k8s.io/api/networking/v1.IngressClassParametersReference", special: Special::None, fields: &[
         f(1, "apiGroup", STR, ONE, PTR),
         f(2, "kind", STR, ONE, ALWAYS),
         f(3, "name", STR, ONE, ALWAYS),
         f(4, "scope", STR, ONE, PTR),
         f(5, "namespace", STR, ONE, PTR),
     ] },
-    /* 170 */ Message { name: "k8s.io/api/networking/v1.NetworkPolicyIngressRule", special: Special::None, fields: &[
-        f(1, "ports", msg(225), REP, OMIT),
-        f(2, "from", msg(226), REP, OMIT),
+    /* 181 */ Message { name: "k8s.io/api/networking/v1.NetworkPolicyIngressRule", special: Special::None, fields: &[
+        f(1, "ports", msg(241), REP, OMIT),
+        f(2, "from", msg(242), REP, OMIT),
     ] },
-    /* 171 */ Message { name: "k8s.io/api/networking/v1.NetworkPolicyEgressRule", special: Special::None, fields: &[
-        f(1, "ports", msg(225), REP, OMIT),
-        f(2, "to", msg(226), REP, OMIT),
+    /* 182 */ Message { name: "k8s.io/api/networking/v1.NetworkPolicyEgressRule", special: Special::None, fields: &[
+        f(1, "ports", msg(241), REP, OMIT),
+        f(2, "to", msg(242), REP, OMIT),
     ] },
-    /* 172 */ Message { name: "k8s.io/api/autoscaling/v1.CrossVersionObjectReference", special: Special::None, fields: &[
+    /* 183 */ Message { name: "k8s.io/api/autoscaling/v1.CrossVersionObjectReference", special: Special::None, fields: &[
         f(1, "kind", STR, ONE, ALWAYS),
         f(2, "name", STR, ONE, ALWAYS),
         f(3, "apiVersion", STR, ONE, OMIT),
     ] },
-    /* 173 */ Message { name: "k8s.io/api/autoscaling/v2.CrossVersionObjectReference", special: Special::None, fields: &[
+    /* 184 */ Message { name: "k8s.io/api/autoscaling/v2.CrossVersionObjectReference", special: Special::None, fields: &[
         f(1, "kind", STR, ONE, ALWAYS),
         f(2, "name", STR, ONE, ALWAYS),
         f(3, "apiVersion", STR, ONE, OMIT),
     ] },
-    /* 174 */ Message { name: "k8s.io/api/autoscaling/v2.MetricSpec", special: Special::None, fields: &[
+    /* 185 */ Message { name: "k8s.io/api/autoscaling/v2.MetricSpec", special: Special::None, fields: &[
         f(1, "type", STR, ONE, ALWAYS),
-        f(2, "object", msg(227), ONE, PTR),
-        f(3, "pods", msg(228), ONE, PTR),
-        f(4, "resource", msg(229), ONE, PTR),
-        f(7, "containerResource", msg(230), ONE, PTR),
-        f(5, "external", msg(231), ONE, PTR),
+        f(2, "object", msg(243), ONE, PTR),
+        f(3, "pods", msg(244), ONE, PTR),
+        f(4, "resource", msg(245), ONE, PTR),
+        f(7, "containerResource", msg(246), ONE, PTR),
+        f(5, "external", msg(247), ONE, PTR),
     ] },
-    /* 175 */ Message { name: "k8s.io/api/autoscaling/v2.HorizontalPodAutoscalerBehavior", special: Special::None, fields: &[
-        f(1, "scaleUp", msg(232), ONE, PTR),
-        f(2, "scaleDown", msg(232), ONE, PTR),
+    /* 186 */ Message { name: "k8s.io/api/autoscaling/v2.HorizontalPodAutoscalerBehavior", special: Special::None, fields: &[
+        f(1, "scaleUp", msg(248), ONE, PTR),
+        f(2, "scaleDown", msg(248), ONE, PTR),
     ] },
-    /* 176 */ Message { name: "k8s.io/api/autoscaling/v2.MetricStatus", special: Special::None, fields: &[
+    /* 187 */ Message { name: "k8s.io/api/autoscaling/v2.MetricStatus", special: Special::None, fields: &[
         f(1, "type", STR, ONE, ALWAYS),
-        f(2, "object", msg(233), ONE, PTR),
-        f(3, "pods", msg(234), ONE, PTR),
-        f(4, "resource", msg(235), ONE, PTR),
-        f(7, "containerResource", msg(236), ONE, PTR),
-        f(5, "external", msg(237), ONE, PTR),
+        f(2, "object", msg(249), ONE, PTR),
+        f(3, "pods", msg(250), ONE, PTR),
+        f(4, "resource", msg(251), ONE, PTR),
+        f(7, "containerResource", msg(252), ONE, PTR),
+        f(5, "external", msg(253), ONE, PTR),
     ] },
-    /* 177 */ Message { name: "k8s.io/api/autoscaling/v2.HorizontalPodAutoscalerCondition", special: Special::None, fields: &[
+    /* 188 */ Message { name: "k8s.io/api/autoscaling/v2.HorizontalPodAutoscalerCondition", special: Special::None, fields: &[
         f(1, "type", STR, ONE, ALWAYS),
         f(2, "status", STR, ONE, ALWAYS),
-        f(3, "lastTransitionTime", msg(40), ONE, ALWAYS),
+        f(3, "lastTransitionTime", msg(45), ONE, ALWAYS),
         f(4, "reason", STR, ONE, OMIT),
         f(5, "message", STR, ONE, OMIT),
     ] },
-    /* 178 */ Message { name: "k8s.io/api/authentication/v1.BoundObjectReference", special: Special::None, fields: &[
+    /* 189 */ Message { name: "k8s.io/api/authentication/v1.BoundObjectReference", special: Special::None, fields: &[
         f(1, "kind", STR, ONE, OMIT),
         f(2, "apiVersion", STR, ONE, OMIT),
         f(3, "name", STR, ONE, OMIT),
         f(4, "uid", STR, ONE, OMIT),
     ] },
-    /* 179 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.ExternalDocumentation", special: Special::None, fields: &[
+    /* 190 */ Message { name: "k8s.io/api/authentication/v1.UserInfo", special: Special::None, fields: &[
+        f(1, "username", STR, ONE, OMIT),
+        f(2, "uid", STR, ONE, OMIT),
+        f(3, "groups", STR, REP, OMIT),
+        f(4, "extra", msg(56), map(STR), OMIT),
+    ] },
+    /* 191 */ Message { name: "k8s.io/api/authorization/v1.ResourceAttributes", special: Special::None, fields: &[
+        f(1, "namespace", STR, ONE, OMIT),
+        f(2, "verb", STR, ONE, OMIT),
+        f(3, "group", STR, ONE, OMIT),
+        f(4, "version", STR, ONE, OMIT),
+        f(5, "resource", STR, ONE, OMIT),
+        f(6, "subresource", STR, ONE, OMIT),
+        f(7, "name", STR, ONE, OMIT),
+        f(8, "fieldSelector", msg(254), ONE, PTR),
+        f(9, "labelSelector", msg(255), ONE, PTR),
+    ] },
+    /* 192 */ Message { name: "k8s.io/api/authorization/v1.NonResourceAttributes", special: Special::None, fields: &[
+        f(1, "path", STR, ONE, OMIT),
+        f(2, "verb", STR, ONE, OMIT),
+    ] },
+    /* 193 */ Message { name: "k8s.io/api/authorization/v1.ResourceRule", special: Special::None, fields: &[
+        f(1, "verbs", STR, REP, ALWAYS),
+        f(2, "apiGroups", STR, REP, OMIT),
+        f(3, "resources", STR, REP, OMIT),
+        f(4, "resourceNames", STR, REP, OMIT),
+    ] },
+    /* 194 */ Message { name: "k8s.io/api/authorization/v1.NonResourceRule", special: Special::None, fields: &[
+        f(1, "verbs", STR, REP, ALWAYS),
+        f(2, "nonResourceURLs", STR, REP, OMIT),
+    ] },
+    /* 195 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.ExternalDocumentation", special: Special::None, fields: &[
         f(1, "description", STR, ONE, OMIT),
         f(2, "url", STR, ONE, OMIT),
     ] },
-    /* 180 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.ValidationRule", special: Special::None, fields: &[
+    /* 196 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.ValidationRule", special: Special::None, fields: &[
         f(1, "rule", STR, ONE, ALWAYS),
         f(2, "message", STR, ONE, OMIT),
         f(3, "messageExpression", STR, ONE, OMIT),
@@ -1176,69 +1261,69 @@ pub(super) static MESSAGES: [Message; 320] = [
         f(5, "fieldPath", STR, ONE, OMIT),
         f(6, "optionalOldSelf", BOOL, ONE, PTR),
     ] },
-    /* 181 */ Message { name: "k8s.io/api/core/v1.ClientIPConfig", special: Special::None, fields: &[
+    /* 197 */ Message { name: "k8s.io/api/core/v1.ClientIPConfig", special: Special::None, fields: &[
         f(1, "timeoutSeconds", I32, ONE, PTR),
     ] },
-    /* 182 */ Message { name: "k8s.io/api/core/v1.LoadBalancerIngress", special: Special::None, fields: &[
+    /* 198 */ Message { name: "k8s.io/api/core/v1.LoadBalancerIngress", special: Special::None, fields: &[
         f(1, "ip", STR, ONE, OMIT),
         f(2, "hostname", STR, ONE, OMIT),
         f(3, "ipMode", STR, ONE, PTR),
-        f(4, "ports", msg(238), REP, OMIT),
+        f(4, "ports", msg(256), REP, OMIT),
     ] },
-    /* 183 */ Message { name: "k8s.io/api/core/v1.VolumeSource", special: Special::None, fields: &[
-        f(1, "hostPath", msg(239), ONE, PTR),
-        f(2, "emptyDir", msg(240), ONE, PTR),
-        f(3, "gcePersistentDisk", msg(241), ONE, PTR),
-        f(4, "awsElasticBlockStore", msg(242), ONE, PTR),
-        f(5, "gitRepo", msg(243), ONE, PTR),
-        f(6, "secret", msg(244), ONE, PTR),
-        f(7, "nfs", msg(245), ONE, PTR),
-        f(8, "iscsi", msg(246), ONE, PTR),
-        f(9, "glusterfs", msg(247), ONE, PTR),
-        f(10, "persistentVolumeClaim", msg(248), ONE, PTR),
-        f(11, "rbd", msg(249), ONE, PTR),
-        f(12, "flexVolume", msg(250), ONE, PTR),
-        f(13, "cinder", msg(251), ONE, PTR),
-        f(14, "cephfs", msg(252), ONE, PTR),
-        f(15, "flocker", msg(253), ONE, PTR),
-        f(16, "downwardAPI", msg(254), ONE, PTR),
-        f(17, "fc", msg(255), ONE, PTR),
-        f(18, "azureFile", msg(256), ONE, PTR),
-        f(19, "configMap", msg(257), ONE, PTR),
-        f(20, "vsphereVolume", msg(258), ONE, PTR),
-        f(21, "quobyte", msg(259), ONE, PTR),
-        f(22, "azureDisk", msg(260), ONE, PTR),
-        f(23, "photonPersistentDisk", msg(261), ONE, PTR),
-        f(26, "projected", msg(262), ONE, PTR),
-        f(24, "portworxVolume", msg(263), ONE, PTR),
-        f(25, "scaleIO", msg(264), ONE, PTR),
-        f(27, "storageos", msg(265), ONE, PTR),
-        f(28, "csi", msg(266), ONE, PTR),
-        f(29, "ephemeral", msg(267), ONE, PTR),
-        f(30, "image", msg(268), ONE, PTR),
+    /* 199 */ Message { name: "k8s.io/api/core/v1.VolumeSource", special: Special::None, fields: &[
+        f(1, "hostPath", msg(257), ONE, PTR),
+        f(2, "emptyDir", msg(258), ONE, PTR),
+        f(3, "gcePersistentDisk", msg(259), ONE, PTR),
+        f(4, "awsElasticBlockStore", msg(260), ONE, PTR),
+        f(5, "gitRepo", msg(261), ONE, PTR),
+        f(6, "secret", msg(262), ONE, PTR),
+        f(7, "nfs", msg(263), ONE, PTR),
+        f(8, "iscsi", msg(264), ONE, PTR),
+        f(9, "glusterfs", msg(265), ONE, PTR),
+        f(10, "persistentVolumeClaim", msg(266), ONE, PTR),
+        f(11, "rbd", msg(267), ONE, PTR),
+        f(12, "flexVolume", msg(268), ONE, PTR),
+        f(13, "cinder", msg(269), ONE, PTR),
+        f(14, "cephfs", msg(270), ONE, PTR),
+        f(15, "flocker", msg(271), ONE, PTR),
+        f(16, "downwardAPI", msg(272), ONE, PTR),
+        f(17, "fc", msg(273), ONE, PTR),
+        f(18, "azureFile", msg(274), ONE, PTR),
+        f(19, "configMap", msg(275), ONE, PTR),
+        f(20, "vsphereVolume", msg(276), ONE, PTR),
+        f(21, "quobyte", msg(277), ONE, PTR),
+        f(22, "azureDisk", msg(278), ONE, PTR),
+        f(23, "photonPersistentDisk", msg(279), ONE, PTR),
+        f(26, "projected", msg(280), ONE, PTR),
+        f(24, "portworxVolume", msg(281), ONE, PTR),
+        f(25, "scaleIO", msg(282), ONE, PTR),
+        f(27, "storageos", msg(283), ONE, PTR),
+        f(28, "csi", msg(284), ONE, PTR),
+        f(29, "ephemeral", msg(285), ONE, PTR),
+        f(30, "image", msg(286), ONE, PTR),
     ] },
-    /* 184 */ Message { name: "k8s.io/api/core/v1.ContainerPort", special: Special::None, fields: &[
+    /* 200 */ Message { name: "k8s.io/api/core/v1.ContainerPort", special: Special::None, fields: &[
         f(1, "name", STR, ONE, OMIT),
         f(2, "hostPort", I32, ONE, OMIT),
         f(3, "containerPort", I32, ONE, ALWAYS),
         f(4, "protocol", STR, ONE, OMIT),
         f(5, "hostIP", STR, ONE, OMIT),
     ] },
-    /* 185 */ Message { name: "k8s.io/api/core/v1.EnvFromSource", special: Special::None, fields: &[
+    /* 201 */ Message { name: "k8s.io/api/core/v1.EnvFromSource", special: Special::None, fields: &[
         f(1, "prefix", STR, ONE, OMIT),
-        f(2, "configMapRef", msg(269), ONE, PTR),
-        f(3, "secretRef", msg(270), ONE, PTR),
+        f(2, "configMapRef", msg(287), ONE, PTR),
+        f(3, "secretRef", msg(288), ONE, PTR),
     ] },
-    /* 186 */ Message { name: "k8s.io/api/core/v1.EnvVar", special: Special::None, fields: &[
+    /* 202 */ Message { name: "k8s.io/api/core/v1.EnvVar", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
         f(2, "value", STR, ONE, OMIT),
-        f(3, "valueFrom", msg(271), ONE, PTR),
+        f(3, "valueFrom", msg(289), ONE, PTR),
     ] },
-    /* 187 */ Message { name: "k8s.io/api/core/v1.ContainerResizePolicy", special: Special::None, fields: &[
+    /* 203 */ Message { name: "k8s.io/api/core/v1.ContainerResizePolicy", special: Special::None, fields: &[
         f(1, "resourceName", STR, ONE, ALWAYS),
         f(2, "restartPolicy", STR, ONE, ALWAYS),
     ] },
-    /* 188 */ Message { name: "k8s.io/api/core/v1.VolumeMount", special: Special::None, fields: &[
+    /* 204 */ Message { name: "k8s.io/api/core/v1.VolumeMount", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
         f(2, "readOnly", BOOL, ONE, OMIT),
         f(7, "recursiveReadOnly", STR, ONE, PTR),
@@ -1247,12 +1332,12 @@ pub(super) static MESSAGES: [Message; 320] = [
         f(5, "mountPropagation", STR, ONE, PTR),
         f(6, "subPathExpr", STR, ONE, OMIT),
     ] },
-    /* 189 */ Message { name: "k8s.io/api/core/v1.VolumeDevice", special: Special::None, fields: &[
+    /* 205 */ Message { name: "k8s.io/api/core/v1.VolumeDevice", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
         f(2, "devicePath", STR, ONE, ALWAYS),
     ] },
-    /* 190 */ Message { name: "k8s.io/api/core/v1.Probe", special: Special::None, fields: &[
-        f(1, "", msg(272), ONE, INLINE),
+    /* 206 */ Message { name: "k8s.io/api/core/v1.Probe", special: Special::None, fields: &[
+        f(1, "", msg(290), ONE, INLINE),
         f(2, "initialDelaySeconds", I32, ONE, OMIT),
         f(3, "timeoutSeconds", I32, ONE, OMIT),
         f(4, "periodSeconds", I32, ONE, OMIT),
@@ -1260,152 +1345,152 @@ pub(super) static MESSAGES: [Message; 320] = [
         f(6, "failureThreshold", I32, ONE, OMIT),
         f(7, "terminationGracePeriodSeconds", I64, ONE, PTR),
     ] },
-    /* 191 */ Message { name: "k8s.io/api/core/v1.Lifecycle", special: Special::None, fields: &[
-        f(1, "postStart", msg(273), ONE, PTR),
-        f(2, "preStop", msg(273), ONE, PTR),
+    /* 207 */ Message { name: "k8s.io/api/core/v1.Lifecycle", special: Special::None, fields: &[
+        f(1, "postStart", msg(291), ONE, PTR),
+        f(2, "preStop", msg(291), ONE, PTR),
         f(3, "stopSignal", STR, ONE, PTR),
     ] },
-    /* 192 */ Message { name: "k8s.io/api/core/v1.SecurityContext", special: Special::None, fields: &[
-        f(1, "capabilities", msg(274), ONE, PTR),
+    /* 208 */ Message { name: "k8s.io/api/core/v1.SecurityContext", special: Special::None, fields: &[
+        f(1, "capabilities", msg(292), ONE, PTR),
         f(2, "privileged", BOOL, ONE, PTR),
-        f(3, "seLinuxOptions", msg(194), ONE, PTR),
-        f(10, "windowsOptions", msg(195), ONE, PTR),
+        f(3, "seLinuxOptions", msg(210), ONE, PTR),
+        f(10, "windowsOptions", msg(211), ONE, PTR),
         f(4, "runAsUser", I64, ONE, PTR),
         f(8, "runAsGroup", I64, ONE, PTR),
         f(5, "runAsNonRoot", BOOL, ONE, PTR),
         f(6, "readOnlyRootFilesystem", BOOL, ONE, PTR),
         f(7, "allowPrivilegeEscalation", BOOL, ONE, PTR),
         f(9, "procMount", STR, ONE, PTR),
-        f(11, "seccompProfile", msg(197), ONE, PTR),
-        f(12, "appArmorProfile", msg(198), ONE, PTR),
+        f(11, "seccompProfile", msg(213), ONE, PTR),
+        f(12, "appArmorProfile", msg(214), ONE, PTR),
     ] },
-    /* 193 */ Message { name: "k8s.io/api/core/v1.EphemeralContainerCommon", special: Special::None, fields: &[
+    /* 209 */ Message { name: "k8s.io/api/core/v1.EphemeralContainerCommon", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
         f(2, "image", STR, ONE, OMIT),
         f(3, "command", STR, REP, OMIT),
         f(4, "args", STR, REP, OMIT),
         f(5, "workingDir", STR, ONE, OMIT),
-        f(6, "ports", msg(184), REP, OMIT),
-        f(19, "envFrom", msg(185), REP, OMIT),
-        f(7, "env", msg(186), REP, OMIT),
-        f(8, "resources", msg(128), ONE, ALWAYS),
-        f(23, "resizePolicy", msg(187), REP, OMIT),
+        f(6, "ports", msg(200), REP, OMIT),
+        f(19, "envFrom", msg(201), REP, OMIT),
+        f(7, "env", msg(202), REP, OMIT),
+        f(8, "resources", msg(139), ONE, ALWAYS),
+        f(23, "resizePolicy", msg(203), REP, OMIT),
         f(24, "restartPolicy", STR, ONE, PTR),
-        f(9, "volumeMounts", msg(188), REP, OMIT),
-        f(21, "volumeDevices", msg(189), REP, OMIT),
-        f(10, "livenessProbe", msg(190), ONE, PTR),
-        f(11, "readinessProbe", msg(190), ONE, PTR),
-        f(22, "startupProbe", msg(190), ONE, PTR),
-        f(12, "lifecycle", msg(191), ONE, PTR),
+        f(9, "volumeMounts", msg(204), REP, OMIT),
+        f(21, "volumeDevices", msg(205), REP, OMIT),
+        f(10, "livenessProbe", msg(206), ONE, PTR),
+        f(11, "readinessProbe", msg(206), ONE, PTR),
+        f(22, "startupProbe", msg(206), ONE, PTR),
+        f(12, "lifecycle", msg(207), ONE, PTR),
         f(13, "terminationMessagePath", STR, ONE, OMIT),
         f(20, "terminationMessagePolicy", STR, ONE, OMIT),
         f(14, "imagePullPolicy", STR, ONE, OMIT),
-        f(15, "securityContext", msg(192), ONE, PTR),
+        f(15, "securityContext", msg(208), ONE, PTR),
         f(16, "stdin", BOOL, ONE, OMIT),
         f(17, "stdinOnce", BOOL, ONE, OMIT),
         f(18, "tty", BOOL, ONE, OMIT),
     ] },
-    /* 194 */ Message { name: "k8s.io/api/core/v1.SELinuxOptions", special: Special::None, fields: &[
+    /* 210 */ Message { name: "k8s.io/api/core/v1.SELinuxOptions", special: Special::None, fields: &[
         f(1, "user", STR, ONE, OMIT),
         f(2, "role", STR, ONE, OMIT),
         f(3, "type", STR, ONE, OMIT),
         f(4, "level", STR, ONE, OMIT),
     ] },
-    /* 195 */ Message { name: "k8s.io/api/core/v1.WindowsSecurityContextOptions", special: Special::None, fields: &[
+    /* 211 */ Message { name: "k8s.io/api/core/v1.WindowsSecurityContextOptions", special: Special::None, fields: &[
         f(1, "gmsaCredentialSpecName", STR, ONE, PTR),
         f(2, "gmsaCredentialSpec", STR, ONE, PTR),
         f(3, "runAsUserName", STR, ONE, PTR),
         f(4, "hostProcess", BOOL, ONE, PTR),
     ] },
-    /* 196 */ Message { name: "k8s.io/api/core/v1.Sysctl", special: Special::None, fields: &[
+    /* 212 */ Message { name: "k8s.io/api/core/v1.Sysctl", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
         f(2, "value", STR, ONE, ALWAYS),
     ] },
-    /* 197 */ Message { name: "k8s.io/api/core/v1.SeccompProfile", special: Special::None, fields: &[
+    /* 213 */ Message { name: "k8s.io/api/core/v1.SeccompProfile", special: Special::None, fields: &[
         f(1, "type", STR, ONE, ALWAYS),
         f(2, "localhostProfile", STR, ONE, PTR),
     ] },
-    /* 198 */ Message { name: "k8s.io/api/core/v1.AppArmorProfile", special: Special::None, fields: &[
+    /* 214 */ Message { name: "k8s.io/api/core/v1.AppArmorProfile", special: Special::None, fields: &[
         f(1, "type", STR, ONE, ALWAYS),
         f(2, "localhostProfile", STR, ONE, PTR),
     ] },
-    /* 199 */ Message { name: "k8s.io/api/core/v1.NodeAffinity", special: Special::None, fields: &[
-        f(1, "requiredDuringSchedulingIgnoredDuringExecution", msg(275), ONE, PTR),
-        f(2, "preferredDuringSchedulingIgnoredDuringExecution", msg(276), REP, OMIT),
+    /* 215 */ Message { name: "k8s.io/api/core/v1.NodeAffinity", special: Special::None, fields: &[
+        f(1, "requiredDuringSchedulingIgnoredDuringExecution", msg(293), ONE, PTR),
+        f(2, "preferredDuringSchedulingIgnoredDuringExecution", msg(294), REP, OMIT),
     ] },
-    /* 200 */ Message { name: "k8s.io/api/core/v1.PodAffinity", special: Special::None, fields: &[
-        f(1, "requiredDuringSchedulingIgnoredDuringExecution", msg(277), REP, OMIT),
-        f(2, "preferredDuringSchedulingIgnoredDuringExecution", msg(278), REP, OMIT),
+    /* 216 */ Message { name: "k8s.io/api/core/v1.PodAffinity", special: Special::None, fields: &[
+        f(1, "requiredDuringSchedulingIgnoredDuringExecution", msg(295), REP, OMIT),
+        f(2, "preferredDuringSchedulingIgnoredDuringExecution", msg(296), REP, OMIT),
     ] },
-    /* 201 */ Message { name: "k8s.io/api/core/v1.PodAntiAffinity", special: Special::None, fields: &[
-        f(1, "requiredDuringSchedulingIgnoredDuringExecution", msg(277), REP, OMIT),
-        f(2, "preferredDuringSchedulingIgnoredDuringExecution", msg(278), REP, OMIT),
+    /* 217 */ Message { name: "k8s.io/api/core/v1.PodAntiAffinity", special: Special::None, fields: &[
+        f(1, "requiredDuringSchedulingIgnoredDuringExecution", msg(295), REP, OMIT),
+        f(2, "preferredDuringSchedulingIgnoredDuringExecution", msg(296), REP, OMIT),
     ] },
-    /* 202 */ Message { name: "k8s.io/api/core/v1.PodDNSConfigOption", special: Special::None, fields: &[
+    /* 218 */ Message { name: "k8s.io/api/core/v1.PodDNSConfigOption", special: Special::None, fields: &[
         f(1, "name", STR, ONE, OMIT),
         f(2, "value", STR, ONE, PTR),
     ] },
-    /* 203 */ Message { name: "k8s.io/api/core/v1.ResourceClaim", special: Special::None, fields: &[
+    /* 219 */ Message { name: "k8s.io/api/core/v1.ResourceClaim", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
         f(2, "request", STR, ONE, OMIT),
     ] },
-    /* 204 */ Message { name: "k8s.io/api/core/v1.ContainerState", special: Special::None, fields: &[
-        f(1, "waiting", msg(279), ONE, PTR),
-        f(2, "running", msg(280), ONE, PTR),
-        f(3, "terminated", msg(281), ONE, PTR),
+    /* 220 */ Message { name: "k8s.io/api/core/v1.ContainerState", special: Special::None, fields: &[
+        f(1, "waiting", msg(297), ONE, PTR),
+        f(2, "running", msg(298), ONE, PTR),
+        f(3, "terminated", msg(299), ONE, PTR),
     ] },
-    /* 205 */ Message { name: "k8s.io/api/core/v1.VolumeMountStatus", special: Special::None, fields: &[
+    /* 221 */ Message { name: "k8s.io/api/core/v1.VolumeMountStatus", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
         f(2, "mountPath", STR, ONE, ALWAYS),
         f(3, "readOnly", BOOL, ONE, OMIT),
         f(4, "recursiveReadOnly", STR, ONE, PTR),
     ] },
-    /* 206 */ Message { name: "k8s.io/api/core/v1.ContainerUser", special: Special::None, fields: &[
-        f(1, "linux", msg(282), ONE, PTR),
+    /* 222 */ Message { name: "k8s.io/api/core/v1.ContainerUser", special: Special::None, fields: &[
+        f(1, "linux", msg(300), ONE, PTR),
     ] },
-    /* 207 */ Message { name: "k8s.io/api/core/v1.ResourceStatus", special: Special::None, fields: &[
+    /* 223 */ Message { name: "k8s.io/api/core/v1.ResourceStatus", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
-        f(2, "resources", msg(283), REP, OMIT),
+        f(2, "resources", msg(301), REP, OMIT),
     ] },
-    /* 208 */ Message { name: "k8s.io/api/core/v1.ScopedResourceSelectorRequirement", special: Special::None, fields: &[
+    /* 224 */ Message { name: "k8s.io/api/core/v1.ScopedResourceSelectorRequirement", special: Special::None, fields: &[
         f(1, "scopeName", STR, ONE, ALWAYS),
         f(2, "operator", STR, ONE, ALWAYS),
         f(3, "values", STR, REP, OMIT),
     ] },
-    /* 209 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.LabelSelectorRequirement", special: Special::None, fields: &[
+    /* 225 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.LabelSelectorRequirement", special: Special::None, fields: &[
         f(1, "key", STR, ONE, ALWAYS),
         f(2, "operator", STR, ONE, ALWAYS),
         f(3, "values", STR, REP, OMIT),
     ] },
-    /* 210 */ Message { name: "k8s.io/api/apps/v1.RollingUpdateDeployment", special: Special::None, fields: &[
-        f(1, "maxUnavailable", msg(45), ONE, PTR),
-        f(2, "maxSurge", msg(45), ONE, PTR),
+    /* 226 */ Message { name: "k8s.io/api/apps/v1.RollingUpdateDeployment", special: Special::None, fields: &[
+        f(1, "maxUnavailable", msg(50), ONE, PTR),
+        f(2, "maxSurge", msg(50), ONE, PTR),
     ] },
-    /* 211 */ Message { name: "k8s.io/api/apps/v1.RollingUpdateStatefulSetStrategy", special: Special::None, fields: &[
+    /* 227 */ Message { name: "k8s.io/api/apps/v1.RollingUpdateStatefulSetStrategy", special: Special::None, fields: &[
         f(1, "partition", I32, ONE, PTR),
-        f(2, "maxUnavailable", msg(45), ONE, PTR),
+        f(2, "maxUnavailable", msg(50), ONE, PTR),
     ] },
-    /* 212 */ Message { name: "k8s.io/api/apps/v1.RollingUpdateDaemonSet", special: Special::None, fields: &[
-        f(1, "maxUnavailable", msg(45), ONE, PTR),
-        f(2, "maxSurge", msg(45), ONE, PTR),
+    /* 228 */ Message { name: "k8s.io/api/apps/v1.RollingUpdateDaemonSet", special: Special::None, fields: &[
+        f(1, "maxUnavailable", msg(50), ONE, PTR),
+        f(2, "maxSurge", msg(50), ONE, PTR),
     ] },
-    /* 213 */ Message { name: "k8s.io/api/batch/v1.PodFailurePolicyRule", special: Special::None, fields: &[
+    /* 229 */ Message { name: "k8s.io/api/batch/v1.PodFailurePolicyRule", special: Special::None, fields: &[
         f(1, "action", STR, ONE, ALWAYS),
-        f(2, "onExitCodes", msg(284), ONE, PTR),
-        f(3, "onPodConditions", msg(285), REP, OMIT),
+        f(2, "onExitCodes", msg(302), ONE, PTR),
+        f(3, "onPodConditions", msg(303), REP, OMIT),
     ] },
-    /* 214 */ Message { name: "k8s.io/api/batch/v1.SuccessPolicyRule", special: Special::None, fields: &[
+    /* 230 */ Message { name: "k8s.io/api/batch/v1.SuccessPolicyRule", special: Special::None, fields: &[
         f(1, "succeededIndexes", STR, ONE, PTR),
         f(2, "succeededCount", I32, ONE, PTR),
     ] },
-    /* 215 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceValidation", special: Special::None, fields: &[
-        f(1, "openAPIV3Schema", msg(107), ONE, PTR),
+    /* 231 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceValidation", special: Special::None, fields: &[
+        f(1, "openAPIV3Schema", msg(118), ONE, PTR),
     ] },
-    /* 216 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceSubresources", special: Special::None, fields: &[
-        f(1, "status", msg(286), ONE, PTR),
-        f(2, "scale", msg(287), ONE, PTR),
+    /* 232 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceSubresources", special: Special::None, fields: &[
+        f(1, "status", msg(304), ONE, PTR),
+        f(2, "scale", msg(305), ONE, PTR),
     ] },
-    /* 217 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceColumnDefinition", special: Special::None, fields: &[
+    /* 233 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceColumnDefinition", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
         f(2, "type", STR, ONE, ALWAYS),
         f(3, "format", STR, ONE, OMIT),
@@ -1413,139 +1498,147 @@ pub(super) static MESSAGES: [Message; 320] = [
         f(5, "priority", I32, ONE, OMIT),
         f(6, "jsonPath", STR, ONE, ALWAYS),
     ] },
-    /* 218 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.SelectableField", special: Special::None, fields: &[
+    /* 234 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.SelectableField", special: Special::None, fields: &[
         f(1, "jsonPath", STR, ONE, ALWAYS),
     ] },
-    /* 219 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.WebhookConversion", special: Special::None, fields: &[
-        f(2, "clientConfig", msg(288), ONE, PTR),
+    /* 235 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.WebhookConversion", special: Special::None, fields: &[
+        f(2, "clientConfig", msg(306), ONE, PTR),
         f(3, "conversionReviewVersions", STR, REP, ALWAYS),
     ] },
-    /* 220 */ Message { name: "k8s.io/api/admissionregistration/v1.ServiceReference", special: Special::None, fields: &[
+    /* 236 */ Message { name: "k8s.io/api/admissionregistration/v1.ServiceReference", special: Special::None, fields: &[
         f(1, "namespace", STR, ONE, ALWAYS),
         f(2, "name", STR, ONE, ALWAYS),
         f(3, "path", STR, ONE, PTR),
         f(4, "port", I32, ONE, PTR),
     ] },
-    /* 221 */ Message { name: "k8s.io/api/admissionregistration/v1.Rule", special: Special::None, fields: &[
+    /* 237 */ Message { name: "k8s.io/api/admissionregistration/v1.Rule", special: Special::None, fields: &[
         f(1, "apiGroups", STR, REP, OMIT),
         f(2, "apiVersions", STR, REP, OMIT),
         f(3, "resources", STR, REP, OMIT),
         f(4, "scope", STR, ONE, PTR),
     ] },
-    /* 222 */ Message { name: "k8s.io/api/networking/v1.IngressServiceBackend", special: Special::None, fields: &[
+    /* 238 */ Message { name: "k8s.io/api/networking/v1.IngressServiceBackend", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
-        f(2, "port", msg(289), ONE, ALWAYS),
+        f(2, "port", msg(307), ONE, ALWAYS),
     ] },
-    /* 223 */ Message { name: "k8s.io/api/networking/v1.IngressRuleValue", special: Special::None, fields: &[
-        f(1, "http", msg(290), ONE, PTR),
+    /* 239 */ Message { name: "k8s.io/api/networking/v1.IngressRuleValue", special: Special::None, fields: &[
+        f(1, "http", msg(308), ONE, PTR),
     ] },
-    /* 224 */ Message { name: "k8s.io/api/networking/v1.IngressLoadBalancerIngress", special: Special::None, fields: &[
+    /* 240 */ Message { name: "k8s.io/api/networking/v1.IngressLoadBalancerIngress", special: Special::None, fields: &[
         f(1, "ip", STR, ONE, OMIT),
         f(2, "hostname", STR, ONE, OMIT),
-        f(4, "ports", msg(291), REP, OMIT),
+        f(4, "ports", msg(309), REP, OMIT),
     ] },
-    /* 225 */ Message { name: "k8s.io/api/networking/v1.NetworkPolicyPort", special: Special::None, fields: &[
+    /* 241 */ Message { name: "k8s.io/api/networking/v1.NetworkPolicyPort", special: Special::None, fields: &[
         f(1, "protocol", STR, ONE, PTR),
-        f(2, "port", msg(45), ONE, PTR),
+        f(2, "port", msg(50), ONE, PTR),
         f(3, "endPort", I32, ONE, PTR),
     ] },
-    /* 226 */ Message { name: "k8s.io/api/networking/v1.NetworkPolicyPeer", special: Special::None, fields: &[
-        f(1, "podSelector", msg(138), ONE, PTR),
-        f(2, "namespaceSelector", msg(138), ONE, PTR),
-        f(3, "ipBlock", msg(292), ONE, PTR),
+    /* 242 */ Message { name: "k8s.io/api/networking/v1.NetworkPolicyPeer", special: Special::None, fields: &[
+        f(1, "podSelector", msg(149), ONE, PTR),
+        f(2, "namespaceSelector", msg(149), ONE, PTR),
+        f(3, "ipBlock", msg(310), ONE, PTR),
     ] },
-    /* 227 */ Message { name: "k8s.io/api/autoscaling/v2.ObjectMetricSource", special: Special::None, fields: &[
-        f(1, "describedObject", msg(173), ONE, ALWAYS),
-        f(2, "target", msg(293), ONE, ALWAYS),
-        f(3, "metric", msg(294), ONE, ALWAYS),
+    /* 243 */ Message { name: "k8s.io/api/autoscaling/v2.ObjectMetricSource", special: Special::None, fields: &[
+        f(1, "describedObject", msg(184), ONE, ALWAYS),
+        f(2, "target", msg(311), ONE, ALWAYS),
+        f(3, "metric", msg(312), ONE, ALWAYS),
     ] },
-    /* 228 */ Message { name: "k8s.io/api/autoscaling/v2.PodsMetricSource", special: Special::None, fields: &[
-        f(1, "metric", msg(294), ONE, ALWAYS),
-        f(2, "target", msg(293), ONE, ALWAYS),
+    /* 244 */ Message { name: "k8s.io/api/autoscaling/v2.PodsMetricSource", special: Special::None, fields: &[
+        f(1, "metric", msg(312), ONE, ALWAYS),
+        f(2, "target", msg(311), ONE, ALWAYS),
     ] },
-    /* 229 */ Message { name: "k8s.io/api/autoscaling/v2.ResourceMetricSource", special: Special::None, fields: &[
+    /* 245 */ Message { name: "k8s.io/api/autoscaling/v2.ResourceMetricSource", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
-        f(2, "target", msg(293), ONE, ALWAYS),
+        f(2, "target", msg(311), ONE, ALWAYS),
     ] },
-    /* 230 */ Message { name: "k8s.io/api/autoscaling/v2.ContainerResourceMetricSource", special: Special::None, fields: &[
+    /* 246 */ Message { name: "k8s.io/api/autoscaling/v2.ContainerResourceMetricSource", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
-        f(2, "target", msg(293), ONE, ALWAYS),
+        f(2, "target", msg(311), ONE, ALWAYS),
         f(3, "container", STR, ONE, ALWAYS),
     ] },
-    /* 231 */ Message { name: "k8s.io/api/autoscaling/v2.ExternalMetricSource", special: Special::None, fields: &[
-        f(1, "metric", msg(294), ONE, ALWAYS),
-        f(2, "target", msg(293), ONE, ALWAYS),
+    /* 247 */ Message { name: "k8s.io/api/autoscaling/v2.ExternalMetricSource", special: Special::None, fields: &[
+        f(1, "metric", msg(312), ONE, ALWAYS),
+        f(2, "target", msg(311), ONE, ALWAYS),
     ] },
-    /* 232 */ Message { name: "k8s.io/api/autoscaling/v2.HPAScalingRules", special: Special::None, fields: &[
+    /* 248 */ Message { name: "k8s.io/api/autoscaling/v2.HPAScalingRules", special: Special::None, fields: &[
         f(3, "stabilizationWindowSeconds", I32, ONE, PTR),
         f(1, "selectPolicy", STR, ONE, PTR),
-        f(2, "policies", msg(295), REP, OMIT),
-        f(4, "tolerance", msg(44), ONE, PTR),
+        f(2, "policies", msg(313), REP, OMIT),
+        f(4, "tolerance", msg(49), ONE, PTR),
     ] },
-    /* 233 */ Message { name: "k8s.io/api/autoscaling/v2.ObjectMetricStatus", special: Special::None, fields: &[
-        f(1, "metric", msg(294), ONE, ALWAYS),
-        f(2, "current", msg(296), ONE, ALWAYS),
-        f(3, "describedObject", msg(173), ONE, ALWAYS),
+    /* 249 */ Message { name: "k8s.io/api/autoscaling/v2.ObjectMetricStatus", special: Special::None, fields: &[
+        f(1, "metric", msg(312), ONE, ALWAYS),
+        f(2, "current", msg(314), ONE, ALWAYS),
+        f(3, "describedObject", msg(184), ONE, ALWAYS),
     ] },
-    /* 234 */ Message { name: "k8s.io/api/autoscaling/v2.PodsMetricStatus", special: Special::None, fields: &[
-        f(1, "metric", msg(294), ONE, ALWAYS),
-        f(2, "current", msg(296), ONE, ALWAYS),
+    /* 250 */ Message { name: "k8s.io/api/autoscaling/v2.PodsMetricStatus", special: Special::None, fields: &[
+        f(1, "metric", msg(312), ONE, ALWAYS),
+        f(2, "current", msg(314), ONE, ALWAYS),
     ] },
-    /* 235 */ Message { name: "k8s.io/api/autoscaling/v2.ResourceMetricStatus", special: Special::None, fields: &[
+    /* 251 */ Message { name: "k8s.io/api/autoscaling/v2.ResourceMetricStatus", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
-        f(2, "current", msg(296), ONE, ALWAYS),
+        f(2, "current", msg(314), ONE, ALWAYS),
     ] },
-    /* 236 */ Message { name: "k8s.io/api/autoscaling/v2.ContainerResourceMetricStatus", special: Special::None, fields: &[
+    /* 252 */ Message { name: "k8s.io/api/autoscaling/v2.ContainerResourceMetricStatus", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
-        f(2, "current", msg(296), ONE, ALWAYS),
+        f(2, "current", msg(314), ONE, ALWAYS),
         f(3, "container", STR, ONE, ALWAYS),
     ] },
-    /* 237 */ Message { name: "k8s.io/api/autoscaling/v2.ExternalMetricStatus", special: Special::None, fields: &[
-        f(1, "metric", msg(294), ONE, ALWAYS),
-        f(2, "current", msg(296), ONE, ALWAYS),
+    /* 253 */ Message { name: "k8s.io/api/autoscaling/v2.ExternalMetricStatus", special: Special::None, fields: &[
+        f(1, "metric", msg(312), ONE, ALWAYS),
+        f(2, "current", msg(314), ONE, ALWAYS),
     ] },
-    /* 238 */ Message { name: "k8s.io/api/core/v1.PortStatus", special: Special::None, fields: &[
+    /* 254 */ Message { name: "k8s.io/api/authorization/v1.FieldSelectorAttributes", special: Special::None, fields: &[
+        f(1, "rawSelector", STR, ONE, OMIT),
+        f(2, "requirements", msg(315), REP, OMIT),
+    ] },
+    /* 255 */ Message { name: "k8s.io/api/authorization/v1.LabelSelectorAttributes", special: Special::None, fields: &[
+        f(1, "rawSelector", STR, ONE, OMIT),
+        f(2, "requirements", msg(225), REP, OMIT),
+    ] },
+    /* 256 */ Message { name: "k8s.io/api/core/v1.PortStatus", special: Special::None, fields: &[
         f(1, "port", I32, ONE, ALWAYS),
         f(2, "protocol", STR, ONE, ALWAYS),
         f(3, "error", STR, ONE, PTR),
     ] },
-    /* 239 */ Message { name: "k8s.io/api/core/v1.HostPathVolumeSource", special: Special::None, fields: &[
+    /* 257 */ Message { name: "k8s.io/api/core/v1.HostPathVolumeSource", special: Special::None, fields: &[
         f(1, "path", STR, ONE, ALWAYS),
         f(2, "type", STR, ONE, PTR),
     ] },
-    /* 240 */ Message { name: "k8s.io/api/core/v1.EmptyDirVolumeSource", special: Special::None, fields: &[
+    /* 258 */ Message { name: "k8s.io/api/core/v1.EmptyDirVolumeSource", special: Special::None, fields: &[
         f(1, "medium", STR, ONE, OMIT),
-        f(2, "sizeLimit", msg(44), ONE, PTR),
+        f(2, "sizeLimit", msg(49), ONE, PTR),
     ] },
-    /* 241 */ Message { name: "k8s.io/api/core/v1.GCEPersistentDiskVolumeSource", special: Special::None, fields: &[
+    /* 259 */ Message { name: "k8s.io/api/core/v1.GCEPersistentDiskVolumeSource", special: Special::None, fields: &[
         f(1, "pdName", STR, ONE, ALWAYS),
         f(2, "fsType", STR, ONE, OMIT),
         f(3, "partition", I32, ONE, OMIT),
         f(4, "readOnly", BOOL, ONE, OMIT),
     ] },
-    /* 242 */ Message { name: "k8s.io/api/core/v1.AWSElasticBlockStoreVolumeSource", special: Special::None, fields: &[
+    /* 260 */ Message { name: "k8s.io/api/core/v1.AWSElasticBlockStoreVolumeSource", special: Special::None, fields: &[
         f(1, "volumeID", STR, ONE, ALWAYS),
         f(2, "fsType", STR, ONE, OMIT),
         f(3, "partition", I32, ONE, OMIT),
         f(4, "readOnly", BOOL, ONE, OMIT),
     ] },
-    /* 243 */ Message { name: "k8s.io/api/core/v1.GitRepoVolumeSource", special: Special::None, fields: &[
+    /* 261 */ Message { name: "k8s.io/api/core/v1.GitRepoVolumeSource", special: Special::None, fields: &[
         f(1, "repository", STR, ONE, ALWAYS),
         f(2, "revision", STR, ONE, OMIT),
         f(3, "directory", STR, ONE, OMIT),
     ] },
-    /* 244 */ Message { name: "k8s.io/api/core/v1.SecretVolumeSource", special: Special::None, fields: &[
+    /* 262 */ Message { name: "k8s.io/api/core/v1.SecretVolumeSource", special: Special::None, fields: &[
         f(1, "secretName", STR, ONE, OMIT),
-        f(2, "items", msg(297), REP, OMIT),
+        f(2, "items", msg(316), REP, OMIT),
         f(3, "defaultMode", I32, ONE, PTR),
         f(4, "optional", BOOL, ONE, PTR),
     ] },
-    /* 245 */ Message { name: "k8s.io/api/core/v1.NFSVolumeSource", special: Special::None, fields: &[
+    /* 263 */ Message { name: "k8s.io/api/core/v1.NFSVolumeSource", special: Special::None, fields: &[
         f(1, "server", STR, ONE, ALWAYS),
         f(2, "path", STR, ONE, ALWAYS),
         f(3, "readOnly", BOOL, ONE, OMIT),
     ] },
-    /* 246 */ Message { name: "k8s.io/api/core/v1.ISCSIVolumeSource", special: Special::None, fields: &[
+    /* 264 */ Message { name: "k8s.io/api/core/v1.ISCSIVolumeSource", special: Special::None, fields: &[
         f(1, "targetPortal", STR, ONE, ALWAYS),
         f(2, "iqn", STR, ONE, ALWAYS),
         f(3, "lun", I32, ONE, ALWAYS),
@@ -1555,82 +1648,82 @@ pub(super) static MESSAGES: [Message; 320] = [
         f(7, "portals", STR, REP, OMIT),
         f(8, "chapAuthDiscovery", BOOL, ONE, OMIT),
         f(11, "chapAuthSession", BOOL, ONE, OMIT),
-        f(10, "secretRef", msg(58), ONE, PTR),
+        f(10, "secretRef", msg(63), ONE, PTR),
         f(12, "initiatorName", STR, ONE, PTR),
     ] },
-    /* 247 */ Message { name: "k8s.io/api/core/v1.GlusterfsVolumeSource", special: Special::None, fields: &[
+    /* 265 */ Message { name: "k8s.io/api/core/v1.GlusterfsVolumeSource", special: Special::None, fields: &[
         f(1, "endpoints", STR, ONE, ALWAYS),
         f(2, "path", STR, ONE, ALWAYS),
         f(3, "readOnly", BOOL, ONE, OMIT),
     ] },
-    /* 248 */ Message { name: "k8s.io/api/core/v1.PersistentVolumeClaimVolumeSource", special: Special::None, fields: &[
+    /* 266 */ Message { name: "k8s.io/api/core/v1.PersistentVolumeClaimVolumeSource", special: Special::None, fields: &[
         f(1, "claimName", STR, ONE, ALWAYS),
         f(2, "readOnly", BOOL, ONE, OMIT),
     ] },
-    /* 249 */ Message { name: "k8s.io/api/core/v1.RBDVolumeSource", special: Special::None, fields: &[
+    /* 267 */ Message { name: "k8s.io/api/core/v1.RBDVolumeSource", special: Special::None, fields: &[
         f(1, "monitors", STR, REP, ALWAYS),
         f(2, "image", STR, ONE, ALWAYS),
         f(3, "fsType", STR, ONE, OMIT),
         f(4, "pool", STR, ONE, OMIT),
         f(5, "user", STR, ONE, OMIT),
         f(6, "keyring", STR, ONE, OMIT),
-        f(7, "secretRef", msg(58), ONE, PTR),
+        f(7, "secretRef", msg(63), ONE, PTR),
         f(8, "readOnly", BOOL, ONE, OMIT),
     ] },
-    /* 250 */ Message { name: "k8s.io/api/core/v1.FlexVolumeSource", special: Special::None, fields: &[
+    /* 268 */ Message { name: "k8s.io/api/core/v1.FlexVolumeSource", special: Special::None, fields: &[
         f(1, "driver", STR, ONE, ALWAYS),
         f(2, "fsType", STR, ONE, OMIT),
-        f(3, "secretRef", msg(58), ONE, PTR),
+        f(3, "secretRef", msg(63), ONE, PTR),
         f(4, "readOnly", BOOL, ONE, OMIT),
         f(5, "options", STR, map(STR), OMIT),
     ] },
-    /* 251 */ Message { name: "k8s.io/api/core/v1.CinderVolumeSource", special: Special::None, fields: &[
+    /* 269 */ Message { name: "k8s.io/api/core/v1.CinderVolumeSource", special: Special::None, fields: &[
         f(1, "volumeID", STR, ONE, ALWAYS),
         f(2, "fsType", STR, ONE, OMIT),
         f(3, "readOnly", BOOL, ONE, OMIT),
-        f(4, "secretRef", msg(58), ONE, PTR),
+        f(4, "secretRef", msg(63), ONE, PTR),
     ] },
-    /* 252 */ Message { name: "k8s.io/api/core/v1.CephFSVolumeSource", special: Special::None, fields: &[
+    /* 270 */ Message { name: "k8s.io/api/core/v1.CephFSVolumeSource", special: Special::None, fields: &[
         f(1, "monitors", STR, REP, ALWAYS),
         f(2, "path", STR, ONE, OMIT),
         f(3, "user", STR, ONE, OMIT),
         f(4, "secretFile", STR, ONE, OMIT),
-        f(5, "secretRef", msg(58), ONE, PTR),
+        f(5, "secretRef", msg(63), ONE, PTR),
         f(6, "readOnly", BOOL, ONE, OMIT),
     ] },
-    /* 253 */ Message { name: "k8s.io/api/core/v1.FlockerVolumeSource", special: Special::None, fields: &[
+    /* 271 */ Message { name: "k8s.io/api/core/v1.FlockerVolumeSource", special: Special::None, fields: &[
         f(1, "datasetName", STR, ONE, OMIT),
         f(2, "datasetUUID", STR, ONE, OMIT),
     ] },
-    /* 254 */ Message { name: "k8s.io/api/core/v1.DownwardAPIVolumeSource", special: Special::None, fields: &[
-        f(1, "items", msg(298), REP, OMIT),
+    /* 272 */ Message { name: "k8s.io/api/core/v1.DownwardAPIVolumeSource", special: Special::None, fields: &[
+        f(1, "items", msg(317), REP, OMIT),
         f(2, "defaultMode", I32, ONE, PTR),
     ] },
-    /* 255 */ Message { name: "k8s.io/api/core/v1.FCVolumeSource", special: Special::None, fields: &[
+    /* 273 */ Message { name: "k8s.io/api/core/v1.FCVolumeSource", special: Special::None, fields: &[
         f(1, "targetWWNs", STR, REP, OMIT),
         f(2, "lun", I32, ONE, PTR),
         f(3, "fsType", STR, ONE, OMIT),
         f(4, "readOnly", BOOL, ONE, OMIT),
         f(5, "wwids", STR, REP, OMIT),
     ] },
-    /* 256 */ Message { name: "k8s.io/api/core/v1.AzureFileVolumeSource", special: Special::None, fields: &[
+    /* 274 */ Message { name: "k8s.io/api/core/v1.AzureFileVolumeSource", special: Special::None, fields: &[
         f(1, "secretName", STR, ONE, ALWAYS),
         f(2, "shareName", STR, ONE, ALWAYS),
         f(3, "readOnly", BOOL, ONE, OMIT),
     ] },
-    /* 257 */ Message { name: "k8s.io/api/core/v1.ConfigMapVolumeSource", special: Special::None, fields: &[
-        f(1, "", msg(58), ONE, INLINE),
-        f(2, "items", msg(297), REP, OMIT),
+    /* 275 */ Message { name: "k8s.io/api/core/v1.ConfigMapVolumeSource", special: Special::None, fields: &[
+        f(1, "", msg(63), ONE, INLINE),
+        f(2, "items", msg(316), REP, OMIT),
         f(3, "defaultMode", I32, ONE, PTR),
         f(4, "optional", BOOL, ONE, PTR),
     ] },
-    /* 258 */ Message { name: "k8s.io/api/core/v1.VsphereVirtualDiskVolumeSource", special: Special::None, fields: &[
+    /* 276 */ Message { name: "k8s.io/api/core/v1.VsphereVirtualDiskVolumeSource", special: Special::None, fields: &[
         f(1, "volumePath", STR, ONE, ALWAYS),
         f(2, "fsType", STR, ONE, OMIT),
         f(3, "storagePolicyName", STR, ONE, OMIT),
         f(4, "storagePolicyID", STR, ONE, OMIT),
     ] },
-    /* 259 */ Message { name: "k8s.io/api/core/v1.QuobyteVolumeSource", special: Special::None, fields: &[
+    /* 277 */ Message { name: "k8s.io/api/core/v1.QuobyteVolumeSource", special: Special::None, fields: &[
         f(1, "registry", STR, ONE, ALWAYS),
         f(2, "volume", STR, ONE, ALWAYS),
         f(3, "readOnly", BOOL, ONE, OMIT),
@@ -1638,7 +1731,7 @@ pub(super) static MESSAGES: [Message; 320] = [
         f(5, "group", STR, ONE, OMIT),
         f(6, "tenant", STR, ONE, OMIT),
     ] },
-    /* 260 */ Message { name: "k8s.io/api/core/v1.AzureDiskVolumeSource", special: Special::None, fields: &[
+    /* 278 */ Message { name: "k8s.io/api/core/v1.AzureDiskVolumeSource", special: Special::None, fields: &[
         f(1, "diskName", STR, ONE, ALWAYS),
         f(2, "diskURI", STR, ONE, ALWAYS),
         f(3, "cachingMode", STR, ONE, PTR),
@@ -1646,23 +1739,23 @@ pub(super) static MESSAGES: [Message; 320] = [
         f(5, "readOnly", BOOL, ONE, PTR),
         f(6, "kind", STR, ONE, PTR),
     ] },
-    /* 261 */ Message { name: "k8s.io/api/core/v1.PhotonPersistentDiskVolumeSource", special: Special::None, fields: &[
+    /* 279 */ Message { name: "k8s.io/api/core/v1.PhotonPersistentDiskVolumeSource", special: Special::None, fields: &[
         f(1, "pdID", STR, ONE, ALWAYS),
         f(2, "fsType", STR, ONE, OMIT),
     ] },
-    /* 262 */ Message { name: "k8s.io/api/core/v1.ProjectedVolumeSource", special: Special::None, fields: &[
-        f(1, "sources", msg(299), REP, ALWAYS),
+    /* 280 */ Message { name: "k8s.io/api/core/v1.ProjectedVolumeSource", special: Special::None, fields: &[
+        f(1, "sources", msg(318), REP, ALWAYS),
         f(2, "defaultMode", I32, ONE, PTR),
     ] },
-    /* 263 */ Message { name: "k8s.io/api/core/v1.PortworxVolumeSource", special: Special::None, fields: &[
+    /* 281 */ Message { name: "k8s.io/api/core/v1.PortworxVolumeSource", special: Special::None, fields: &[
         f(1, "volumeID", STR, ONE, ALWAYS),
         f(2, "fsType", STR, ONE, OMIT),
         f(3, "readOnly", BOOL, ONE, OMIT),
     ] },
-    /* 264 */ Message { name: "k8s.io/api/core/v1.ScaleIOVolumeSource", special: Special::None, fields: &[
+    /* 282 */ Message { name: "k8s.io/api/core/v1.ScaleIOVolumeSource", special: Special::None, fields: &[
         f(1, "gateway", STR, ONE, ALWAYS),
         f(2, "system", STR, ONE, ALWAYS),
-        f(3, "secretRef", msg(58), ONE, PTR),
+        f(3, "secretRef", msg(63), ONE, PTR),
         f(4, "sslEnabled", BOOL, ONE, OMIT),
         f(5, "protectionDomain", STR, ONE, OMIT),
         f(6, "storagePool", STR, ONE, OMIT),
@@ -1671,264 +1764,269 @@ pub(super) static MESSAGES: [Message; 320] = [
         f(9, "fsType", STR, ONE, OMIT),
         f(10, "readOnly", BOOL, ONE, OMIT),
     ] },
-    /* 265 */ Message { name: "k8s.io/api/core/v1.StorageOSVolumeSource", special: Special::None, fields: &[
+    /* 283 */ Message { name: "k8s.io/api/core/v1.StorageOSVolumeSource", special: Special::None, fields: &[
         f(1, "volumeName", STR, ONE, OMIT),
         f(2, "volumeNamespace", STR, ONE, OMIT),
         f(3, "fsType", STR, ONE, OMIT),
         f(4, "readOnly", BOOL, ONE, OMIT),
-        f(5, "secretRef", msg(58), ONE, PTR),
+        f(5, "secretRef", msg(63), ONE, PTR),
     ] },
-    /* 266 */ Message { name: "k8s.io/api/core/v1.CSIVolumeSource", special: Special::None, fields: &[
+    /* 284 */ Message { name: "k8s.io/api/core/v1.CSIVolumeSource", special: Special::None, fields: &[
         f(1, "driver", STR, ONE, ALWAYS),
         f(2, "readOnly", BOOL, ONE, PTR),
         f(3, "fsType", STR, ONE, PTR),
         f(4, "volumeAttributes", STR, map(STR), OMIT),
-        f(5, "nodePublishSecretRef", msg(58), ONE, PTR),
+        f(5, "nodePublishSecretRef", msg(63), ONE, PTR),
     ] },
-    /* 267 */ Message { name: "k8s.io/api/core/v1.EphemeralVolumeSource", special: Special::None, fields: &[
-        f(1, "volumeClaimTemplate", msg(300), ONE, PTR),
+    /* 285 */ Message { name: "k8s.io/api/core/v1.EphemeralVolumeSource", special: Special::None, fields: &[
+        f(1, "volumeClaimTemplate", msg(319), ONE, PTR),
     ] },
-    /* 268 */ Message { name: "k8s.io/api/core/v1.ImageVolumeSource", special: Special::None, fields: &[
+    /* 286 */ Message { name: "k8s.io/api/core/v1.ImageVolumeSource", special: Special::None, fields: &[
         f(1, "reference", STR, ONE, OMIT),
         f(2, "pullPolicy", STR, ONE, OMIT),
     ] },
-    /* 269 */ Message { name: "k8s.io/api/core/v1.ConfigMapEnvSource", special: Special::None, fields: &[
-        f(1, "", msg(58), ONE, INLINE),
+    /* 287 */ Message { name: "k8s.io/api/core/v1.ConfigMapEnvSource", special: Special::None, fields: &[
+        f(1, "", msg(63), ONE, INLINE),
         f(2, "optional", BOOL, ONE, PTR),
     ] },
-    /* 270 */ Message { name: "k8s.io/api/core/v1.SecretEnvSource", special: Special::None, fields: &[
-        f(1, "", msg(58), ONE, INLINE),
+    /* 288 */ Message { name: "k8s.io/api/core/v1.SecretEnvSource", special: Special::None, fields: &[
+        f(1, "", msg(63), ONE, INLINE),
         f(2, "optional", BOOL, ONE, PTR),
     ] },
-    /* 271 */ Message { name: "k8s.io/api/core/v1.EnvVarSource", special: Special::None, fields: &[
-        f(1, "fieldRef", msg(301), ONE, PTR),
-        f(2, "resourceFieldRef", msg(302), ONE, PTR),
-        f(3, "configMapKeyRef", msg(303), ONE, PTR),
-        f(4, "secretKeyRef", msg(304), ONE, PTR),
+    /* 289 */ Message { name: "k8s.io/api/core/v1.EnvVarSource", special: Special::None, fields: &[
+        f(1, "fieldRef", msg(320), ONE, PTR),
+        f(2, "resourceFieldRef", msg(321), ONE, PTR),
+        f(3, "configMapKeyRef", msg(322), ONE, PTR),
+        f(4, "secretKeyRef", msg(323), ONE, PTR),
     ] },
-    /* 272 */ Message { name: "k8s.io/api/core/v1.ProbeHandler", special: Special::None, fields: &[
-        f(1, "exec", msg(305), ONE, PTR),
-        f(2, "httpGet", msg(306), ONE, PTR),
-        f(3, "tcpSocket", msg(307), ONE, PTR),
-        f(4, "grpc", msg(308), ONE, PTR),
+    /* 290 */ Message { name: "k8s.io/api/core/v1.ProbeHandler", special: Special::None, fields: &[
+        f(1, "exec", msg(324), ONE, PTR),
+        f(2, "httpGet", msg(325), ONE, PTR),
+        f(3, "tcpSocket", msg(326), ONE, PTR),
+        f(4, "grpc", msg(327), ONE, PTR),
     ] },
-    /* 273 */ Message { name: "k8s.io/api/core/v1.LifecycleHandler", special: Special::None, fields: &[
-        f(1, "exec", msg(305), ONE, PTR),
-        f(2, "httpGet", msg(306), ONE, PTR),
-        f(3, "tcpSocket", msg(307), ONE, PTR),
-        f(4, "sleep", msg(309), ONE, PTR),
+    /* 291 */ Message { name: "k8s.io/api/core/v1.LifecycleHandler", special: Special::None, fields: &[
+        f(1, "exec", msg(324), ONE, PTR),
+        f(2, "httpGet", msg(325), ONE, PTR),
+        f(3, "tcpSocket", msg(326), ONE, PTR),
+        f(4, "sleep", msg(328), ONE, PTR),
     ] },
-    /* 274 */ Message { name: "k8s.io/api/core/v1.Capabilities", special: Special::None, fields: &[
+    /* 292 */ Message { name: "k8s.io/api/core/v1.Capabilities", special: Special::None, fields: &[
         f(1, "add", STR, REP, OMIT),
         f(2, "drop", STR, REP, OMIT),
     ] },
-    /* 275 */ Message { name: "k8s.io/api/core/v1.NodeSelector", special: Special::None, fields: &[
-        f(1, "nodeSelectorTerms", msg(310), REP, ALWAYS),
+    /* 293 */ Message { name: "k8s.io/api/core/v1.NodeSelector", special: Special::None, fields: &[
+        f(1, "nodeSelectorTerms", msg(329), REP, ALWAYS),
     ] },
-    /* 276 */ Message { name: "k8s.io/api/core/v1.PreferredSchedulingTerm", special: Special::None, fields: &[
+    /* 294 */ Message { name: "k8s.io/api/core/v1.PreferredSchedulingTerm", special: Special::None, fields: &[
         f(1, "weight", I32, ONE, ALWAYS),
-        f(2, "preference", msg(310), ONE, ALWAYS),
+        f(2, "preference", msg(329), ONE, ALWAYS),
     ] },
-    /* 277 */ Message { name: "k8s.io/api/core/v1.PodAffinityTerm", special: Special::None, fields: &[
-        f(1, "labelSelector", msg(138), ONE, PTR),
+    /* 295 */ Message { name: "k8s.io/api/core/v1.PodAffinityTerm", special: Special::None, fields: &[
+        f(1, "labelSelector", msg(149), ONE, PTR),
         f(2, "namespaces", STR, REP, OMIT),
         f(3, "topologyKey", STR, ONE, ALWAYS),
-        f(4, "namespaceSelector", msg(138), ONE, PTR),
+        f(4, "namespaceSelector", msg(149), ONE, PTR),
         f(5, "matchLabelKeys", STR, REP, OMIT),
         f(6, "mismatchLabelKeys", STR, REP, OMIT),
     ] },
-    /* 278 */ Message { name: "k8s.io/api/core/v1.WeightedPodAffinityTerm", special: Special::None, fields: &[
+    /* 296 */ Message { name: "k8s.io/api/core/v1.WeightedPodAffinityTerm", special: Special::None, fields: &[
         f(1, "weight", I32, ONE, ALWAYS),
-        f(2, "podAffinityTerm", msg(277), ONE, ALWAYS),
+        f(2, "podAffinityTerm", msg(295), ONE, ALWAYS),
     ] },
-    /* 279 */ Message { name: "k8s.io/api/core/v1.ContainerStateWaiting", special: Special::None, fields: &[
+    /* 297 */ Message { name: "k8s.io/api/core/v1.ContainerStateWaiting", special: Special::None, fields: &[
         f(1, "reason", STR, ONE, OMIT),
         f(2, "message", STR, ONE, OMIT),
     ] },
-    /* 280 */ Message { name: "k8s.io/api/core/v1.ContainerStateRunning", special: Special::None, fields: &[
-        f(1, "startedAt", msg(40), ONE, ALWAYS),
+    /* 298 */ Message { name: "k8s.io/api/core/v1.ContainerStateRunning", special: Special::None, fields: &[
+        f(1, "startedAt", msg(45), ONE, ALWAYS),
     ] },
-    /* 281 */ Message { name: "k8s.io/api/core/v1.ContainerStateTerminated", special: Special::None, fields: &[
+    /* 299 */ Message { name: "k8s.io/api/core/v1.ContainerStateTerminated", special: Special::None, fields: &[
         f(1, "exitCode", I32, ONE, ALWAYS),
         f(2, "signal", I32, ONE, OMIT),
         f(3, "reason", STR, ONE, OMIT),
         f(4, "message", STR, ONE, OMIT),
-        f(5, "startedAt", msg(40), ONE, ALWAYS),
-        f(6, "finishedAt", msg(40), ONE, ALWAYS),
+        f(5, "startedAt", msg(45), ONE, ALWAYS),
+        f(6, "finishedAt", msg(45), ONE, ALWAYS),
         f(7, "containerID", STR, ONE, OMIT),
     ] },
-    /* 282 */ Message { name: "k8s.io/api/core/v1.LinuxContainerUser", special: Special::None, fields: &[
+    /* 300 */ Message { name: "k8s.io/api/core/v1.LinuxContainerUser", special: Special::None, fields: &[
         f(1, "uid", I64, ONE, ALWAYS),
         f(2, "gid", I64, ONE, ALWAYS),
         f(3, "supplementalGroups", I64, REP, OMIT),
     ] },
-    /* 283 */ Message { name: "k8s.io/api/core/v1.ResourceHealth", special: Special::None, fields: &[
+    /* 301 */ Message { name: "k8s.io/api/core/v1.ResourceHealth", special: Special::None, fields: &[
         f(1, "resourceID", STR, ONE, ALWAYS),
         f(2, "health", STR, ONE, OMIT),
     ] },
-    /* 284 */ Message { name: "k8s.io/api/batch/v1.PodFailurePolicyOnExitCodesRequirement", special: Special::None, fields: &[
+    /* 302 */ Message { name: "k8s.io/api/batch/v1.PodFailurePolicyOnExitCodesRequirement", special: Special::None, fields: &[
         f(1, "containerName", STR, ONE, PTR),
         f(2, "operator", STR, ONE, ALWAYS),
         f(3, "values", I32, REP, ALWAYS),
     ] },
-    /* 285 */ Message { name: "k8s.io/api/batch/v1.PodFailurePolicyOnPodConditionsPattern", special: Special::None, fields: &[
+    /* 303 */ Message { name: "k8s.io/api/batch/v1.PodFailurePolicyOnPodConditionsPattern", special: Special::None, fields: &[
         f(1, "type", STR, ONE, ALWAYS),
         f(2, "status", STR, ONE, ALWAYS),
     ] },
-    /* 286 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceSubresourceStatus", special: Special::None, fields: &[] },
-    /* 287 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceSubresourceScale", special: Special::None, fields: &[
+    /* 304 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceSubresourceStatus", special: Special::None, fields: &[] },
+    /* 305 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceSubresourceScale", special: Special::None, fields: &[
         f(1, "specReplicasPath", STR, ONE, ALWAYS),
         f(2, "statusReplicasPath", STR, ONE, ALWAYS),
         f(3, "labelSelectorPath", STR, ONE, PTR),
     ] },
-    /* 288 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.WebhookClientConfig", special: Special::None, fields: &[
+    /* 306 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.WebhookClientConfig", special: Special::None, fields: &[
         f(3, "url", STR, ONE, PTR),
-        f(1, "service", msg(311), ONE, PTR),
+        f(1, "service", msg(330), ONE, PTR),
         f(2, "caBundle", BYTES, ONE, OMIT),
     ] },
-    /* 289 */ Message { name: "k8s.io/api/networking/v1.ServiceBackendPort", special: Special::None, fields: &[
+    /* 307 */ Message { name: "k8s.io/api/networking/v1.ServiceBackendPort", special: Special::None, fields: &[
         f(1, "name", STR, ONE, OMIT),
         f(2, "number", I32, ONE, OMIT),
     ] },
-    /* 290 */ Message { name: "k8s.io/api/networking/v1.HTTPIngressRuleValue", special: Special::None, fields: &[
-        f(1, "paths", msg(312), REP, ALWAYS),
+    /* 308 */ Message { name: "k8s.io/api/networking/v1.HTTPIngressRuleValue", special: Special::None, fields: &[
+        f(1, "paths", msg(331), REP, ALWAYS),
     ] },
-    /* 291 */ Message { name: "k8s.io/api/networking/v1.IngressPortStatus", special: Special::None, fields: &[
+    /* 309 */ Message { name: "k8s.io/api/networking/v1.IngressPortStatus", special: Special::None, fields: &[
         f(1, "port", I32, ONE, ALWAYS),
         f(2, "protocol", STR, ONE, ALWAYS),
         f(3, "error", STR, ONE, PTR),
     ] },
-    /* 292 */ Message { name: "k8s.io/api/networking/v1.IPBlock", special: Special::None, fields: &[
+    /* 310 */ Message { name: "k8s.io/api/networking/v1.IPBlock", special: Special::None, fields: &[
         f(1, "cidr", STR, ONE, ALWAYS),
         f(2, "except", STR, REP, OMIT),
     ] },
-    /* 293 */ Message { name: "k8s.io/api/autoscaling/v2.MetricTarget", special: Special::None, fields: &[
+    /* 311 */ Message { name: "k8s.io/api/autoscaling/v2.MetricTarget", special: Special::None, fields: &[
         f(1, "type", STR, ONE, ALWAYS),
-        f(2, "value", msg(44), ONE, PTR),
-        f(3, "averageValue", msg(44), ONE, PTR),
+        f(2, "value", msg(49), ONE, PTR),
+        f(3, "averageValue", msg(49), ONE, PTR),
         f(4, "averageUtilization", I32, ONE, PTR),
     ] },
-    /* 294 */ Message { name: "k8s.io/api/autoscaling/v2.MetricIdentifier", special: Special::None, fields: &[
+    /* 312 */ Message { name: "k8s.io/api/autoscaling/v2.MetricIdentifier", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
-        f(2, "selector", msg(138), ONE, PTR),
+        f(2, "selector", msg(149), ONE, PTR),
     ] },
-    /* 295 */ Message { name: "k8s.io/api/autoscaling/v2.HPAScalingPolicy", special: Special::None, fields: &[
+    /* 313 */ Message { name: "k8s.io/api/autoscaling/v2.HPAScalingPolicy", special: Special::None, fields: &[
         f(1, "type", STR, ONE, ALWAYS),
         f(2, "value", I32, ONE, ALWAYS),
         f(3, "periodSeconds", I32, ONE, ALWAYS),
     ] },
-    /* 296 */ Message { name: "k8s.io/api/autoscaling/v2.MetricValueStatus", special: Special::None, fields: &[
-        f(1, "value", msg(44), ONE, PTR),
-        f(2, "averageValue", msg(44), ONE, PTR),
+    /* 314 */ Message { name: "k8s.io/api/autoscaling/v2.MetricValueStatus", special: Special::None, fields: &[
+        f(1, "value", msg(49), ONE, PTR),
+        f(2, "averageValue", msg(49), ONE, PTR),
         f(3, "averageUtilization", I32, ONE, PTR),
     ] },
-    /* 297 */ Message { name: "k8s.io/api/core/v1.KeyToPath", special: Special::None, fields: &[
+    /* 315 */ Message { name: "k8s.io/apimachinery/pkg/apis/meta/v1.FieldSelectorRequirement", special: Special::None, fields: &[
+        f(1, "key", STR, ONE, ALWAYS),
+        f(2, "operator", STR, ONE, ALWAYS),
+        f(3, "values", STR, REP, OMIT),
+    ] },
+    /* 316 */ Message { name: "k8s.io/api/core/v1.KeyToPath", special: Special::None, fields: &[
         f(1, "key", STR, ONE, ALWAYS),
         f(2, "path", STR, ONE, ALWAYS),
         f(3, "mode", I32, ONE, PTR),
     ] },
-    /* 298 */ Message { name: "k8s.io/api/core/v1.DownwardAPIVolumeFile", special: Special::None, fields: &[
+    /* 317 */ Message { name: "k8s.io/api/core/v1.DownwardAPIVolumeFile", special: Special::None, fields: &[
         f(1, "path", STR, ONE, ALWAYS),
-        f(2, "fieldRef", msg(301), ONE, PTR),
-        f(3, "resourceFieldRef", msg(302), ONE, PTR),
+        f(2, "fieldRef", msg(320), ONE, PTR),
+        f(3, "resourceFieldRef", msg(321), ONE, PTR),
         f(4, "mode", I32, ONE, PTR),
     ] },
-    /* 299 */ Message { name: "k8s.io/api/core/v1.VolumeProjection", special: Special::None, fields: &[
-        f(1, "secret", msg(313), ONE, PTR),
-        f(2, "downwardAPI", msg(314), ONE, PTR),
-        f(3, "configMap", msg(315), ONE, PTR),
-        f(4, "serviceAccountToken", msg(316), ONE, PTR),
-        f(5, "clusterTrustBundle", msg(317), ONE, PTR),
+    /* 318 */ Message { name: "k8s.io/api/core/v1.VolumeProjection", special: Special::None, fields: &[
+        f(1, "secret", msg(332), ONE, PTR),
+        f(2, "downwardAPI", msg(333), ONE, PTR),
+        f(3, "configMap", msg(334), ONE, PTR),
+        f(4, "serviceAccountToken", msg(335), ONE, PTR),
+        f(5, "clusterTrustBundle", msg(336), ONE, PTR),
     ] },
-    /* 300 */ Message { name: "k8s.io/api/core/v1.PersistentVolumeClaimTemplate", special: Special::None, fields: &[
-        f(1, "metadata", msg(52), ONE, ALWAYS),
-        f(2, "spec", msg(68), ONE, ALWAYS),
+    /* 319 */ Message { name: "k8s.io/api/core/v1.PersistentVolumeClaimTemplate", special: Special::None, fields: &[
+        f(1, "metadata", msg(57), ONE, ALWAYS),
+        f(2, "spec", msg(73), ONE, ALWAYS),
     ] },
-    /* 301 */ Message { name: "k8s.io/api/core/v1.ObjectFieldSelector", special: Special::None, fields: &[
+    /* 320 */ Message { name: "k8s.io/api/core/v1.ObjectFieldSelector", special: Special::None, fields: &[
         f(1, "apiVersion", STR, ONE, OMIT),
         f(2, "fieldPath", STR, ONE, ALWAYS),
     ] },
-    /* 302 */ Message { name: "k8s.io/api/core/v1.ResourceFieldSelector", special: Special::None, fields: &[
+    /* 321 */ Message { name: "k8s.io/api/core/v1.ResourceFieldSelector", special: Special::None, fields: &[
         f(1, "containerName", STR, ONE, OMIT),
         f(2, "resource", STR, ONE, ALWAYS),
-        f(3, "divisor", msg(44), ONE, ALWAYS),
+        f(3, "divisor", msg(49), ONE, ALWAYS),
     ] },
-    /* 303 */ Message { name: "k8s.io/api/core/v1.ConfigMapKeySelector", special: Special::None, fields: &[
-        f(1, "", msg(58), ONE, INLINE),
+    /* 322 */ Message { name: "k8s.io/api/core/v1.ConfigMapKeySelector", special: Special::None, fields: &[
+        f(1, "", msg(63), ONE, INLINE),
         f(2, "key", STR, ONE, ALWAYS),
         f(3, "optional", BOOL, ONE, PTR),
     ] },
-    /* 304 */ Message { name: "k8s.io/api/core/v1.SecretKeySelector", special: Special::None, fields: &[
-        f(1, "", msg(58), ONE, INLINE),
+    /* 323 */ Message { name: "k8s.io/api/core/v1.SecretKeySelector", special: Special::None, fields: &[
+        f(1, "", msg(63), ONE, INLINE),
         f(2, "key", STR, ONE, ALWAYS),
         f(3, "optional", BOOL, ONE, PTR),
     ] },
-    /* 305 */ Message { name: "k8s.io/api/core/v1.ExecAction", special: Special::None, fields: &[
+    /* 324 */ Message { name: "k8s.io/api/core/v1.ExecAction", special: Special::None, fields: &[
         f(1, "command", STR, REP, OMIT),
     ] },
-    /* 306 */ Message { name: "k8s.io/api/core/v1.HTTPGetAction", special: Special::None, fields: &[
+    /* 325 */ Message { name: "k8s.io/api/core/v1.HTTPGetAction", special: Special::None, fields: &[
         f(1, "path", STR, ONE, OMIT),
-        f(2, "port", msg(45), ONE, ALWAYS),
+        f(2, "port", msg(50), ONE, ALWAYS),
         f(3, "host", STR, ONE, OMIT),
         f(4, "scheme", STR, ONE, OMIT),
-        f(5, "httpHeaders", msg(318), REP, OMIT),
+        f(5, "httpHeaders", msg(337), REP, OMIT),
     ] },
-    /* 307 */ Message { name: "k8s.io/api/core/v1.TCPSocketAction", special: Special::None, fields: &[
-        f(1, "port", msg(45), ONE, ALWAYS),
+    /* 326 */ Message { name: "k8s.io/api/core/v1.TCPSocketAction", special: Special::None, fields: &[
+        f(1, "port", msg(50), ONE, ALWAYS),
         f(2, "host", STR, ONE, OMIT),
     ] },
-    /* 308 */ Message { name: "k8s.io/api/core/v1.GRPCAction", special: Special::None, fields: &[
+    /* 327 */ Message { name: "k8s.io/api/core/v1.GRPCAction", special: Special::None, fields: &[
         f(1, "port", I32, ONE, ALWAYS),
         f(2, "service", STR, ONE, PTR),
     ] },
-    /* 309 */ Message { name: "k8s.io/api/core/v1.SleepAction", special: Special::None, fields: &[
+    /* 328 */ Message { name: "k8s.io/api/core/v1.SleepAction", special: Special::None, fields: &[
         f(1, "seconds", I64, ONE, ALWAYS),
     ] },
-    /* 310 */ Message { name: "k8s.io/api/core/v1.NodeSelectorTerm", special: Special::None, fields: &[
-        f(1, "matchExpressions", msg(319), REP, OMIT),
-        f(2, "matchFields", msg(319), REP, OMIT),
+    /* 329 */ Message { name: "k8s.io/api/core/v1.NodeSelectorTerm", special: Special::None, fields: &[
+        f(1, "matchExpressions", msg(338), REP, OMIT),
+        f(2, "matchFields", msg(338), REP, OMIT),
     ] },
-    /* 311 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.ServiceReference", special: Special::None, fields: &[
+    /* 330 */ Message { name: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.ServiceReference", special: Special::None, fields: &[
         f(1, "namespace", STR, ONE, ALWAYS),
         f(2, "name", STR, ONE, ALWAYS),
         f(3, "path", STR, ONE, PTR),
         f(4, "port", I32, ONE, PTR),
     ] },
-    /* 312 */ Message { name: "k8s.io/api/networking/v1.HTTPIngressPath", special: Special::None, fields: &[
+    /* 331 */ Message { name: "k8s.io/api/networking/v1.HTTPIngressPath", special: Special::None, fields: &[
         f(1, "path", STR, ONE, OMIT),
         f(3, "pathType", STR, ONE, PTR),
-        f(2, "backend", msg(165), ONE, ALWAYS),
+        f(2, "backend", msg(176), ONE, ALWAYS),
     ] },
-    /* 313 */ Message { name: "k8s.io/api/core/v1.SecretProjection", special: Special::None, fields: &[
-        f(1, "", msg(58), ONE, INLINE),
-        f(2, "items", msg(297), REP, OMIT),
+    /* 332 */ Message { name: "k8s.io/api/core/v1.SecretProjection", special: Special::None, fields: &[
+        f(1, "", msg(63), ONE, INLINE),
+        f(2, "items", msg(316), REP, OMIT),
         f(4, "optional", BOOL, ONE, PTR),
     ] },
-    /* 314 */ Message { name: "k8s.io/api/core/v1.DownwardAPIProjection", special: Special::None, fields: &[
-        f(1, "items", msg(298), REP, OMIT),
+    /* 333 */ Message { name: "k8s.io/api/core/v1.DownwardAPIProjection", special: Special::None, fields: &[
+        f(1, "items", msg(317), REP, OMIT),
     ] },
-    /* 315 */ Message { name: "k8s.io/api/core/v1.ConfigMapProjection", special: Special::None, fields: &[
-        f(1, "", msg(58), ONE, INLINE),
-        f(2, "items", msg(297), REP, OMIT),
+    /* 334 */ Message { name: "k8s.io/api/core/v1.ConfigMapProjection", special: Special::None, fields: &[
+        f(1, "", msg(63), ONE, INLINE),
+        f(2, "items", msg(316), REP, OMIT),
         f(4, "optional", BOOL, ONE, PTR),
     ] },
-    /* 316 */ Message { name: "k8s.io/api/core/v1.ServiceAccountTokenProjection", special: Special::None, fields: &[
+    /* 335 */ Message { name: "k8s.io/api/core/v1.ServiceAccountTokenProjection", special: Special::None, fields: &[
         f(1, "audience", STR, ONE, OMIT),
         f(2, "expirationSeconds", I64, ONE, PTR),
         f(3, "path", STR, ONE, ALWAYS),
     ] },
-    /* 317 */ Message { name: "k8s.io/api/core/v1.ClusterTrustBundleProjection", special: Special::None, fields: &[
+    /* 336 */ Message { name: "k8s.io/api/core/v1.ClusterTrustBundleProjection", special: Special::None, fields: &[
         f(1, "name", STR, ONE, PTR),
         f(2, "signerName", STR, ONE, PTR),
-        f(3, "labelSelector", msg(138), ONE, PTR),
+        f(3, "labelSelector", msg(149), ONE, PTR),
         f(5, "optional", BOOL, ONE, PTR),
         f(4, "path", STR, ONE, ALWAYS),
     ] },
-    /* 318 */ Message { name: "k8s.io/api/core/v1.HTTPHeader", special: Special::None, fields: &[
+    /* 337 */ Message { name: "k8s.io/api/core/v1.HTTPHeader", special: Special::None, fields: &[
         f(1, "name", STR, ONE, ALWAYS),
         f(2, "value", STR, ONE, ALWAYS),
     ] },
-    /* 319 */ Message { name: "k8s.io/api/core/v1.NodeSelectorRequirement", special: Special::None, fields: &[
+    /* 338 */ Message { name: "k8s.io/api/core/v1.NodeSelectorRequirement", special: Special::None, fields: &[
         f(1, "key", STR, ONE, ALWAYS),
         f(2, "operator", STR, ONE, ALWAYS),
         f(3, "values", STR, REP, OMIT),
@@ -1936,7 +2034,7 @@ pub(super) static MESSAGES: [Message; 320] = [
 ];
 
 /// The objects a body may carry: apiVersion, kind, message index.
-pub(super) static ROOTS: [Root; 40] = [
+pub(super) static ROOTS: [Root; 45] = [
     Root { api_version: "v1", kind: "Namespace", message: 0 },
     Root { api_version: "v1", kind: "ConfigMap", message: 1 },
     Root { api_version: "v1", kind: "Secret", message: 2 },
@@ -1976,5 +2074,10 @@ pub(super) static ROOTS: [Root; 40] = [
     Root { api_version: "autoscaling/v1", kind: "HorizontalPodAutoscaler", message: 36 },
     Root { api_version: "autoscaling/v2", kind: "HorizontalPodAutoscaler", message: 37 },
     Root { api_version: "authentication.k8s.io/v1", kind: "TokenRequest", message: 38 },
-    Root { api_version: "meta.k8s.io/v1", kind: "DeleteOptions", message: 39 },
+    Root { api_version: "authentication.k8s.io/v1", kind: "SelfSubjectReview", message: 39 },
+    Root { api_version: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview", message: 40 },
+    Root { api_version: "authorization.k8s.io/v1", kind: "SubjectAccessReview", message: 41 },
+    Root { api_version: "authorization.k8s.io/v1", kind: "LocalSubjectAccessReview", message: 42 },
+    Root { api_version: "authorization.k8s.io/v1", kind: "SelfSubjectRulesReview", message: 43 },
+    Root { api_version: "meta.k8s.io/v1", kind: "DeleteOptions", message: 44 },
 ];

@@ -6,7 +6,8 @@
 //! built-in kinds it serves.
 
 use k8s_openapi::api::{
-    admissionregistration, apps, batch, coordination, core, events, policy, rbac,
+    admissionregistration, apps, authentication, authorization, batch, coordination, core, events,
+    policy, rbac,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::schemars::generate::SchemaGenerator;
@@ -49,6 +50,8 @@ const ALL_VERBS: &[&str] = &[
 const NS_VERBS: &[&str] = &[
     "create", "delete", "get", "list", "patch", "update", "watch",
 ];
+
+const CREATE_ONLY: &[&str] = &["create"];
 
 const NO_FIELDS: &[(&str, &str)] = &[];
 const SPEC: &[&str] = &["spec"];
@@ -233,6 +236,41 @@ builtin!(
     NO_FIELDS,
     Printer::Lease
 );
+builtin!(
+    SELF_SUBJECT_REVIEW,
+    authentication::v1::SelfSubjectReview,
+    None,
+    NO_FIELDS,
+    Printer::Default
+);
+builtin!(
+    SELF_SUBJECT_ACCESS_REVIEW,
+    authorization::v1::SelfSubjectAccessReview,
+    None,
+    NO_FIELDS,
+    Printer::Default
+);
+builtin!(
+    SELF_SUBJECT_RULES_REVIEW,
+    authorization::v1::SelfSubjectRulesReview,
+    None,
+    NO_FIELDS,
+    Printer::Default
+);
+builtin!(
+    SUBJECT_ACCESS_REVIEW,
+    authorization::v1::SubjectAccessReview,
+    None,
+    NO_FIELDS,
+    Printer::Default
+);
+builtin!(
+    LOCAL_SUBJECT_ACCESS_REVIEW,
+    authorization::v1::LocalSubjectAccessReview,
+    None,
+    NO_FIELDS,
+    Printer::Default
+);
 builtin!(ROLE, rbac::v1::Role, None, NO_FIELDS, Printer::Default);
 builtin!(
     ROLEBINDING,
@@ -396,6 +434,22 @@ pub(crate) fn all() -> Vec<ResourceDef> {
             kind: Some(("policy", "v1", "Eviction")),
         },
     ];
+    let mut serviceaccounts = def(
+        "",
+        "serviceaccounts",
+        "ServiceAccount",
+        true,
+        ALL_VERBS,
+        &["sa"],
+        &[],
+        false,
+        &SERVICEACCOUNT,
+    );
+    serviceaccounts.extra_subresources = vec![ExtraSubresource {
+        name: "token",
+        verbs: &["create"],
+        kind: Some(("authentication.k8s.io", "v1", "TokenRequest")),
+    }];
     let nodes = def(
         "",
         "nodes",
@@ -456,17 +510,7 @@ pub(crate) fn all() -> Vec<ResourceDef> {
             false,
             &SECRET,
         ),
-        def(
-            "",
-            "serviceaccounts",
-            "ServiceAccount",
-            true,
-            ALL_VERBS,
-            &["sa"],
-            &[],
-            false,
-            &SERVICEACCOUNT,
-        ),
+        serviceaccounts,
         def(
             "",
             "services",
@@ -614,6 +658,62 @@ pub(crate) fn all() -> Vec<ResourceDef> {
             &VWC,
         ),
         crd,
+        // The access reviews: create-only, answered and never stored.
+        def(
+            "authentication.k8s.io",
+            "selfsubjectreviews",
+            "SelfSubjectReview",
+            false,
+            CREATE_ONLY,
+            &[],
+            &[],
+            false,
+            &SELF_SUBJECT_REVIEW,
+        ),
+        def(
+            "authorization.k8s.io",
+            "localsubjectaccessreviews",
+            "LocalSubjectAccessReview",
+            true,
+            CREATE_ONLY,
+            &[],
+            &[],
+            false,
+            &LOCAL_SUBJECT_ACCESS_REVIEW,
+        ),
+        def(
+            "authorization.k8s.io",
+            "selfsubjectaccessreviews",
+            "SelfSubjectAccessReview",
+            false,
+            CREATE_ONLY,
+            &[],
+            &[],
+            false,
+            &SELF_SUBJECT_ACCESS_REVIEW,
+        ),
+        def(
+            "authorization.k8s.io",
+            "selfsubjectrulesreviews",
+            "SelfSubjectRulesReview",
+            false,
+            CREATE_ONLY,
+            &[],
+            &[],
+            false,
+            &SELF_SUBJECT_RULES_REVIEW,
+        ),
+        def(
+            "authorization.k8s.io",
+            "subjectaccessreviews",
+            "SubjectAccessReview",
+            false,
+            CREATE_ONLY,
+            &[],
+            &[],
+            false,
+            &SUBJECT_ACCESS_REVIEW,
+        ),
         def(
             "coordination.k8s.io",
             "leases",

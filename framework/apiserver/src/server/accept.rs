@@ -14,12 +14,14 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 use super::unreadable::{self, GoErrorBodies};
+use crate::auth::certs::ClientCertPolicy;
 use crate::handlers;
 use crate::state::Shared;
 
 pub(super) async fn serve(
     listener: TcpListener,
     acceptor: TlsAcceptor,
+    client_certs: Arc<ClientCertPolicy>,
     shared: Arc<Shared>,
     cancel: CancellationToken,
 ) {
@@ -39,6 +41,7 @@ pub(super) async fn serve(
         let acceptor = acceptor.clone();
         let shared = shared.clone();
         let cancel = cancel.clone();
+        let client_certs = client_certs.clone();
         tokio::spawn(async move {
             let tls =
                 match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
@@ -49,8 +52,14 @@ pub(super) async fn serve(
                     }
                     Err(_) => return,
                 };
-            let service = service_fn(move |req| {
+            // A client certificate speaks for every request on its
+            // connection; it is judged once.
+            let peer_identity = client_certs.identity(tls.get_ref().1.peer_certificates());
+            let service = service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
                 let shared = shared.clone();
+                if let Some(identity) = &peer_identity {
+                    req.extensions_mut().insert(identity.clone());
+                }
                 async move { Ok::<_, std::convert::Infallible>(handlers::handle(shared, req).await) }
             });
             let mut builder = auto::Builder::new(TokioExecutor::new());

@@ -15,6 +15,16 @@ pub const CONTEXT: &str = "kubeforge";
 
 /// Renders the kubeconfig YAML.
 pub(crate) fn render(server: &str, ca_pem: &str, token: &str) -> Result<String, Error> {
+    render_user(server, ca_pem, json!({ "token": token }))
+}
+
+/// Renders a kubeconfig whose user entry is `user` (a token or a client
+/// certificate).
+pub(crate) fn render_user(
+    server: &str,
+    ca_pem: &str,
+    user: serde_json::Value,
+) -> Result<String, Error> {
     let doc = json!({
         "apiVersion": "v1",
         "kind": "Config",
@@ -22,7 +32,7 @@ pub(crate) fn render(server: &str, ca_pem: &str, token: &str) -> Result<String, 
             "server": server.trim_end_matches('/'),
             "certificate-authority-data": base64::engine::general_purpose::STANDARD.encode(ca_pem),
         }}],
-        "users": [{"name": CONTEXT, "user": {"token": token}}],
+        "users": [{"name": CONTEXT, "user": user}],
         "contexts": [{"name": CONTEXT, "context": {"cluster": CONTEXT, "user": CONTEXT, "namespace": "default"}}],
         "current-context": CONTEXT,
         "preferences": {},
@@ -32,7 +42,11 @@ pub(crate) fn render(server: &str, ca_pem: &str, token: &str) -> Result<String, 
 
 /// Writes the kubeconfig to `path` (mode 0600 on Unix).
 pub(crate) fn write(path: &Path, server: &str, ca_pem: &str, token: &str) -> Result<(), Error> {
-    let text = render(server, ca_pem, token)?;
+    write_text(path, &render(server, ca_pem, token)?)
+}
+
+/// Writes kubeconfig text to `path` (mode 0600 on Unix).
+pub(crate) fn write_text(path: &Path, text: &str) -> Result<(), Error> {
     let io = |e: std::io::Error| Error::Io(path.to_path_buf(), e);
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(io)?;

@@ -8,6 +8,7 @@ mod faults;
 pub(crate) mod kubeconfig;
 mod tls;
 mod unreadable;
+mod users;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
@@ -24,6 +25,8 @@ use tokio_util::sync::CancellationToken;
 pub use faults::Faults;
 
 use crate::apidocs::OpenApiDocs;
+use crate::auth::authn::AuthnState;
+use crate::auth::rbac::RbacCache;
 use crate::cluster::{SimulatedNodes, Workloads};
 use crate::error::Error;
 use crate::faults::{Failure, FaultRules, RequestMatch};
@@ -52,6 +55,7 @@ pub struct ApiServerBuilder {
     latency: Option<Duration>,
     failures: Vec<(usize, RequestMatch, Failure)>,
     workloads: Option<Workloads>,
+    anonymous: bool,
 }
 
 impl Default for ApiServerBuilder {
@@ -65,6 +69,7 @@ impl Default for ApiServerBuilder {
             latency: None,
             failures: Vec::new(),
             workloads: None,
+            anonymous: false,
         }
     }
 }
@@ -137,6 +142,15 @@ impl ApiServerBuilder {
         self.workloads(workloads)
     }
 
+    /// Serves requests without credentials as `system:anonymous` in
+    /// `system:unauthenticated` (kube-apiserver's `--anonymous-auth`), so
+    /// RBAC decides what they may do. Off by default: such requests are
+    /// a 401. A credential that is present but invalid is a 401 either way.
+    pub fn anonymous(mut self, allow: bool) -> Self {
+        self.anonymous = allow;
+        self
+    }
+
     /// Starts serving.
     pub async fn start(self) -> Result<ApiServer, Error> {
         let listener = TcpListener::bind(self.bind)
@@ -172,6 +186,8 @@ impl ApiServerBuilder {
             },
             next_cluster_ip: AtomicU32::new(1),
             openapi: OpenApiDocs::default(),
+            authn: AuthnState::new(certs.ca, self.anonymous)?,
+            rbac: RbacCache::default(),
         });
         seed(&shared)?;
         // The system namespaces have their ServiceAccounts before the first
@@ -186,6 +202,7 @@ impl ApiServerBuilder {
         let accept_task = tokio::spawn(accept::serve(
             listener,
             acceptor,
+            certs.client_certs,
             shared.clone(),
             cancel.clone(),
         ));
@@ -225,7 +242,8 @@ fn seed(shared: &Shared) -> Result<(), Error> {
         objects::create(shared, &def, None, obj, &opts)
             .map_err(|e| Error::Rejected(format!("seeding namespace {ns}: {}", e.message)))?;
     }
-    Ok(())
+    crate::auth::bootstrap::seed(shared)
+        .map_err(|e| Error::Rejected(format!("seeding the bootstrap RBAC policy: {}", e.message)))
 }
 
 /// An in-process Kubernetes API server on HTTPS, for tests and demos.

@@ -12,6 +12,7 @@ use rcgen::{
 };
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
+use crate::auth::certs::ClientCertPolicy;
 use crate::error::Error;
 
 /// The CA and serving identity of one server.
@@ -20,8 +21,13 @@ pub(crate) struct Certificates {
     pub ca_der: Vec<u8>,
     /// The CA certificate, PEM (what kubeconfig's `certificate-authority-data` carries).
     pub ca_pem: String,
-    /// The TLS configuration serving the CA-signed certificate.
+    /// The TLS configuration serving the CA-signed certificate and asking
+    /// for (not requiring) a client certificate.
     pub server_config: Arc<rustls::ServerConfig>,
+    /// The CA, which also signs client certificates.
+    pub ca: Issuer<'static, KeyPair>,
+    /// Judges the client certificates the CA signed.
+    pub client_certs: Arc<ClientCertPolicy>,
 }
 
 impl Certificates {
@@ -75,11 +81,12 @@ impl Certificates {
             CertificateDer::from(cert.der().to_vec()),
             CertificateDer::from(ca_cert.der().to_vec()),
         ];
+        let client_certs = Arc::new(ClientCertPolicy::new(ca_cert.der())?);
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut server_config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| Error::Tls(e.to_string()))?
-            .with_no_client_auth()
+            .with_client_cert_verifier(client_certs.clone())
             .with_single_cert(chain, key_der)
             .map_err(|e| Error::Tls(e.to_string()))?;
         server_config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
@@ -87,6 +94,8 @@ impl Certificates {
             ca_der: ca_cert.der().to_vec(),
             ca_pem: ca_cert.pem(),
             server_config: Arc::new(server_config),
+            ca: issuer,
+            client_certs,
         })
     }
 }

@@ -106,3 +106,8 @@ capture ingress-default-backend create ingress ing2 --default-backend=svc:http
 capture job-from-cronjob create job manual --from=cronjob/cj
 capture hpa autoscale deployment app --min=1 --max=3 --cpu-percent=50
 NO_DRY_RUN=1 capture tokenrequest create token robot --duration=10m --audience=api
+# The access reviews `kubectl auth` sends (answered, so no dry run).
+NO_DRY_RUN=1 capture selfsubjectaccessreview auth can-i get deployments/web --subresource=scale -n team-a
+NO_DRY_RUN=1 capture selfsubjectaccessreview-nonresource auth can-i get /metrics
+NO_DRY_RUN=1 capture selfsubjectrulesreview auth can-i --list -n team-a
+NO_DRY_RUN=1 capture selfsubjectreview auth whoami

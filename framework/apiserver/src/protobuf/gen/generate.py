@@ -84,6 +84,12 @@ ROOTS = [
     ("k8s.io/api/autoscaling/v1.HorizontalPodAutoscaler", "autoscaling/v1", "HorizontalPodAutoscaler"),
     ("k8s.io/api/autoscaling/v2.HorizontalPodAutoscaler", "autoscaling/v2", "HorizontalPodAutoscaler"),
     ("k8s.io/api/authentication/v1.TokenRequest", "authentication.k8s.io/v1", "TokenRequest"),
+    ("k8s.io/api/authentication/v1.SelfSubjectReview", "authentication.k8s.io/v1", "SelfSubjectReview"),
+    ("k8s.io/api/authorization/v1.SelfSubjectAccessReview", "authorization.k8s.io/v1", "SelfSubjectAccessReview"),
+    ("k8s.io/api/authorization/v1.SubjectAccessReview", "authorization.k8s.io/v1", "SubjectAccessReview"),
+    ("k8s.io/api/authorization/v1.LocalSubjectAccessReview", "authorization.k8s.io/v1",
+     "LocalSubjectAccessReview"),
+    ("k8s.io/api/authorization/v1.SelfSubjectRulesReview", "authorization.k8s.io/v1", "SelfSubjectRulesReview"),
     # Registered in every group version; matched by kind alone (see mod.rs).
     (META + ".DeleteOptions", "meta.k8s.io/v1", "DeleteOptions"),
 ]

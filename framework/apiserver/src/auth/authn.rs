@@ -1,0 +1,121 @@
+//! Authentication, in kube-apiserver's order: a verified client
+//! certificate, then a bearer token (the admin token, a static token user,
+//! a service-account JWT re-checked against its ServiceAccount), and, when
+//! the server allows it, anonymous. A credential that is present but not
+//! valid is a 401, never anonymous (`union.NewFailOnError`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use http::header;
+use http::request::Parts;
+use rcgen::{Issuer, KeyPair};
+
+use super::certs::PeerIdentity;
+use super::jwt::{Signer, TokenSubject};
+use super::{UserInfo, MASTERS};
+use crate::registry::ResKey;
+use crate::state::Shared;
+use crate::status::ApiError;
+
+/// The name of the admin the server's own token authenticates.
+pub(crate) const ADMIN: &str = "admin";
+
+/// What the authenticators know: the users added at run time, the
+/// service-account signing key, the client CA.
+pub(crate) struct AuthnState {
+    tokens: RwLock<HashMap<String, Arc<UserInfo>>>,
+    pub signer: Signer,
+    /// The CA that signs serving and client certificates.
+    pub ca: Issuer<'static, KeyPair>,
+    pub anonymous: bool,
+    admin: Arc<UserInfo>,
+}
+
+impl AuthnState {
+    pub fn new(ca: Issuer<'static, KeyPair>, anonymous: bool) -> Result<Self, crate::error::Error> {
+        let admin = UserInfo {
+            name: ADMIN.to_owned(),
+            groups: vec![MASTERS.to_owned()],
+            ..UserInfo::default()
+        };
+        Ok(Self {
+            tokens: RwLock::default(),
+            signer: Signer::generate()?,
+            ca,
+            anonymous,
+            admin: Arc::new(admin.with_authenticated_group()),
+        })
+    }
+
+    /// Adds (or replaces) a static token user.
+    pub fn add_token(&self, token: String, user: UserInfo) {
+        let user = Arc::new(user.with_authenticated_group());
+        self.tokens
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(token, user);
+    }
+
+    fn static_user(&self, token: &str) -> Option<Arc<UserInfo>> {
+        self.tokens
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(token)
+            .cloned()
+    }
+}
+
+/// The presented bearer token: `None` without an `Authorization` header
+/// or with another scheme (kube-apiserver ignores those, so they fall to
+/// anonymous), `Some("")` for an empty bearer token.
+fn bearer(parts: &Parts) -> Option<&str> {
+    let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+fn now_secs() -> i64 {
+    jiff::Timestamp::now().as_second()
+}
+
+/// The service account `subject` if it still exists with the token's uid
+/// and is not being deleted.
+fn live_service_account(shared: &Shared, subject: &TokenSubject) -> Option<Arc<UserInfo>> {
+    let res = ResKey::new("", "serviceaccounts");
+    let key = (subject.namespace.clone(), subject.name.clone());
+    let sa = shared.storage.lock().get(&res, &key)?;
+    let live = sa.uid() == subject.uid && sa.value.pointer("/metadata/deletionTimestamp").is_none();
+    live.then(|| {
+        let user = UserInfo::service_account(&subject.namespace, &subject.name, &subject.uid);
+        Arc::new(user.with_authenticated_group())
+    })
+}
+
+/// Who sent the request, or the 401 kube-apiserver answers.
+pub(crate) fn authenticate(shared: &Shared, parts: &Parts) -> Result<Arc<UserInfo>, ApiError> {
+    let authn = &shared.authn;
+    if let Some(peer) = parts.extensions.get::<PeerIdentity>() {
+        match peer {
+            PeerIdentity::Verified(user) => return Ok(user.clone()),
+            PeerIdentity::Invalid => return Err(ApiError::unauthorized()),
+        }
+    }
+    match bearer(parts) {
+        Some(token) if shared.token_matches(token) => Ok(authn.admin.clone()),
+        Some(token) => {
+            if let Some(user) = authn.static_user(token) {
+                return Ok(user);
+            }
+            if Signer::looks_like_jwt(token) {
+                let subject = authn.signer.verify(token, now_secs());
+                if let Some(user) = subject.and_then(|s| live_service_account(shared, &s)) {
+                    return Ok(user);
+                }
+            }
+            Err(ApiError::unauthorized())
+        }
+        None if authn.anonymous => Ok(Arc::new(UserInfo::anonymous())),
+        None => Err(ApiError::unauthorized()),
+    }
+}
