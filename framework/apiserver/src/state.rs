@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify};
 
 use crate::apidocs::OpenApiDocs;
-use crate::auth::authn::AuthnState;
+use crate::auth::identities::AuthnState;
 use crate::auth::rbac::RbacCache;
 use crate::cluster::{NodeControls, Workloads};
 use crate::faults::FaultRules;

@@ -6,7 +6,7 @@
 
 use http::Method;
 
-use super::UserInfo;
+use super::user::UserInfo;
 use crate::http::Query;
 use crate::routing::{self, Route};
 use crate::status::{qualified, ApiError, Details};

@@ -4,67 +4,17 @@
 //! the server allows it, anonymous. A credential that is present but not
 //! valid is a 401, never anonymous (`union.NewFailOnError`).
 
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use http::header;
 use http::request::Parts;
-use rcgen::{Issuer, KeyPair};
 
 use super::certs::PeerIdentity;
 use super::jwt::{Signer, TokenSubject};
-use super::{UserInfo, MASTERS};
+use super::user::UserInfo;
 use crate::registry::ResKey;
 use crate::state::Shared;
 use crate::status::ApiError;
-
-/// The name of the admin the server's own token authenticates.
-pub(crate) const ADMIN: &str = "admin";
-
-/// What the authenticators know: the users added at run time, the
-/// service-account signing key, the client CA.
-pub(crate) struct AuthnState {
-    tokens: RwLock<HashMap<String, Arc<UserInfo>>>,
-    pub signer: Signer,
-    /// The CA that signs serving and client certificates.
-    pub ca: Issuer<'static, KeyPair>,
-    pub anonymous: bool,
-    admin: Arc<UserInfo>,
-}
-
-impl AuthnState {
-    pub fn new(ca: Issuer<'static, KeyPair>, anonymous: bool) -> Result<Self, crate::error::Error> {
-        let admin = UserInfo {
-            name: ADMIN.to_owned(),
-            groups: vec![MASTERS.to_owned()],
-            ..UserInfo::default()
-        };
-        Ok(Self {
-            tokens: RwLock::default(),
-            signer: Signer::generate()?,
-            ca,
-            anonymous,
-            admin: Arc::new(admin.with_authenticated_group()),
-        })
-    }
-
-    /// Adds (or replaces) a static token user.
-    pub fn add_token(&self, token: String, user: UserInfo) {
-        let user = Arc::new(user.with_authenticated_group());
-        self.tokens
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(token, user);
-    }
-
-    fn static_user(&self, token: &str) -> Option<Arc<UserInfo>> {
-        self.tokens
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(token)
-            .cloned()
-    }
-}
 
 /// The presented bearer token: `None` without an `Authorization` header
 /// or with another scheme (kube-apiserver ignores those, so they fall to

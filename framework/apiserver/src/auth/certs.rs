@@ -18,7 +18,7 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 
 use super::der;
-use super::UserInfo;
+use super::user::UserInfo;
 use crate::error::Error;
 
 /// What a connection's client certificate says about every request on it.

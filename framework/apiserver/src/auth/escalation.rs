@@ -130,9 +130,12 @@ fn check(
         Kind::ClusterRole | Kind::ClusterRoleBinding => "",
     };
     let name = crate::util::meta_str(object, "name").unwrap_or(attrs.name);
-    let index = shared.rbac.index(shared);
+    let index = shared.rbac.index(&shared.storage);
     let allowed = |authz: AuthzAttributes| {
-        matches!(rbac::authorize(shared, user, &authz), Decision::Allow(_))
+        matches!(
+            super::authz::authorize(shared, user, &authz),
+            Decision::Allow(_)
+        )
     };
     let grants = match kind {
         Kind::Role | Kind::ClusterRole => {

@@ -13,7 +13,8 @@ use http::request::Parts;
 use http::HeaderMap;
 
 use super::attributes::{self, Attributes};
-use super::{rbac, UserInfo, ANONYMOUS, AUTHENTICATED, SERVICE_ACCOUNTS, UNAUTHENTICATED};
+use super::rbac;
+use super::user::{UserInfo, ANONYMOUS, AUTHENTICATED, SERVICE_ACCOUNTS, UNAUTHENTICATED};
 use crate::state::Shared;
 use crate::status::ApiError;
 
@@ -193,7 +194,7 @@ pub(crate) fn apply(
     let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for request in &asked {
         let attrs = request.attributes();
-        if let rbac::Decision::Deny(reason) = rbac::authorize(shared, &requestor, &attrs) {
+        if let rbac::Decision::Deny(reason) = super::authz::authorize(shared, &requestor, &attrs) {
             return Err(attributes::forbidden(&requestor, &attrs, &reason));
         }
         match request {
@@ -201,7 +202,7 @@ pub(crate) fn apply(
                 namespace,
                 name: sa,
             } => {
-                name = super::service_account_user(namespace, sa);
+                name = super::user::service_account_user(namespace, sa);
                 if !groups_given {
                     groups = vec![
                         SERVICE_ACCOUNTS.to_owned(),

@@ -70,7 +70,7 @@ impl Signer {
                 "serviceaccount": {"name": subject.name, "uid": subject.uid},
             },
             "nbf": spec.issued_at,
-            "sub": super::service_account_user(&subject.namespace, &subject.name),
+            "sub": super::user::service_account_user(&subject.namespace, &subject.name),
         });
         let signing_input = format!(
             "{}.{}",
@@ -135,7 +135,7 @@ impl Signer {
             name: sa.get("name")?.as_str()?.to_owned(),
             uid: sa.get("uid")?.as_str()?.to_owned(),
         };
-        let sub = super::service_account_user(&subject.namespace, &subject.name);
+        let sub = super::user::service_account_user(&subject.namespace, &subject.name);
         (claims.get("sub").and_then(Value::as_str) == Some(sub.as_str())).then_some(subject)
     }
 }

@@ -6,15 +6,18 @@
 
 pub(crate) mod attributes;
 pub(crate) mod authn;
+mod authz;
 pub(crate) mod bootstrap;
 pub(crate) mod certs;
 mod der;
 pub(crate) mod escalation;
+pub(crate) mod identities;
 pub(crate) mod impersonation;
 pub(crate) mod jwt;
 pub(crate) mod rbac;
 pub(crate) mod reviews;
 pub(crate) mod tokens;
+mod user;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -22,76 +25,13 @@ use std::sync::Arc;
 
 use http::request::Parts;
 
+pub(crate) use user::{service_account_user, UserInfo, AUTHENTICATED, MASTERS, UNAUTHENTICATED};
+
 use crate::error::Error;
 use crate::http::Query;
 use crate::registry::ResourceDef;
 use crate::state::Shared;
 use crate::status::ApiError;
-
-/// `system:masters`: kube-apiserver allows its members everything.
-pub(crate) const MASTERS: &str = "system:masters";
-/// Added to every authenticated identity.
-pub(crate) const AUTHENTICATED: &str = "system:authenticated";
-/// The group of anonymous requests.
-pub(crate) const UNAUTHENTICATED: &str = "system:unauthenticated";
-/// The user name of anonymous requests.
-pub(crate) const ANONYMOUS: &str = "system:anonymous";
-/// The group of every service account.
-pub(crate) const SERVICE_ACCOUNTS: &str = "system:serviceaccounts";
-
-/// An authenticated identity (`user.Info`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct UserInfo {
-    pub name: String,
-    pub uid: String,
-    pub groups: Vec<String>,
-    pub extra: BTreeMap<String, Vec<String>>,
-}
-
-impl UserInfo {
-    /// The anonymous identity.
-    pub fn anonymous() -> Self {
-        Self {
-            name: ANONYMOUS.to_owned(),
-            groups: vec![UNAUTHENTICATED.to_owned()],
-            ..Self::default()
-        }
-    }
-
-    /// A service account's identity: user
-    /// `system:serviceaccount:NS:NAME` in `system:serviceaccounts` and
-    /// `system:serviceaccounts:NS`.
-    pub fn service_account(namespace: &str, name: &str, uid: &str) -> Self {
-        Self {
-            name: service_account_user(namespace, name),
-            uid: uid.to_owned(),
-            groups: vec![
-                SERVICE_ACCOUNTS.to_owned(),
-                format!("{SERVICE_ACCOUNTS}:{namespace}"),
-            ],
-            extra: BTreeMap::new(),
-        }
-    }
-
-    /// Appends `system:authenticated` as kube-apiserver's
-    /// `AuthenticatedGroupAdder` does: not for the anonymous user, nor for
-    /// an identity that already claims either implicit group.
-    pub fn with_authenticated_group(mut self) -> Self {
-        let has_implicit = self
-            .groups
-            .iter()
-            .any(|g| g == AUTHENTICATED || g == UNAUTHENTICATED);
-        if self.name != ANONYMOUS && !has_implicit {
-            self.groups.push(AUTHENTICATED.to_owned());
-        }
-        self
-    }
-
-    /// Whether the identity is in `system:masters`.
-    pub fn is_master(&self) -> bool {
-        self.groups.iter().any(|g| g == MASTERS)
-    }
-}
 
 /// Authenticates and authorizes a request before any handler runs: the
 /// 401 or 403 kube-apiserver would answer, or the identity, which is also
@@ -104,7 +44,7 @@ pub(crate) fn admit_request(
     let user = authn::authenticate(shared, parts)?;
     let user = impersonation::apply(shared, user, parts)?;
     let attrs = attributes::from_request(&parts.method, parts.uri.path(), query);
-    if let rbac::Decision::Deny(reason) = rbac::authorize(shared, &user, &attrs) {
+    if let rbac::Decision::Deny(reason) = authz::authorize(shared, &user, &attrs) {
         return Err(attributes::forbidden(&user, &attrs, &reason));
     }
     parts.extensions.insert(user.clone());
@@ -117,11 +57,6 @@ pub(crate) fn written(shared: &Shared, def: &ResourceDef) {
     if def.group == rbac::GROUP && def.builtin().is_some() {
         shared.rbac.invalidate(def.plural == "clusterroles");
     }
-}
-
-/// `system:serviceaccount:NS:NAME`.
-pub(crate) fn service_account_user(namespace: &str, name: &str) -> String {
-    format!("system:serviceaccount:{namespace}:{name}")
 }
 
 /// A user to add to a running server: a name, its groups and an optional
@@ -278,6 +213,7 @@ impl Credentials {
 
 #[cfg(test)]
 mod tests {
+    use super::user::SERVICE_ACCOUNTS;
     use super::*;
 
     #[test]

@@ -12,9 +12,8 @@ use std::sync::{Arc, RwLock};
 use serde_json::Value;
 
 use super::attributes::Attributes;
-use super::UserInfo;
+use super::user::UserInfo;
 use crate::registry::ResKey;
-use crate::state::Shared;
 use crate::storage::StoredObject;
 
 /// The RBAC API group.
@@ -254,7 +253,7 @@ impl Index {
                         // Without a namespace (in a ClusterRoleBinding) it
                         // names no account.
                         if !sa_ns.is_empty() {
-                            let user = super::service_account_user(sa_ns, subject);
+                            let user = super::user::service_account_user(sa_ns, subject);
                             index.users.entry(user).or_default().push(grant.clone());
                         }
                     }
@@ -392,7 +391,7 @@ impl RbacCache {
     }
 
     /// The current index.
-    pub fn index(&self, shared: &Shared) -> Arc<Index> {
+    pub fn index(&self, storage: &crate::storage::Storage) -> Arc<Index> {
         let epoch = self.epoch.load(Ordering::Acquire);
         if let Some((at, index)) = &*self.cached.read().unwrap_or_else(|e| e.into_inner()) {
             if *at == epoch {
@@ -408,7 +407,7 @@ impl RbacCache {
                 .collect()
         };
         let index = {
-            let store = shared.storage.lock();
+            let store = storage.lock();
             Index::build(
                 &collect(&store, "roles"),
                 &collect(&store, "clusterroles"),
@@ -420,14 +419,6 @@ impl RbacCache {
         *self.cached.write().unwrap_or_else(|e| e.into_inner()) = Some((epoch, index.clone()));
         index
     }
-}
-
-/// Decides a request against the server's RBAC objects.
-pub(crate) fn authorize(shared: &Shared, user: &UserInfo, attrs: &Attributes) -> Decision {
-    if user.is_master() {
-        return Decision::Allow(String::new());
-    }
-    decide(&shared.rbac.index(shared), user, attrs)
 }
 
 #[cfg(test)]

@@ -216,7 +216,7 @@ pub(crate) async fn create(
                     }
                 }
             };
-            status_of(&rbac::authorize(shared, &subject, &attrs))
+            status_of(&super::authz::authorize(shared, &subject, &attrs))
         }
     };
     review["apiVersion"] = json!(format!("{group}/v1"));
@@ -264,7 +264,7 @@ fn respond(parts: &Parts, review: &Value) -> Response<Body> {
 /// authorizer does not: it lists no rules, so the review reports the RBAC
 /// ones and marks nothing incomplete).
 fn rules_status(shared: &Shared, user: &UserInfo, namespace: &str) -> Value {
-    let index = shared.rbac.index(shared);
+    let index = shared.rbac.index(&shared.storage);
     let rules = rbac::rules_for(&index, user, namespace);
     let mut resource_rules = Vec::new();
     let mut non_resource_rules = Vec::new();

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 pub use faults::Faults;
 
 use crate::apidocs::OpenApiDocs;
-use crate::auth::authn::AuthnState;
+use crate::auth::identities::AuthnState;
 use crate::auth::rbac::RbacCache;
 use crate::cluster::{SimulatedNodes, Workloads};
 use crate::error::Error;
