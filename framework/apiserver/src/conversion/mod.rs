@@ -133,22 +133,26 @@ impl Converter {
         api_version: &str,
         list: bool,
     ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
-        if items
+        // Only the objects not at `api_version` are copied and sent; the
+        // others are served as stored.
+        let pending: Vec<Value> = items
             .iter()
-            .all(|o| api_version_of(&o.value) == api_version)
-        {
+            .filter(|o| api_version_of(&o.value) != api_version)
+            .map(|o| (*o.value).clone())
+            .collect();
+        if pending.is_empty() {
             return Ok(items);
         }
-        let values = items.iter().map(|o| (*o.value).clone()).collect();
-        let converted = self.convert(values, api_version, list).await?;
+        let mut converted = self.convert(pending, api_version, list).await?.into_iter();
         Ok(items
             .into_iter()
-            .zip(converted)
-            .map(|(stored, value)| {
+            .map(|stored| {
                 if api_version_of(&stored.value) == api_version {
-                    stored
-                } else {
-                    Arc::new(StoredObject::encode(value, stored.rv))
+                    return stored;
+                }
+                match converted.next() {
+                    Some(value) => Arc::new(StoredObject::encode(value, stored.rv)),
+                    None => stored,
                 }
             })
             .collect())
