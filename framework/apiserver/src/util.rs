@@ -175,7 +175,13 @@ pub(crate) fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
 
 /// `metadata.finalizers`.
 pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/finalizers")
+    strings_at(obj, "/metadata/finalizers")
+}
+
+/// The strings of the array at JSON pointer `ptr` (empty when there is no
+/// array there; entries that are not strings are skipped).
+pub(crate) fn strings_at(v: &Value, ptr: &str) -> Vec<String> {
+    v.pointer(ptr)
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()

@@ -15,6 +15,7 @@ use super::attributes::Attributes;
 use super::user::UserInfo;
 use crate::registry::ResKey;
 use crate::storage::StoredObject;
+use crate::util::strings_at;
 
 /// The RBAC API group.
 pub(crate) const GROUP: &str = "rbac.authorization.k8s.io";
@@ -29,27 +30,15 @@ pub(crate) struct Rule {
     pub non_resource_urls: Vec<String>,
 }
 
-fn strings(v: &Value, key: &str) -> Vec<String> {
-    v.get(key)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 impl Rule {
     /// A rule from its JSON (missing fields are empty).
     pub fn from_json(v: &Value) -> Self {
         Self {
-            verbs: strings(v, "verbs"),
-            api_groups: strings(v, "apiGroups"),
-            resources: strings(v, "resources"),
-            resource_names: strings(v, "resourceNames"),
-            non_resource_urls: strings(v, "nonResourceURLs"),
+            verbs: strings_at(v, "/verbs"),
+            api_groups: strings_at(v, "/apiGroups"),
+            resources: strings_at(v, "/resources"),
+            resource_names: strings_at(v, "/resourceNames"),
+            non_resource_urls: strings_at(v, "/nonResourceURLs"),
         }
     }
 
@@ -469,7 +458,7 @@ mod tests {
 
     /// The reference's matching, written out plainly.
     fn model_rule(rule: &Value, a: &Attributes) -> bool {
-        let list = |k: &str| -> Vec<String> { strings(rule, k) };
+        let list = |k: &str| -> Vec<String> { strings_at(rule, &format!("/{k}")) };
         let has = |k: &str, want: &str| list(k).iter().any(|x| x == "*" || x == want);
         if !has("verbs", &a.verb) {
             return false;

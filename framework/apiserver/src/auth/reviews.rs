@@ -187,16 +187,7 @@ pub(crate) async fn create(
                         }
                     }
                     let user = str_at(&spec, "/user").to_owned();
-                    let groups: Vec<String> = spec
-                        .get("groups")
-                        .and_then(Value::as_array)
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(Value::as_str)
-                                .map(str::to_owned)
-                                .collect()
-                        })
-                        .unwrap_or_default();
+                    let groups = crate::util::strings_at(&spec, "/groups");
                     if user.is_empty() && groups.is_empty() {
                         return Err(invalid(
                             kind,

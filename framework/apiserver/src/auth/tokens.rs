@@ -120,16 +120,7 @@ pub(crate) fn token_request(
             return Err(ApiError::not_found(plural, "", bound_name));
         }
     }
-    let audiences: Vec<String> = spec
-        .get("audiences")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let audiences = crate::util::strings_at(&spec, "/audiences");
     let (token, expires) = issue(shared, namespace, name, audiences.clone(), expiration)?;
     let echoed_audiences = if audiences.is_empty() {
         vec![ISSUER.to_owned()]

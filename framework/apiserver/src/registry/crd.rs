@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use super::def::{Behavior, CustomInfo, PrinterColumn, ResourceDef, ScalePaths};
 use crate::patch::OpenApiMergeSchema;
 use crate::schema::StructuralSchema;
+use crate::util::strings_at;
 
 /// Names of a CRD, with kube-apiserver's defaults applied.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -31,18 +32,6 @@ static SERIAL: AtomicU64 = AtomicU64::new(1);
 
 fn str_at<'a>(v: &'a Value, ptr: &str) -> &'a str {
     v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
-}
-
-fn strings_at(v: &Value, ptr: &str) -> Vec<String> {
-    v.pointer(ptr)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// `spec.names` with defaults (singular: lowercased kind, listKind: kind+List).

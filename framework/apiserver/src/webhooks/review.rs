@@ -143,16 +143,7 @@ pub(crate) fn verdict(body: &[u8], uid: &str, mutating: bool) -> Result<Verdict,
                 .map_err(|e| format!("response.patch: {e}"))?,
         )
     };
-    let warnings = response
-        .get("warnings")
-        .and_then(Value::as_array)
-        .map(|ws| {
-            ws.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let warnings = crate::util::strings_at(response, "/warnings");
     Ok(Verdict {
         allowed: response.get("allowed").and_then(Value::as_bool) == Some(true),
         status: response.get("status").cloned().unwrap_or(Value::Null),
