@@ -2,10 +2,16 @@
 //! with controller-gen's configuration names, kubebuilder's webhook names,
 //! paths and Service, and cert-manager's CA injection; the converted CRD
 //! with `spec.conversion` pointing at `/convert` through that Service.
+//! And the webhooks an `App` registers ([`App::webhooks`]) served to the
+//! in-process API server by `start_on`, as `--embedded` serves them.
 
 use kubeforge::app::{App, ManifestOptions, NoFlags};
 use kubeforge::crd::conversion::{ConversionError, Converter, Convertible, Hub};
-use kubeforge::webhook::{AdmissionRequest, AdmissionResult, Defaulter, Validator};
+use kubeforge::kube_core::params::PostParams;
+use kubeforge::prelude::ResourceExt as _;
+use kubeforge::testing::ApiServer;
+use kubeforge::webhook::{AdmissionRequest, AdmissionResult, Defaulter, Denial, Validator};
+use kubeforge::Api;
 use serde_json::{json, Value};
 
 mod v2 {
@@ -135,4 +141,101 @@ async fn manifests_carry_the_webhook_configurations_and_the_conversion_stanza() 
         validating["webhooks"][0]["clientConfig"]["service"]["path"],
         "/validate-units-example-com-v2-rod"
     );
+}
+
+/// Rods default to 1000 mm (with a warning); rods over 5 m are refused.
+struct Lengths;
+
+impl Defaulter<v2::Rod> for Lengths {
+    async fn default(&self, rod: &mut v2::Rod, _: &AdmissionRequest) -> AdmissionResult {
+        if rod.spec.millimetres != 0 {
+            return Ok(vec![]);
+        }
+        rod.spec.millimetres = 1000;
+        Ok(vec!["no length: 1000 mm".into()])
+    }
+}
+
+impl Validator<v2::Rod> for Lengths {
+    async fn validate_create(&self, rod: &v2::Rod, _: &AdmissionRequest) -> AdmissionResult {
+        if rod.spec.millimetres > 5000 {
+            return Err(Denial::invalid("Rod", rod.name_any()).with_cause(
+                "spec.millimetres",
+                "FieldValueInvalid",
+                "at most 5000",
+            ));
+        }
+        Ok(vec![])
+    }
+}
+
+fn rod_app() -> App {
+    App::new("rod-operator")
+        .crd::<v2::Rod>()
+        .crd::<v1::Rod>()
+        .webhooks(|mgr| {
+            mgr.webhooks()
+                .defaulter::<v2::Rod, _>(Lengths)
+                .validator::<v2::Rod, _>(Lengths)
+                .converter(Converter::<v2::Rod>::new().spoke::<v1::Rod>());
+            Ok::<_, kubeforge::controller::Error>(())
+        })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_on_points_the_api_server_at_the_apps_webhooks() {
+    let server = ApiServer::start().await.unwrap();
+    let operator = rod_app().start_on(&server, NoFlags {}).await.unwrap();
+    let pp = PostParams::default();
+    let hubs: Api<v2::Rod> = Api::namespaced(operator.client().clone(), "default");
+
+    // Defaulted by the app's defaulter.
+    let created = hubs
+        .create(&pp, &v2::Rod::new("plain", v2::RodSpec { millimetres: 0 }))
+        .await
+        .unwrap();
+    assert_eq!(created.spec.millimetres, 1000);
+
+    // Denied by its validator, with its message and cause.
+    let err = hubs
+        .create(
+            &pp,
+            &v2::Rod::new("long", v2::RodSpec { millimetres: 9000 }),
+        )
+        .await
+        .unwrap_err();
+    let status = err.status().expect("a Status");
+    assert_eq!(status.code, 422);
+    assert!(
+        status
+            .message
+            .contains("admission webhook \"vrod-v2.kb.io\" denied the request")
+            && status.message.contains("spec.millimetres: at most 5000"),
+        "{status:?}"
+    );
+
+    // Converted by its converter: written at v1, read at v2 and back.
+    let spokes: Api<v1::Rod> = Api::namespaced(operator.client().clone(), "default");
+    spokes
+        .create(&pp, &v1::Rod::new("short", v1::RodSpec { centimetres: 42 }))
+        .await
+        .unwrap();
+    assert_eq!(hubs.get("short").await.unwrap().spec.millimetres, 420);
+    assert_eq!(spokes.get("short").await.unwrap().spec.centimetres, 42);
+    operator.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn manifests_include_the_webhooks_registered_apart_from_setup() {
+    let files = rod_app()
+        .manifests(&ManifestOptions::default(), &NoFlags {})
+        .await
+        .unwrap();
+    let webhooks = files
+        .iter()
+        .find(|f| f.path.display().to_string() == "webhook/manifests.yaml")
+        .expect("webhook/manifests.yaml");
+    let docs = documents(&webhooks.contents);
+    assert_eq!(docs[0]["webhooks"][0]["name"], "mrod-v2.kb.io");
+    assert_eq!(docs[1]["webhooks"][0]["name"], "vrod-v2.kb.io");
 }

@@ -55,6 +55,8 @@ mod args;
 mod embedded;
 mod logging;
 mod manifests;
+#[cfg(feature = "testing")]
+mod webhooks;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -174,6 +176,12 @@ pub enum Error {
     #[error("{0}")]
     Manifest(#[source] crate::crd::CrdError),
 
+    /// The operator's webhooks could not be wired to the in-process API
+    /// server.
+    #[cfg(feature = "testing")]
+    #[error("the operator's webhooks on the API server: {0}")]
+    Webhooks(#[source] crate::testing::LocalWebhooksError),
+
     /// A file could not be written.
     #[error("cannot write {}: {source}", .path.display())]
     Write {
@@ -186,6 +194,7 @@ pub enum Error {
 }
 
 type SetupFn<F> = dyn Fn(&Manager, &F) -> Result<(), BoxError> + Send + Sync;
+type WebhooksFn = dyn Fn(&Manager) -> Result<(), BoxError> + Send + Sync;
 type ConfigureFn = dyn Fn(ManagerBuilder) -> ManagerBuilder + Send + Sync;
 
 /// An operator's command line: its name, kinds, samples, leader election,
@@ -203,6 +212,7 @@ pub struct App<F = NoFlags> {
     rules: Vec<Rule>,
     configure: Vec<Arc<ConfigureFn>>,
     setup: Option<Arc<SetupFn<F>>>,
+    webhooks: Vec<Arc<WebhooksFn>>,
 }
 
 impl<F> fmt::Debug for App<F> {
@@ -212,6 +222,7 @@ impl<F> fmt::Debug for App<F> {
             .field("samples", &self.samples.len())
             .field("lease", &self.lease)
             .field("rules", &self.rules.len())
+            .field("webhooks", &self.webhooks.len())
             .finish_non_exhaustive()
     }
 }
@@ -240,6 +251,7 @@ impl<F: Flags> App<F> {
             rules: Vec::new(),
             configure: Vec::new(),
             setup: None,
+            webhooks: Vec::new(),
         }
     }
 
@@ -321,6 +333,26 @@ impl<F: Flags> App<F> {
         self
     }
 
+    /// Registers webhooks on the manager (defaulters, validators and
+    /// conversions, through [`Manager::webhooks`]); called after
+    /// [`setup`](Self::setup), each time it is. Apart from `setup` so that
+    /// the app knows before building a manager that it serves webhooks:
+    /// [`start_on`](Self::start_on) and `--embedded` then serve them on a
+    /// loopback port with a fresh CA and point the API server at them, as
+    /// envtest does, and `manifests` writes their configurations.
+    pub fn webhooks<E>(
+        mut self,
+        setup: impl Fn(&Manager) -> Result<(), E> + Send + Sync + 'static,
+    ) -> Self
+    where
+        E: Into<BoxError>,
+    {
+        self.webhooks.push(Arc::new(move |mgr: &Manager| {
+            setup(mgr).map_err(Into::into)
+        }));
+        self
+    }
+
     /// The operator's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -377,6 +409,9 @@ impl<F: Flags> App<F> {
         let mgr = builder.build().await?;
         if let Some(setup) = &self.setup {
             setup(&mgr, flags).map_err(Error::Setup)?;
+        }
+        for webhooks in &self.webhooks {
+            webhooks(&mgr).map_err(Error::Setup)?;
         }
         Ok(mgr)
     }
@@ -502,8 +537,10 @@ impl<F: Flags> App<F> {
         Err(Error::NoEmbeddedServer)
     }
 
-    /// `--embedded`: the in-process API server, the CRDs, the samples, the
-    /// banner, then the operator; the server stops after the operator.
+    /// `--embedded`: the in-process API server and the CRDs, then the
+    /// operator (its webhooks, if any, wired to the server), then the
+    /// samples (through those webhooks) and the banner; the server stops
+    /// after the operator.
     #[cfg(feature = "testing")]
     async fn run_embedded(&self, run: RunArgs, flags: F) -> Result<(), Error> {
         use crate::testing::ApiServerExt as _;
@@ -513,15 +550,54 @@ impl<F: Flags> App<F> {
         }
         let crds = self.crds()?;
         let server = embedded::start_server(run.listen, &crds).await?;
+        let admin = server.client().map_err(|source| Error::Cluster {
+            what: "a client for the embedded API server".to_owned(),
+            source,
+        })?;
+        let (builder, local) = webhooks::prepare(
+            !self.webhooks.is_empty(),
+            self.builder(server.config(), &run),
+        )?;
+        let mgr = self.manager_with(builder, &flags).await?;
+        webhooks::install(local.as_ref(), &admin, &mgr).await?;
+        tracing::info!(
+            operator = %self.name,
+            metrics = ?mgr.metrics_address(),
+            probes = ?mgr.health_probe_address(),
+            webhooks = ?mgr.webhook_address(),
+            "starting"
+        );
+        let stop = crate::manager::shutdown_on_signals()?;
+        let operator = tokio::spawn(webhooks::run_until(mgr, stop.clone(), local));
+        if let Err(e) = self.announce_embedded(&server, &admin, &crds, &run).await {
+            stop.cancel();
+            let _ = operator.await;
+            server.shutdown().await;
+            return Err(e);
+        }
+        let result = match operator.await {
+            Ok(result) => result.map_err(Error::Manager),
+            Err(e) => Err(Error::Task(e)),
+        };
+        server.shutdown().await;
+        result
+    }
+
+    /// `--embedded` once the operator runs: the samples, the kubeconfig,
+    /// the banner.
+    #[cfg(feature = "testing")]
+    async fn announce_embedded(
+        &self,
+        server: &crate::testing::ApiServer,
+        admin: &crate::Client,
+        crds: &[CustomResourceDefinition],
+        run: &RunArgs,
+    ) -> Result<(), Error> {
         let samples = if run.no_samples {
             Vec::new()
         } else {
-            let client = server.client().map_err(|source| Error::Cluster {
-                what: "a client for the embedded API server".to_owned(),
-                source,
-            })?;
             let ns = run.namespace.as_deref().unwrap_or("default");
-            embedded::create_samples(&client, &self.scheme, &self.samples, ns).await?
+            embedded::create_samples(admin, &self.scheme, &self.samples, ns).await?
         };
         if let Some(path) = &run.write_kubeconfig {
             server
@@ -531,7 +607,7 @@ impl<F: Flags> App<F> {
                     source,
                 })?;
         }
-        let banner = embedded::banner(&server, &crds, &samples, run.write_kubeconfig.as_deref());
+        let banner = embedded::banner(server, crds, &samples, run.write_kubeconfig.as_deref());
         // One write, and a closed stdout (`| head`) is no reason to stop.
         let mut stdout = std::io::stdout().lock();
         if let Err(e) = stdout
@@ -540,10 +616,7 @@ impl<F: Flags> App<F> {
         {
             tracing::warn!(error = %e, "cannot print the banner");
         }
-        drop(stdout);
-        let result = self.run_operator(server.config(), &run, &flags).await;
-        server.shutdown().await;
-        result
+        Ok(())
     }
 
     /// Runs the operator on `server` in the background, as a test wants
@@ -592,11 +665,12 @@ impl<F: Flags> App<F> {
             log_level: "info".to_owned(),
             log_format: LogFormat::Text,
         };
-        let mgr = self
-            .manager_with(self.builder(config, &run), &flags)
-            .await?;
+        let (builder, local) =
+            webhooks::prepare(!self.webhooks.is_empty(), self.builder(config, &run))?;
+        let mgr = self.manager_with(builder, &flags).await?;
+        webhooks::install(local.as_ref(), &client, &mgr).await?;
         let stop = crate::manager::CancellationToken::new();
-        let task = tokio::spawn(mgr.run_until(stop.clone()));
+        let task = tokio::spawn(webhooks::run_until(mgr, stop.clone(), local));
         Ok(Running {
             client,
             scheme: self.scheme.clone(),

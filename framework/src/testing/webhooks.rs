@@ -40,7 +40,7 @@ use serde_json::json;
 
 use crate::webhook::configurations::{self, Target};
 use crate::webhook::{WebhookServerOptions, DEFAULT_CERT_NAME, DEFAULT_KEY_NAME};
-use crate::{Api, Manager};
+use crate::{Api, Client, Manager};
 
 /// The field manager of the configurations written.
 const FIELD_MANAGER: &str = "kubeforge-local-webhooks";
@@ -141,11 +141,22 @@ impl LocalWebhooks {
     /// sets `spec.conversion` on each CRD it converts (the CRDs must be
     /// installed).
     pub async fn install(&self, manager: &Manager) -> Result<(), LocalWebhooksError> {
+        self.install_with(manager.live_client(), manager).await
+    }
+
+    /// [`install`](Self::install) through `client` rather than the
+    /// manager's own: an operator running under a service account may not
+    /// write webhook configurations or CRDs, its administrator may.
+    pub async fn install_with(
+        &self,
+        client: &Client,
+        manager: &Manager,
+    ) -> Result<(), LocalWebhooksError> {
         let addr = manager
             .webhook_address()
             .ok_or(LocalWebhooksError::NoServer)?;
         let target = self.target(addr);
-        let client = manager.live_client().clone();
+        let client = client.clone();
         let webhooks = manager.webhooks();
         let apply = PatchParams::apply(FIELD_MANAGER).force();
         let failed = |what: String| move |source| LocalWebhooksError::Api { what, source };
