@@ -90,6 +90,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         namespaced: args.namespaced,
         api: args.resource,
         controller: false,
+        webhooks: None,
     };
     let api_group = wanted.api_group(&project.domain);
     let gvk = format!("{api_group}/{} {}", wanted.version, wanted.kind);

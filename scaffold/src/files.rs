@@ -1,6 +1,7 @@
 //! What a project's files hold, computed from its record: the files `init`
-//! writes, the registries and kustomization blocks every `create api`
-//! rewrites, and the files `create api` writes once for a new resource.
+//! writes, the registries and kustomization blocks every `create api` and
+//! `create webhook` rewrites, and the files `create api` and `create
+//! webhook` write once for a new resource or webhook.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -10,7 +11,7 @@ use minijinja::context;
 use crate::blocks::{self, MarkerError};
 use crate::names;
 use crate::plan::Plan;
-use crate::project::{Project, Resource};
+use crate::project::{Project, Resource, WebhookRecord};
 use crate::templates::{rust_header, rustfmt, Templates};
 
 /// The marked block of `config/crd/kustomization.yaml`.
@@ -19,12 +20,24 @@ pub const CRD_BLOCK: &str = "crd-bases";
 pub const SAMPLES_BLOCK: &str = "samples";
 /// The marked block of `config/rbac/kustomization.yaml`.
 pub const ROLES_BLOCK: &str = "per-kind-roles";
+/// The marked block of `config/crd/kustomization.yaml` patching converted
+/// CRDs.
+pub const CRD_PATCHES_BLOCK: &str = "crd-webhook-patches";
+/// The marked block of `config/default/kustomization.yaml`'s resources
+/// adding the webhook and cert-manager directories.
+pub const WEBHOOK_RESOURCES_BLOCK: &str = "webhook-resources";
+/// The marked block of `config/default/kustomization.yaml` with the
+/// manager's webhook patch and cert-manager's CA injection.
+pub const WEBHOOK_PATCHES_BLOCK: &str = "webhook-patches";
 
 /// The kustomization files with a marked block, and the block's name.
-pub const KUSTOMIZATIONS: [(&str, &str); 3] = [
+pub const KUSTOMIZATIONS: [(&str, &str); 6] = [
     ("config/crd/kustomization.yaml", CRD_BLOCK),
+    ("config/crd/kustomization.yaml", CRD_PATCHES_BLOCK),
     ("config/samples/kustomization.yaml", SAMPLES_BLOCK),
     ("config/rbac/kustomization.yaml", ROLES_BLOCK),
+    ("config/default/kustomization.yaml", WEBHOOK_RESOURCES_BLOCK),
+    ("config/default/kustomization.yaml", WEBHOOK_PATCHES_BLOCK),
 ];
 
 /// Why files could not be computed.
@@ -125,10 +138,6 @@ impl<'a> Files<'a> {
             ("src/lib.rs", "lib.rs"),
             ("tests/manifests.rs", "manifests_test.rs"),
             (
-                "config/default/kustomization.yaml",
-                "default_kustomization.yaml",
-            ),
-            (
                 "config/default/metrics_service.yaml",
                 "metrics_service.yaml",
             ),
@@ -163,18 +172,40 @@ impl<'a> Files<'a> {
             )?;
             plan.create(path, contents);
         }
-        for (path, name) in KUSTOMIZATIONS {
-            let template = match name {
-                CRD_BLOCK => "crd_kustomization.yaml",
-                SAMPLES_BLOCK => "samples_kustomization.yaml",
-                _ => "rbac_kustomization.yaml",
-            };
-            let block = blocks::block(name, &self.block_lines(name));
-            plan.create(
-                path,
-                self.render(template, self.with(context! { block => block }))?,
-            );
-        }
+        let block = |name: &str| blocks::block(name, &self.block_lines(name));
+        plan.create(
+            "config/crd/kustomization.yaml",
+            self.render(
+                "crd_kustomization.yaml",
+                self.with(
+                    context! { block => block(CRD_BLOCK), patches => block(CRD_PATCHES_BLOCK) },
+                ),
+            )?,
+        );
+        plan.create(
+            "config/samples/kustomization.yaml",
+            self.render(
+                "samples_kustomization.yaml",
+                self.with(context! { block => block(SAMPLES_BLOCK) }),
+            )?,
+        );
+        plan.create(
+            "config/rbac/kustomization.yaml",
+            self.render(
+                "rbac_kustomization.yaml",
+                self.with(context! { block => block(ROLES_BLOCK) }),
+            )?,
+        );
+        plan.create(
+            "config/default/kustomization.yaml",
+            self.render(
+                "default_kustomization.yaml",
+                self.with(context! {
+                    resources_block => block(WEBHOOK_RESOURCES_BLOCK),
+                    patches_block => block(WEBHOOK_PATCHES_BLOCK),
+                }),
+            )?,
+        );
         self.registries(plan)?;
         Ok(())
     }
@@ -188,6 +219,15 @@ impl<'a> Files<'a> {
                 .map(|r| format!("- bases/{}", crd_file(&r.api_group(&p.domain), &r.plural)))
                 .collect(),
             SAMPLES_BLOCK => p.apis().map(|r| format!("- {}", r.sample_file())).collect(),
+            CRD_PATCHES_BLOCK => crd_patch_lines(p),
+            WEBHOOK_RESOURCES_BLOCK => {
+                if p.has_webhooks() {
+                    vec!["- ../webhook".to_owned(), "- ../certmanager".to_owned()]
+                } else {
+                    Vec::new()
+                }
+            }
+            WEBHOOK_PATCHES_BLOCK => webhook_patch_lines(p),
             _ => self
                 .kinds()
                 .flat_map(|r| {
@@ -210,15 +250,23 @@ impl<'a> Files<'a> {
 
     /// Rewrites the marked blocks of the kustomizations under `root`.
     pub fn kustomization_blocks(&self, plan: &mut Plan, root: &Path) -> Result<(), FilesError> {
+        let mut texts: BTreeMap<&str, String> = BTreeMap::new();
         for (path, name) in KUSTOMIZATIONS {
-            let full = root.join(path);
-            let text = std::fs::read_to_string(&full).map_err(|source| FilesError::Read {
-                path: PathBuf::from(path),
-                source,
-            })?;
+            let text = match texts.remove(path) {
+                Some(text) => text,
+                None => {
+                    std::fs::read_to_string(root.join(path)).map_err(|source| FilesError::Read {
+                        path: PathBuf::from(path),
+                        source,
+                    })?
+                }
+            };
             let updated =
                 blocks::replace_block(Path::new(path), &text, name, &self.block_lines(name))?;
-            plan.replace(path, updated);
+            texts.insert(path, updated);
+        }
+        for (path, text) in texts {
+            plan.replace(path, text);
         }
         Ok(())
     }
@@ -273,7 +321,13 @@ impl<'a> Files<'a> {
             for (version, kinds) in versions {
                 let kinds: Vec<minijinja::Value> = kinds
                     .iter()
-                    .map(|r| context! { kind => r.kind.as_str(), module => r.kind_module() })
+                    .map(|r| {
+                        context! {
+                            kind => r.kind.as_str(),
+                            module => r.kind_module(),
+                            conversion => self.converts(r),
+                        }
+                    })
                     .collect();
                 plan.replace(
                     format!("src/api/{module}/{version}/mod.rs"),
@@ -297,6 +351,8 @@ impl<'a> Files<'a> {
                 .1
                 .push(r.kind_module());
         }
+        self.webhook_registries(plan)?;
+
         let controllers: Vec<minijinja::Value> = p
             .controllers()
             .map(|r| context! { group_module => r.group_module(), module => r.kind_module() })
@@ -322,6 +378,234 @@ impl<'a> Files<'a> {
                     ),
                 )?,
             );
+        }
+        Ok(())
+    }
+
+    /// Whether `r`'s version takes part in its kind's conversions (as the
+    /// hub or a spoke): its version module then has a `<kind>_conversion`
+    /// module.
+    fn converts(&self, r: &Resource) -> bool {
+        self.project.conversion_hubs().any(|hub| {
+            hub.same_kind(r)
+                && (hub.version == r.version
+                    || hub
+                        .conversion_spokes()
+                        .is_some_and(|spokes| spokes.contains(&r.version)))
+        })
+    }
+
+    /// `src/webhooks/mod.rs` and its group and version modules, rewritten
+    /// whole.
+    fn webhook_registries(&self, plan: &mut Plan) -> Result<(), FilesError> {
+        let p = self.project;
+        // group -> version -> (kinds, modules), in creation order.
+        type Versions = BTreeMap<String, (Vec<String>, Vec<String>)>;
+        let mut tree: BTreeMap<String, (String, Versions)> = BTreeMap::new();
+        for r in p.admission_webhooks() {
+            let (kinds, modules) = tree
+                .entry(r.group_module())
+                .or_insert_with(|| (r.api_group(&p.domain), BTreeMap::new()))
+                .1
+                .entry(r.version.clone())
+                .or_default();
+            kinds.push(r.kind.clone());
+            modules.push(r.kind_module());
+        }
+        let admission: Vec<minijinja::Value> = p
+            .admission_webhooks()
+            .map(|r| {
+                context! {
+                    group_module => r.group_module(),
+                    version => r.version.as_str(),
+                    module => r.kind_module(),
+                }
+            })
+            .collect();
+        let conversions: Vec<minijinja::Value> = p
+            .conversion_hubs()
+            .map(|r| {
+                context! {
+                    group_module => r.group_module(),
+                    hub => r.version.as_str(),
+                    kind => r.kind.as_str(),
+                    spokes => r.conversion_spokes().unwrap_or_default().to_vec(),
+                }
+            })
+            .collect();
+        let groups: Vec<minijinja::Value> = tree
+            .keys()
+            .map(|module| context! { module => module })
+            .collect();
+        plan.replace(
+            "src/webhooks/mod.rs",
+            self.render(
+                "webhooks_mod.rs",
+                self.with(context! {
+                    groups => groups,
+                    admission => admission,
+                    conversions => conversions,
+                }),
+            )?,
+        );
+        for (module, (api_group, versions)) in &tree {
+            let names: Vec<String> = versions.keys().cloned().collect();
+            plan.replace(
+                format!("src/webhooks/{module}/mod.rs"),
+                self.render(
+                    "webhooks_group_mod.rs",
+                    self.with(context! { api_group => api_group.as_str(), versions => names }),
+                )?,
+            );
+            for (version, (kinds, modules)) in versions {
+                plan.replace(
+                    format!("src/webhooks/{module}/{version}/mod.rs"),
+                    self.render(
+                        "webhooks_version_mod.rs",
+                        self.with(context! {
+                            api_group => api_group.as_str(),
+                            version => version.as_str(),
+                            kinds => kinds.clone(),
+                            modules => modules.clone(),
+                        }),
+                    )?,
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The files written once for a version's defaulter and validator: the
+    /// webhook module and its test.
+    pub fn admission_webhook(&self, plan: &mut Plan, r: &Resource) -> Result<(), FilesError> {
+        let record = r.webhooks.clone().unwrap_or_default();
+        let ctx = context! {
+            defaulting => record.defaulting,
+            validation => record.validation,
+            ..self.resource_context(r)
+        };
+        plan.create(
+            format!(
+                "src/webhooks/{}/{}/{}.rs",
+                r.group_module(),
+                r.version,
+                r.kind_module()
+            ),
+            self.render("webhook.rs", ctx.clone())?,
+        );
+        plan.create(
+            format!(
+                "tests/{}_{}_{}_webhook.rs",
+                r.group_module(),
+                r.kind_module(),
+                r.version
+            ),
+            self.render("webhook_test.rs", ctx)?,
+        );
+        Ok(())
+    }
+
+    /// The files written once for conversions through the hub `hub`: its
+    /// `Hub` marker and the kind's conversion test when `new_hub`, and each
+    /// new spoke's conversion to and from the hub.
+    pub fn conversion(
+        &self,
+        plan: &mut Plan,
+        hub: &Resource,
+        new_hub: bool,
+        new_spokes: &[String],
+    ) -> Result<(), FilesError> {
+        let spokes = hub.conversion_spokes().unwrap_or_default().to_vec();
+        let ctx = context! {
+            hub => hub.version.as_str(),
+            spokes => spokes,
+            ..self.resource_context(hub)
+        };
+        let file = |version: &str| {
+            format!(
+                "src/api/{}/{version}/{}_conversion.rs",
+                hub.group_module(),
+                hub.kind_module()
+            )
+        };
+        if new_hub {
+            plan.create(
+                file(&hub.version),
+                self.render("conversion_hub.rs", ctx.clone())?,
+            );
+            plan.create(
+                format!(
+                    "tests/{}_{}_conversion.rs",
+                    hub.group_module(),
+                    hub.kind_module()
+                ),
+                self.render("conversion_test.rs", ctx.clone())?,
+            );
+            plan.create(
+                format!("config/crd/patches/webhook_in_{}.yaml", hub.plural),
+                self.render("crd_webhook_patch.yaml", ctx.clone())?,
+            );
+        }
+        for spoke in new_spokes {
+            plan.create(
+                file(spoke),
+                self.render(
+                    "conversion_spoke.rs",
+                    context! { version => spoke.as_str(), ..ctx.clone() },
+                )?,
+            );
+        }
+        Ok(())
+    }
+
+    /// The kustomize files written once, with a project's first webhook
+    /// (`config/webhook`, `config/certmanager`, the manager's webhook
+    /// patch) and first conversion (`config/crd/kustomizeconfig.yaml`).
+    pub fn webhook_config(
+        &self,
+        plan: &mut Plan,
+        first_webhook: bool,
+        first_conversion: bool,
+    ) -> Result<(), FilesError> {
+        let mut files = Vec::new();
+        if first_webhook {
+            files.extend([
+                (
+                    "config/webhook/kustomization.yaml",
+                    "webhook_kustomization.yaml",
+                ),
+                ("config/webhook/service.yaml", "webhook_service.yaml"),
+                (
+                    "config/webhook/kustomizeconfig.yaml",
+                    "webhook_kustomizeconfig.yaml",
+                ),
+                (
+                    "config/certmanager/kustomization.yaml",
+                    "certmanager_kustomization.yaml",
+                ),
+                ("config/certmanager/issuer.yaml", "certmanager_issuer.yaml"),
+                (
+                    "config/certmanager/certificate-webhook.yaml",
+                    "certmanager_certificate.yaml",
+                ),
+                (
+                    "config/certmanager/kustomizeconfig.yaml",
+                    "certmanager_kustomizeconfig.yaml",
+                ),
+                (
+                    "config/default/manager_webhook_patch.yaml",
+                    "manager_webhook_patch.yaml",
+                ),
+            ]);
+        }
+        if first_conversion {
+            files.push((
+                "config/crd/kustomizeconfig.yaml",
+                "crd_kustomizeconfig.yaml",
+            ));
+        }
+        for (path, template) in files {
+            plan.create(path, self.render(template, self.base())?);
         }
         Ok(())
     }
@@ -428,4 +712,113 @@ fn kind_role_file(r: &Resource, role: &str) -> String {
         r.group,
         r.kind.to_ascii_lowercase()
     )
+}
+
+/// The `config/crd/kustomization.yaml` block: each converted CRD's patch,
+/// and the configuration that renames its conversion Service.
+fn crd_patch_lines(p: &Project) -> Vec<String> {
+    let hubs: Vec<&Resource> = p.conversion_hubs().collect();
+    if hubs.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec!["patches:".to_owned()];
+    for hub in hubs {
+        lines.push(format!("- path: patches/webhook_in_{}.yaml", hub.plural));
+    }
+    lines.push("configurations:".to_owned());
+    lines.push("- kustomizeconfig.yaml".to_owned());
+    lines
+}
+
+/// The `config/default/kustomization.yaml` block: the manager's webhook
+/// patch, the webhook Service's name in the certificate, and cert-manager's
+/// CA injection into the webhook configurations and converted CRDs (the
+/// `cert-manager.io/inject-ca-from` annotations `kubeforge generate`
+/// writes, renamed as kustomize renames the Certificate).
+fn webhook_patch_lines(p: &Project) -> Vec<String> {
+    if !p.has_webhooks() {
+        return Vec::new();
+    }
+    let has = |pick: fn(&WebhookRecord) -> bool| {
+        p.resources
+            .iter()
+            .any(|r| r.webhooks.as_ref().is_some_and(pick))
+    };
+    // What carries the annotation: a `select` each.
+    let mut selects: Vec<Vec<String>> = Vec::new();
+    if has(|w| w.defaulting) {
+        selects.push(vec!["kind: MutatingWebhookConfiguration".to_owned()]);
+    }
+    if has(|w| w.validation) {
+        selects.push(vec!["kind: ValidatingWebhookConfiguration".to_owned()]);
+    }
+    for hub in p.conversion_hubs() {
+        selects.push(vec![
+            "kind: CustomResourceDefinition".to_owned(),
+            format!("name: {}.{}", hub.plural, hub.api_group(&p.domain)),
+        ]);
+    }
+    let mut lines: Vec<String> = [
+        "patches:",
+        "- path: manager_webhook_patch.yaml",
+        "replacements:",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let mut push = |indent: usize, text: &str| lines.push(format!("{}{text}", " ".repeat(indent)));
+    // The Service's name and namespace into the certificate's DNS names.
+    for (field, index) in [(".metadata.name", 0), (".metadata.namespace", 1)] {
+        push(0, "- source:");
+        for line in ["kind: Service", "version: v1", "name: webhook-service"] {
+            push(4, line);
+        }
+        push(4, &format!("fieldPath: {field}"));
+        push(2, "targets:");
+        push(2, "- select:");
+        for line in [
+            "kind: Certificate",
+            "group: cert-manager.io",
+            "version: v1",
+            "name: serving-cert",
+        ] {
+            push(6, line);
+        }
+        push(4, "fieldPaths:");
+        push(4, "- .spec.dnsNames.0");
+        push(4, "- .spec.dnsNames.1");
+        push(4, "options:");
+        push(6, "delimiter: '.'");
+        push(6, &format!("index: {index}"));
+        push(6, "create: true");
+    }
+    // The Certificate's namespace/name into the CA-injection annotations.
+    for (field, index) in [(".metadata.namespace", 0), (".metadata.name", 1)] {
+        push(0, "- source:");
+        for line in [
+            "kind: Certificate",
+            "group: cert-manager.io",
+            "version: v1",
+            "name: serving-cert",
+        ] {
+            push(4, line);
+        }
+        push(4, &format!("fieldPath: {field}"));
+        push(2, "targets:");
+        for select in &selects {
+            push(2, "- select:");
+            for line in select {
+                push(6, line);
+            }
+            push(4, "fieldPaths:");
+            push(
+                4,
+                "- .metadata.annotations.[cert-manager.io/inject-ca-from]",
+            );
+            push(4, "options:");
+            push(6, "delimiter: '/'");
+            push(6, &format!("index: {index}"));
+            push(6, "create: true");
+        }
+    }
+    lines
 }

@@ -1,8 +1,9 @@
 //! `kubeforge generate [--check]`: builds the project, asks its binary for
 //! its manifests (`<binary> manifests --dir ...`: the CRDs its types
-//! derive and the RBAC its controllers record), and writes them to
-//! `config/` (CRDs to `config/crd/bases/<group>_<plural>.yaml`, RBAC to
-//! `config/rbac/`), keeping `config/crd/kustomization.yaml`'s list of CRDs
+//! derive, the RBAC its controllers record and the configurations of the
+//! webhooks it registers), and writes them to `config/` (CRDs to
+//! `config/crd/bases/<group>_<plural>.yaml`, RBAC to `config/rbac/`,
+//! webhooks to `config/webhook/manifests.yaml`), keeping `config/crd/kustomization.yaml`'s list of CRDs
 //! in step. Generator and runtime are one program, so they never disagree.
 //! `--check` writes nothing and fails, naming the files, when `config/` is
 //! not what the code produces.

@@ -1,9 +1,10 @@
 //! The `kubeforge` command: scaffold operator projects (`init`, `create
-//! api`), generate their manifests (`generate`), and run a development API
-//! server (`dev-server`).
+//! api`, `create webhook`), generate their manifests (`generate`), and run
+//! a development API server (`dev-server`).
 
 mod blocks;
 mod create_api;
+mod create_webhook;
 mod dev_server;
 mod files;
 mod generate;
@@ -34,7 +35,7 @@ enum Command {
     #[command(subcommand)]
     Create(Create),
     /// Build the project and write the manifests its code defines (CRDs,
-    /// RBAC) to config/.
+    /// RBAC, webhook configurations) to config/.
     Generate(generate::Args),
     /// Run the in-process Kubernetes API server as a process, for kubectl
     /// and operators under development.
@@ -45,6 +46,9 @@ enum Command {
 enum Create {
     /// A kind (or a version of one) with its controller.
     Api(create_api::Args),
+    /// A defaulting or validating webhook for a version of a kind, or the
+    /// conversions between its versions.
+    Webhook(create_webhook::Args),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +56,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Init(args)) => init::run(args),
         Some(Command::Create(Create::Api(args))) => create_api::run(args),
+        Some(Command::Create(Create::Webhook(args))) => create_webhook::run(args),
         Some(Command::Generate(args)) => generate::run(args),
         Some(Command::DevServer(args)) => dev_server::run(args),
         None => {

@@ -80,6 +80,27 @@ pub struct Resource {
     pub api: bool,
     /// Whether the project has a controller for it.
     pub controller: bool,
+    /// The webhooks `create webhook` added for this version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhooks: Option<WebhookRecord>,
+}
+
+/// The webhooks of one resource (kubebuilder's `webhooks` in `PROJECT`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct WebhookRecord {
+    /// A defaulter (mutating webhook) for this version.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub defaulting: bool,
+    /// A validator (validating webhook) for this version.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub validation: bool,
+    /// This version is the hub of the kind's conversions.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub conversion: bool,
+    /// The versions converted to and from this hub.
+    #[serde(default, rename = "spoke", skip_serializing_if = "Vec::is_empty")]
+    pub spokes: Vec<String>,
 }
 
 impl Resource {
@@ -117,6 +138,22 @@ impl Resource {
     /// Whether `other` is the same kind (any version).
     pub fn same_kind(&self, other: &Resource) -> bool {
         self.group == other.group && self.kind == other.kind
+    }
+
+    /// Whether this version has a defaulter or a validator (a webhook
+    /// file under `src/webhooks/`).
+    pub fn has_admission(&self) -> bool {
+        self.webhooks
+            .as_ref()
+            .is_some_and(|w| w.defaulting || w.validation)
+    }
+
+    /// The spokes, when this version is the hub of the kind's conversions.
+    pub fn conversion_spokes(&self) -> Option<&[String]> {
+        self.webhooks
+            .as_ref()
+            .filter(|w| w.conversion)
+            .map(|w| w.spokes.as_slice())
     }
 }
 
@@ -188,8 +225,8 @@ impl Project {
             format!("# cannot serialize the project record: {e}\n")
         });
         format!(
-            "# The kubeforge project record: `kubeforge create api` adds to it and\n\
-             # `kubeforge generate` reads it. Keep it under version control.\n\n{body}"
+            "# The kubeforge project record: `kubeforge create api` and `create webhook`\n\
+             # add to it and `kubeforge generate` reads it. Keep it under version control.\n\n{body}"
         )
     }
 
@@ -201,6 +238,27 @@ impl Project {
     /// The resources with a controller.
     pub fn controllers(&self) -> impl Iterator<Item = &Resource> {
         self.resources.iter().filter(|r| r.controller)
+    }
+
+    /// The resources with a defaulter or validator.
+    pub fn admission_webhooks(&self) -> impl Iterator<Item = &Resource> {
+        self.resources.iter().filter(|r| r.has_admission())
+    }
+
+    /// The hubs of conversion webhooks.
+    pub fn conversion_hubs(&self) -> impl Iterator<Item = &Resource> {
+        self.resources
+            .iter()
+            .filter(|r| r.conversion_spokes().is_some())
+    }
+
+    /// Whether any resource has a webhook of any kind.
+    pub fn has_webhooks(&self) -> bool {
+        self.resources.iter().any(|r| {
+            r.webhooks
+                .as_ref()
+                .is_some_and(|w| w.defaulting || w.validation || w.conversion)
+        })
     }
 }
 
@@ -228,6 +286,12 @@ mod tests {
                 namespaced: true,
                 api: true,
                 controller: true,
+                webhooks: Some(WebhookRecord {
+                    defaulting: true,
+                    validation: false,
+                    conversion: true,
+                    spokes: vec!["v2".into()],
+                }),
             }],
         }
     }
@@ -240,6 +304,12 @@ mod tests {
         assert_eq!(Project::read(&path).unwrap(), project());
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains("[[resource]]"), "{text}");
+        assert!(
+            text.contains(
+                "[resource.webhooks]\ndefaulting = true\nconversion = true\nspoke = [\"v2\"]"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -110,6 +110,75 @@ const TEMPLATES: &[(&str, &str)] = &[
         "kind_role.yaml",
         include_str!("templates/config/kind_role.yaml.j2"),
     ),
+    (
+        "webhooks_mod.rs",
+        include_str!("templates/rust/webhooks_mod.rs.j2"),
+    ),
+    (
+        "webhooks_group_mod.rs",
+        include_str!("templates/rust/webhooks_group_mod.rs.j2"),
+    ),
+    (
+        "webhooks_version_mod.rs",
+        include_str!("templates/rust/webhooks_version_mod.rs.j2"),
+    ),
+    ("webhook.rs", include_str!("templates/rust/webhook.rs.j2")),
+    (
+        "webhook_test.rs",
+        include_str!("templates/rust/webhook_test.rs.j2"),
+    ),
+    (
+        "conversion_hub.rs",
+        include_str!("templates/rust/conversion_hub.rs.j2"),
+    ),
+    (
+        "conversion_spoke.rs",
+        include_str!("templates/rust/conversion_spoke.rs.j2"),
+    ),
+    (
+        "conversion_test.rs",
+        include_str!("templates/rust/conversion_test.rs.j2"),
+    ),
+    (
+        "webhook_kustomization.yaml",
+        include_str!("templates/config/webhook_kustomization.yaml.j2"),
+    ),
+    (
+        "webhook_service.yaml",
+        include_str!("templates/config/webhook_service.yaml.j2"),
+    ),
+    (
+        "webhook_kustomizeconfig.yaml",
+        include_str!("templates/config/webhook_kustomizeconfig.yaml.j2"),
+    ),
+    (
+        "certmanager_kustomization.yaml",
+        include_str!("templates/config/certmanager_kustomization.yaml.j2"),
+    ),
+    (
+        "certmanager_issuer.yaml",
+        include_str!("templates/config/certmanager_issuer.yaml.j2"),
+    ),
+    (
+        "certmanager_certificate.yaml",
+        include_str!("templates/config/certmanager_certificate.yaml.j2"),
+    ),
+    (
+        "certmanager_kustomizeconfig.yaml",
+        include_str!("templates/config/certmanager_kustomizeconfig.yaml.j2"),
+    ),
+    (
+        "manager_webhook_patch.yaml",
+        include_str!("templates/config/manager_webhook_patch.yaml.j2"),
+    ),
+    (
+        "crd_kustomizeconfig.yaml",
+        include_str!("templates/config/crd_kustomizeconfig.yaml.j2"),
+    ),
+    (
+        "crd_webhook_patch.yaml",
+        include_str!("templates/config/crd_webhook_patch.yaml.j2"),
+    ),
 ];
 
 /// The template environment.

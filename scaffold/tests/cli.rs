@@ -485,3 +485,191 @@ fn a_kind_without_a_controller_gets_one_later_with_resource_false() {
         "{registry}"
     );
 }
+
+fn create_webhook(version: &str, flags: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = [
+        "create",
+        "webhook",
+        "--group",
+        "webapp",
+        "--version",
+        version,
+        "--kind",
+        "Guestbook",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    v.extend(flags.iter().map(|f| (*f).to_owned()));
+    v
+}
+
+#[test]
+fn create_webhook_refuses_bad_arguments_with_the_rule_and_an_example() {
+    let (_tmp, dir) = project();
+    // The kind does not exist yet.
+    let stderr = fails(&dir, &args(&create_webhook("v1", &["--defaulting"])));
+    assert!(
+        stderr.contains("webapp.example.com/v1 Guestbook is not a kind of this project")
+            && stderr
+                .contains("`kubeforge create api --group webapp --version v1 --kind Guestbook`"),
+        "{stderr}"
+    );
+    ok(&dir, &args(&create_api("webapp", "v1", "Guestbook")));
+    let before = snapshot(&dir);
+    for (flags, expected) in [
+        (
+            vec![],
+            "no webhook asked for: pass --defaulting, --validation or --conversion with --spoke (for example `kubeforge create webhook --group webapp --version v1 --kind Guestbook --defaulting --validation`)",
+        ),
+        (
+            vec!["--spoke", "v2"],
+            "--spoke names a version converted through this one, so it needs --conversion (for example `kubeforge create webhook --group webapp --version v1 --kind Guestbook --conversion --spoke v2`)",
+        ),
+        (
+            vec!["--conversion"],
+            "name them with --spoke (for example",
+        ),
+        (
+            vec!["--conversion", "--spoke", "v1"],
+            "--spoke v1 is the hub itself",
+        ),
+        (
+            vec!["--conversion", "--spoke", "v2"],
+            "--spoke v2: webapp.example.com/v2 Guestbook is not a version of this project (kubeforge.toml); create it first with `kubeforge create api --group webapp --version v2 --kind Guestbook`",
+        ),
+        (
+            vec!["--conversion", "--spoke", "2"],
+            "invalid version \"2\"",
+        ),
+    ] {
+        let stderr = fails(&dir, &args(&create_webhook("v1", &flags)));
+        assert!(stderr.contains(expected), "{flags:?}: {stderr}");
+    }
+    assert_eq!(snapshot(&dir), before, "nothing written");
+}
+
+#[test]
+fn create_webhook_writes_the_webhooks_registries_record_and_kustomize_pieces() {
+    let (_tmp, dir) = project();
+    ok(&dir, &args(&create_api("webapp", "v1", "Guestbook")));
+    ok(&dir, &args(&create_api("webapp", "v2", "Guestbook")));
+    let read = |path: &str| {
+        std::fs::read_to_string(dir.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    let registry = read("src/webhooks/mod.rs");
+    assert!(
+        registry.contains("    app\n}"),
+        "no webhooks yet: {registry}"
+    );
+    let before = snapshot(&dir);
+
+    let out = ok(&dir, &args(&create_webhook("v1", &["--defaulting"])));
+    assert!(out.contains("src/webhooks/webapp/v1/guestbook.rs"), "{out}");
+    let created = snapshot(&dir);
+    let added: Vec<String> = created
+        .keys()
+        .filter(|p| !before.contains_key(*p))
+        .map(|p| p.display().to_string())
+        .collect();
+    assert_eq!(
+        added,
+        [
+            "config/certmanager/certificate-webhook.yaml",
+            "config/certmanager/issuer.yaml",
+            "config/certmanager/kustomization.yaml",
+            "config/certmanager/kustomizeconfig.yaml",
+            "config/default/manager_webhook_patch.yaml",
+            "config/webhook/kustomization.yaml",
+            "config/webhook/kustomizeconfig.yaml",
+            "config/webhook/service.yaml",
+            "src/webhooks/webapp/mod.rs",
+            "src/webhooks/webapp/v1/guestbook.rs",
+            "src/webhooks/webapp/v1/mod.rs",
+            "tests/webapp_guestbook_v1_webhook.rs",
+        ]
+    );
+    let webhook = read("src/webhooks/webapp/v1/guestbook.rs");
+    assert!(
+        webhook.contains("impl Defaulter<Guestbook> for GuestbookWebhook")
+            && !webhook.contains("Validator"),
+        "{webhook}"
+    );
+    assert!(
+        read("src/webhooks/mod.rs").contains("webapp::v1::guestbook::register(mgr);"),
+        "registered"
+    );
+    let default = read("config/default/kustomization.yaml");
+    assert!(
+        default.contains("- ../webhook\n- ../certmanager\n")
+            && default.contains("- path: manager_webhook_patch.yaml")
+            && default.contains("kind: MutatingWebhookConfiguration")
+            && !default.contains("kind: ValidatingWebhookConfiguration"),
+        "{default}"
+    );
+    let record = read("kubeforge.toml");
+    assert!(
+        record.contains("[resource.webhooks]\ndefaulting = true\n"),
+        "{record}"
+    );
+
+    // Twice is refused; a second admission type names the file to edit.
+    let stderr = fails(&dir, &args(&create_webhook("v1", &["--defaulting"])));
+    assert!(
+        stderr.contains("webapp.example.com/v1 Guestbook has a defaulting webhook already"),
+        "{stderr}"
+    );
+    let stderr = fails(&dir, &args(&create_webhook("v1", &["--validation"])));
+    assert!(
+        stderr.contains("src/webhooks/webapp/v1/guestbook.rs already")
+            && stderr.contains("implement `Validator`"),
+        "{stderr}"
+    );
+
+    // Conversion, through v1, of v2.
+    ok(
+        &dir,
+        &args(&create_webhook("v1", &["--conversion", "--spoke", "v2"])),
+    );
+    for file in [
+        "src/api/webapp/v1/guestbook_conversion.rs",
+        "src/api/webapp/v2/guestbook_conversion.rs",
+        "tests/webapp_guestbook_conversion.rs",
+        "config/crd/patches/webhook_in_guestbooks.yaml",
+        "config/crd/kustomizeconfig.yaml",
+    ] {
+        assert!(dir.join(file).is_file(), "{file}");
+    }
+    assert!(read("src/api/webapp/v1/guestbook_conversion.rs").contains("impl Hub for Guestbook {}"));
+    assert!(read("src/api/webapp/v2/guestbook_conversion.rs")
+        .contains("impl Convertible<v1::Guestbook> for Guestbook"));
+    assert!(read("src/api/webapp/v2/mod.rs").contains("mod guestbook_conversion;"));
+    assert!(read("src/webhooks/mod.rs").contains(".spoke::<crate::api::webapp::v2::Guestbook>()"));
+    let crd = read("config/crd/kustomization.yaml");
+    assert!(
+        crd.contains(
+            "- path: patches/webhook_in_guestbooks.yaml\nconfigurations:\n- kustomizeconfig.yaml"
+        ),
+        "{crd}"
+    );
+    assert!(read("config/default/kustomization.yaml")
+        .contains("kind: CustomResourceDefinition\n      name: guestbooks.webapp.example.com"));
+    assert!(read("kubeforge.toml").contains("conversion = true\nspoke = [\"v2\"]"));
+
+    // The same conversion again, and a second hub, are refused.
+    let stderr = fails(
+        &dir,
+        &args(&create_webhook("v1", &["--conversion", "--spoke", "v2"])),
+    );
+    assert!(
+        stderr.contains("has a conversion webhook already"),
+        "{stderr}"
+    );
+    let stderr = fails(
+        &dir,
+        &args(&create_webhook("v2", &["--conversion", "--spoke", "v1"])),
+    );
+    assert!(
+        stderr.contains("Guestbook converts through v1 already (its hub)"),
+        "{stderr}"
+    );
+}

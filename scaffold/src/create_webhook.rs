@@ -1,0 +1,244 @@
+//! `kubeforge create webhook`: a defaulter and/or validator for a version
+//! of a kind, or the conversions between its versions through a hub
+//! (kubebuilder's `create webhook --defaulting --programmatic-validation
+//! --conversion --spoke`). The webhook module, its test and the
+//! conversions are written once and are the user's; the registries, the
+//! kustomizations' marked blocks and `kubeforge.toml` are rewritten; the
+//! kustomize pieces (`config/webhook`, `config/certmanager`, the manager's
+//! webhook patch, the CRD's conversion patch) are written with the first
+//! webhook that needs them.
+
+use anyhow::{bail, Context as _};
+
+use crate::files::Files;
+use crate::names;
+use crate::plan::Plan;
+use crate::project::{Project, WebhookRecord, RECORD_FILE};
+use crate::templates::Templates;
+
+/// `kubeforge create webhook`'s flags.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The API group, without the project's domain (e.g. `webapp`).
+    #[arg(long)]
+    pub group: String,
+
+    /// The version the webhooks are for (with --conversion: the hub every
+    /// other version converts through).
+    #[arg(long)]
+    pub version: String,
+
+    /// The kind, created already with `kubeforge create api`.
+    #[arg(long)]
+    pub kind: String,
+
+    /// A defaulter: a mutating webhook that fills in what objects leave
+    /// out.
+    #[arg(long)]
+    pub defaulting: bool,
+
+    /// A validator: a validating webhook that checks creates, updates and
+    /// deletes beyond what the schema can say.
+    #[arg(long)]
+    pub validation: bool,
+
+    /// Conversions between the kind's versions through this one, the hub,
+    /// served at /convert.
+    #[arg(long)]
+    pub conversion: bool,
+
+    /// With --conversion: a version converted to and from the hub
+    /// (repeat, or separate with commas).
+    #[arg(long, value_name = "VERSION", value_delimiter = ',', num_args = 1..)]
+    pub spoke: Vec<String>,
+}
+
+/// The command that would run, for examples in errors.
+fn example(args: &Args, flags: &str) -> String {
+    format!(
+        "kubeforge create webhook --group {} --version {} --kind {} {flags}",
+        args.group, args.version, args.kind
+    )
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let (root, mut project) = Project::find(&cwd)?;
+
+    names::check_group(&args.group, &project.domain)?;
+    names::check_version(&args.version)?;
+    names::check_kind(&args.kind)?;
+    for spoke in &args.spoke {
+        names::check_version(spoke)?;
+    }
+    if !args.spoke.is_empty() && !args.conversion {
+        bail!(
+            "--spoke names a version converted through this one, so it needs --conversion (for example `{}`)",
+            example(&args, &format!("--conversion --spoke {}", args.spoke.join(",")))
+        );
+    }
+    if !(args.defaulting || args.validation || args.conversion) {
+        bail!(
+            "no webhook asked for: pass --defaulting, --validation or --conversion with --spoke (for example `{}`)",
+            example(&args, "--defaulting --validation")
+        );
+    }
+    if args.conversion && args.spoke.is_empty() {
+        bail!(
+            "--conversion converts other versions through {} (the hub): name them with --spoke (for example `{}`)",
+            args.version,
+            example(&args, "--conversion --spoke v2")
+        );
+    }
+    if args.spoke.contains(&args.version) {
+        bail!(
+            "--spoke {0} is the hub itself: a spoke is another version of {1}, converted to and from {0} (for example `{2}`)",
+            args.version,
+            args.kind,
+            example(&args, "--conversion --spoke v2")
+        );
+    }
+
+    let api_group = names::full_group(&args.group, &project.domain);
+    let gvk = format!("{api_group}/{} {}", args.version, args.kind);
+    let create_api = |version: &str| {
+        format!(
+            "kubeforge create api --group {} --version {version} --kind {}",
+            args.group, args.kind
+        )
+    };
+    let index = project
+        .resources
+        .iter()
+        .position(|r| {
+            r.api && r.group == args.group && r.kind == args.kind && r.version == args.version
+        })
+        .with_context(|| {
+            format!(
+                "{gvk} is not a kind of this project ({RECORD_FILE}): webhooks are for kinds the project defines; create it first with `{}`",
+                create_api(&args.version)
+            )
+        })?;
+    let resource = project.resources[index].clone();
+    for spoke in &args.spoke {
+        let exists = project
+            .resources
+            .iter()
+            .any(|r| r.api && r.same_kind(&resource) && &r.version == spoke);
+        if !exists {
+            bail!(
+                "--spoke {spoke}: {api_group}/{spoke} {} is not a version of this project ({RECORD_FILE}); create it first with `{}`",
+                args.kind,
+                create_api(spoke)
+            );
+        }
+    }
+
+    let before = resource.webhooks.clone().unwrap_or_default();
+    let twice = |what: &str| {
+        anyhow::anyhow!(
+            "{gvk} has a {what} webhook already ({RECORD_FILE}); a webhook is created once per version and kind"
+        )
+    };
+    if args.defaulting && before.defaulting {
+        return Err(twice("defaulting"));
+    }
+    if args.validation && before.validation {
+        return Err(twice("validation"));
+    }
+    let new_admission = args.defaulting || args.validation;
+    if new_admission && (before.defaulting || before.validation) {
+        let (has, wants) = if before.defaulting {
+            (
+                "a defaulter",
+                "a validator: implement `Validator` and register it",
+            )
+        } else {
+            (
+                "a validator",
+                "a defaulter: implement `Defaulter` and register it",
+            )
+        };
+        bail!(
+            "{gvk} has {has} in src/webhooks/{}/{}/{}.rs already, and kubeforge does not edit that file: add {wants} there, in its `register`",
+            resource.group_module(),
+            resource.version,
+            resource.kind_module()
+        );
+    }
+    if let Some(other) = project
+        .conversion_hubs()
+        .find(|r| r.same_kind(&resource) && r.version != resource.version)
+    {
+        if args.conversion {
+            bail!(
+                "{} converts through {} already (its hub); a kind has one hub: add spokes there (for example `kubeforge create webhook --group {} --version {} --kind {} --conversion --spoke {}`)",
+                args.kind,
+                other.version,
+                args.group,
+                other.version,
+                args.kind,
+                args.spoke.join(",")
+            );
+        }
+    }
+    let new_spokes: Vec<String> = args
+        .spoke
+        .iter()
+        .filter(|s| !before.spokes.contains(s))
+        .fold(Vec::new(), |mut acc, s| {
+            if !acc.contains(s) {
+                acc.push(s.clone());
+            }
+            acc
+        });
+    if args.conversion && new_spokes.is_empty() {
+        return Err(twice("conversion"));
+    }
+
+    let first_webhook = !project.has_webhooks();
+    let first_conversion = project.conversion_hubs().next().is_none();
+    let new_hub = args.conversion && !before.conversion;
+    let after = WebhookRecord {
+        defaulting: before.defaulting || args.defaulting,
+        validation: before.validation || args.validation,
+        conversion: before.conversion || args.conversion,
+        spokes: before.spokes.iter().chain(&new_spokes).cloned().collect(),
+    };
+    project.resources[index].webhooks = Some(after);
+    let resource = project.resources[index].clone();
+
+    let templates = Templates::new().context("the CLI's templates")?;
+    let files = Files::new(&project, &templates);
+    let mut plan = Plan::new();
+    if new_admission {
+        files.admission_webhook(&mut plan, &resource)?;
+    }
+    if args.conversion {
+        files.conversion(&mut plan, &resource, new_hub, &new_spokes)?;
+    }
+    files.webhook_config(&mut plan, first_webhook, new_hub && first_conversion)?;
+    files.registries(&mut plan)?;
+    files.kustomization_blocks(&mut plan, &root)?;
+    plan.replace(RECORD_FILE, project.to_toml());
+    let written = plan.apply(&root)?;
+
+    let mut kinds = Vec::new();
+    if args.defaulting {
+        kinds.push("defaulting".to_owned());
+    }
+    if args.validation {
+        kinds.push("validation".to_owned());
+    }
+    if args.conversion {
+        kinds.push(format!("conversion from {}", new_spokes.join(", ")));
+    }
+    println!("created the {} webhook of {gvk}:", kinds.join(", "));
+    for path in &written {
+        println!("  {}", path.display());
+    }
+    println!(
+        "next: `cargo test`, then `kubeforge generate` for the webhook configurations (config/webhook/manifests.yaml)"
+    );
+    Ok(())
+}
