@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify};
 
 use crate::apidocs::OpenApiDocs;
+use crate::auth::audit::AuditLog;
 use crate::auth::identities::AuthnState;
 use crate::auth::rbac::RbacCache;
 use crate::cluster::{NodeControls, Workloads};
@@ -54,6 +55,8 @@ pub(crate) struct Shared {
     pub authn: AuthnState,
     /// The RBAC authorizer's index.
     pub rbac: RbacCache,
+    /// What each identity asked for and was allowed or denied.
+    pub audit: AuditLog,
 }
 
 impl Shared {

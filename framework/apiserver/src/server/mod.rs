@@ -4,6 +4,7 @@
 //! what any client needs: the URL, the CA, the token, a kubeconfig.
 
 mod accept;
+mod audit;
 mod faults;
 pub(crate) mod kubeconfig;
 mod tls;
@@ -25,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 pub use faults::Faults;
 
 use crate::apidocs::OpenApiDocs;
+use crate::auth::audit::AuditLog;
 use crate::auth::identities::AuthnState;
 use crate::auth::rbac::RbacCache;
 use crate::cluster::{SimulatedNodes, Workloads};
@@ -188,6 +190,7 @@ impl ApiServerBuilder {
             openapi: OpenApiDocs::default(),
             authn: AuthnState::new(certs.ca, self.anonymous)?,
             rbac: RbacCache::default(),
+            audit: AuditLog::default(),
         });
         seed(&shared)?;
         // The system namespaces have their ServiceAccounts before the first
