@@ -31,6 +31,8 @@ pub(crate) struct Options {
     pub workloads: Option<Arc<Workloads>>,
     /// The simulated nodes' fault switches.
     pub node_controls: Arc<NodeControls>,
+    /// kube-apiserver's `OwnerReferencesPermissionEnforcement` admission.
+    pub owner_references_permission_enforcement: bool,
 }
 
 /// State shared by requests and the controllers.

@@ -16,6 +16,7 @@ pub(crate) mod escalation;
 pub(crate) mod identities;
 pub(crate) mod impersonation;
 pub(crate) mod jwt;
+mod owner_refs;
 pub(crate) mod rbac;
 pub(crate) mod reviews;
 pub(crate) mod tokens;

@@ -136,3 +136,81 @@ async fn impersonated_requests_count_for_the_identity_impersonated_and_reviews_f
     let admin = k.server.permission_audit("admin");
     assert!(admin.is_least_privilege(), "{admin}");
 }
+
+#[tokio::test]
+async fn block_owner_deletion_needs_update_on_the_owners_finalizers_when_enforced() {
+    let k = Kube::with(ApiServer::builder().owner_references_permission_enforcement(true)).await;
+    let robot = As::creds(
+        &k.server,
+        &k.server.add_service_account("default", "robot").unwrap(),
+    );
+    let owner = k
+        .post(
+            "/api/v1/namespaces/default/configmaps",
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}}),
+        )
+        .await
+        .json();
+    apply(
+        &k,
+        &format!("{RBAC}/namespaces/default/roles"),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "robot"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}],
+        }),
+    )
+    .await;
+    apply(
+        &k,
+        &format!("{RBAC}/namespaces/default/rolebindings"),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "robot"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "robot"},
+            "subjects": [{"kind": "ServiceAccount", "name": "robot"}],
+        }),
+    )
+    .await;
+    let dependent = |name: &str, block: bool| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": name,
+            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+                "uid": owner["metadata"]["uid"], "controller": true, "blockOwnerDeletion": block}],
+        }})
+    };
+    const CMS: &str = "/api/v1/namespaces/default/configmaps";
+    // A reference that does not block needs nothing more on a create.
+    assert_eq!(robot.post(CMS, dependent("free", false)).await.code(), 201);
+    let r = robot.post(CMS, dependent("blocking", true)).await;
+    assert_eq!(r.code(), 403);
+    assert_eq!(
+        r.json()["message"],
+        r#"configmaps "blocking" is forbidden: cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: , <nil>"#
+    );
+    let audit = k.server.permission_audit(ROBOT);
+    assert_eq!(audit.denied.len(), 1, "{audit}");
+    assert_eq!(audit.denied[0].rule.resources, ["configmaps/finalizers"]);
+    assert_eq!(audit.denied[0].rule.verbs, ["update"]);
+
+    apply(&k, &format!("{RBAC}/namespaces/default/roles"), json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "robot-finalizers"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps/finalizers"], "verbs": ["update"]}],
+    }))
+    .await;
+    apply(&k, &format!("{RBAC}/namespaces/default/rolebindings"), json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "robot-finalizers"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "robot-finalizers"},
+        "subjects": [{"kind": "ServiceAccount", "name": "robot"}],
+    }))
+    .await;
+    assert_eq!(
+        robot.post(CMS, dependent("blocking", true)).await.code(),
+        201
+    );
+    // Both rules allowed something: nothing is unused.
+    let audit = k.server.permission_audit(ROBOT);
+    assert!(audit.unused.is_empty(), "{audit}");
+}
