@@ -123,3 +123,18 @@ impl<F: Flags> App<F> {
         })
     }
 }
+
+impl Running {
+    /// Waits for the operator to end on its own (without stopping it):
+    /// how its manager ended, e.g. the named 403 of a cache that could
+    /// not sync under the RBAC it was given.
+    pub async fn wait(mut self) -> Result<(), Error> {
+        match self.task.take() {
+            Some(task) => match task.await {
+                Ok(result) => result.map_err(Error::Manager),
+                Err(e) => Err(Error::Task(e)),
+            },
+            None => Ok(()),
+        }
+    }
+}
