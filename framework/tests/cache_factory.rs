@@ -691,3 +691,105 @@ fn handles_are_cheap_to_clone_and_shareable_across_tasks() {
     assert_shareable::<InformerOptions<ConfigMap>>();
     assert_shareable::<SyncError>();
 }
+
+#[tokio::test]
+async fn a_real_rbac_denial_fails_the_sync_at_once_naming_the_informer() {
+    use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+    use kubeforge::testing::config_for;
+    let (server, admin) = server().await;
+    // The service account may read ConfigMaps in `default`, not Secrets.
+    let role = Role {
+        metadata: ObjectMeta {
+            name: Some("reader".into()),
+            ..Default::default()
+        },
+        rules: Some(vec![PolicyRule {
+            api_groups: Some(vec![String::new()]),
+            resources: Some(vec!["configmaps".into()]),
+            verbs: vec!["list".into(), "watch".into()],
+            ..Default::default()
+        }]),
+    };
+    Api::<Role>::namespaced(admin.clone(), "default")
+        .create(&PostParams::default(), &role)
+        .await
+        .expect("role created");
+    let binding = RoleBinding {
+        metadata: ObjectMeta {
+            name: Some("reader".into()),
+            ..Default::default()
+        },
+        role_ref: serde_json::from_value::<RoleRef>(
+            json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"}),
+        )
+        .expect("role ref"),
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: "reader".into(),
+            namespace: Some("default".into()),
+            api_group: None,
+        }]),
+    };
+    Api::<RoleBinding>::namespaced(admin.clone(), "default")
+        .create(&PostParams::default(), &binding)
+        .await
+        .expect("binding created");
+    let creds = server
+        .add_service_account("default", "reader")
+        .expect("service account");
+    let client = Client::try_from(config_for(&server, &creds, "default")).expect("client");
+
+    let factory = SharedInformerFactory::builder(client)
+        .namespace("default")
+        .build();
+    let _configmaps = factory.informer::<ConfigMap>();
+    let _secrets = factory.informer::<Secret>();
+    factory.start();
+    let started = std::time::Instant::now();
+    let results = factory.wait_for_cache_sync(Duration::from_secs(120)).await;
+    let by_kind = |plural: &str| {
+        results
+            .iter()
+            .find(|(id, _)| id.plural == plural)
+            .unwrap_or_else(|| panic!("no {plural} informer in {results:?}"))
+    };
+    assert!(by_kind("configmaps").1.is_ok(), "{results:?}");
+    const DENIAL: &str = r#"secrets is forbidden: User "system:serviceaccount:default:reader" cannot list resource "secrets" in API group "" in the namespace "default""#;
+    match &by_kind("secrets").1 {
+        Err(e @ SyncError::Forbidden { message, .. }) => {
+            assert_eq!(message, DENIAL);
+            assert_eq!(
+                e.to_string(),
+                format!(r#"forbidden: cannot list secrets in namespace "default": {DENIAL}"#)
+            );
+        }
+        other => panic!("expected Forbidden, got {other:?}"),
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "reported at once, not at the timeout"
+    );
+    // The server's audit names the same missing rule.
+    let audit = server.permission_audit(creds.user());
+    let missing: Vec<_> = audit
+        .denied
+        .iter()
+        .map(|r| {
+            (
+                r.namespace.as_deref(),
+                r.rule.resources.clone(),
+                r.rule.verbs.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        missing,
+        [(
+            Some("default"),
+            vec!["secrets".to_owned()],
+            vec!["list".to_owned()]
+        )],
+        "{audit}"
+    );
+    factory.shutdown();
+}

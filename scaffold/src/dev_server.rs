@@ -4,7 +4,13 @@
 //! and three simulated nodes run unless `--nodes 0`, so Deployments get
 //! pods that start and become ready. `--user` and `--service-account` add
 //! identities that RBAC governs (the server's own kubeconfig is an admin
-//! in `system:masters`) and write a kubeconfig for each.
+//! in `system:masters`) and write a kubeconfig for each. `--audit` prints
+//! the server's permission audit of an identity when the server stops:
+//! what it was denied (the rules it lacks) and the rules it was granted
+//! and never used. A flag rather than an endpoint: the server keeps
+//! serving only the paths kube-apiserver serves (no extra path for
+//! discovery, RBAC or a client to trip over), and the audit is read once
+//! the session's requests are made, where the developer stops the server.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -48,6 +54,41 @@ pub struct Args {
     /// for 24 hours) to PATH; repeatable.
     #[arg(long = "service-account", value_name = "NAMESPACE/NAME=PATH", value_parser = parse_service_account)]
     service_accounts: Vec<((String, String), PathBuf)>,
+    /// Prints the permission audit of IDENTITY when the server stops (on
+    /// SIGINT or SIGTERM): the requests it was denied, as the RBAC rules
+    /// it lacks, and the rules granted to it that it never used. IDENTITY
+    /// is a user name, `NAMESPACE/NAME` for a service account, or `*` for
+    /// every identity seen; repeatable.
+    #[arg(long = "audit", value_name = "IDENTITY")]
+    audits: Vec<String>,
+}
+
+/// The user name `--audit` means: `NAMESPACE/NAME` is a service account.
+fn audited_user(identity: &str) -> String {
+    match identity.split_once('/') {
+        Some((namespace, name)) if !identity.contains(':') => {
+            format!("system:serviceaccount:{namespace}:{name}")
+        }
+        _ => identity.to_owned(),
+    }
+}
+
+/// The permission audits `--audit` asked for, as text.
+fn audits(server: &ApiServer, identities: &[String]) -> String {
+    let mut users: Vec<String> = Vec::new();
+    for identity in identities {
+        if identity == "*" {
+            users.extend(server.audited_identities());
+        } else {
+            users.push(audited_user(identity));
+        }
+    }
+    users.dedup();
+    let mut out = String::new();
+    for user in users {
+        out.push_str(&server.permission_audit(&user).to_string());
+    }
+    out
 }
 
 fn split_path(spec: &str, shape: &str) -> Result<(String, PathBuf), String> {
@@ -177,6 +218,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     }
     wait_for_signal().await?;
     println!("shutting down");
+    print!("{}", audits(&server, &args.audits));
     server.shutdown().await;
     Ok(())
 }
@@ -246,6 +288,19 @@ fn read_documents(path: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn audited_identities_name_users_and_service_accounts() {
+        assert_eq!(audited_user("alice"), "alice");
+        assert_eq!(
+            audited_user("default/robot"),
+            "system:serviceaccount:default:robot"
+        );
+        assert_eq!(
+            audited_user("system:serviceaccount:a:b"),
+            "system:serviceaccount:a:b"
+        );
+    }
 
     #[test]
     fn identity_specs_parse_and_bad_ones_say_the_shape() {

@@ -449,6 +449,7 @@ async fn dev_server_adds_users_and_service_accounts_with_kubeconfigs() {
         .arg(format!("alice,dev,ops={}", alice.display()))
         .arg("--service-account")
         .arg(format!("default/robot={}", robot.display()))
+        .args(["--audit", "default/robot"])
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -492,5 +493,33 @@ async fn dev_server_adds_users_and_service_accounts_with_kubeconfigs() {
         out.stderr,
         "Error from server (Forbidden): pods is forbidden: User \"system:serviceaccount:default:robot\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\"\n"
     );
-    server.start_kill().expect("kill");
+    // On SIGTERM, `--audit default/robot` prints the rule it lacked.
+    let pid = server.id().expect("pid");
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let mut rest = String::new();
+    while let Some(line) = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("dev-server prints the audit and exits")
+        .expect("stdout readable")
+    {
+        rest.push_str(&line);
+        rest.push('\n');
+    }
+    assert!(
+        rest.contains("permission audit of system:serviceaccount:default:robot:"),
+        "{rest}"
+    );
+    assert!(
+        rest.contains("denied (rules missing):\n# in namespace default\n- apiGroups: [\"\"]\n  resources: [\"pods\"]\n  verbs: [\"list\"]\n"),
+        "{rest}"
+    );
+    let status = tokio::time::timeout(Duration::from_secs(10), server.wait())
+        .await
+        .expect("exits")
+        .expect("status");
+    assert!(status.success(), "{status}");
 }

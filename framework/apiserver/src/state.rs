@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify};
 
 use crate::apidocs::OpenApiDocs;
+use crate::auth::audit::AuditLog;
 use crate::auth::identities::AuthnState;
 use crate::auth::rbac::RbacCache;
 use crate::cluster::{NodeControls, Workloads};
@@ -30,6 +31,8 @@ pub(crate) struct Options {
     pub workloads: Option<Arc<Workloads>>,
     /// The simulated nodes' fault switches.
     pub node_controls: Arc<NodeControls>,
+    /// kube-apiserver's `OwnerReferencesPermissionEnforcement` admission.
+    pub owner_references_permission_enforcement: bool,
 }
 
 /// State shared by requests and the controllers.
@@ -54,6 +57,8 @@ pub(crate) struct Shared {
     pub authn: AuthnState,
     /// The RBAC authorizer's index.
     pub rbac: RbacCache,
+    /// What each identity asked for and was allowed or denied.
+    pub audit: AuditLog,
 }
 
 impl Shared {

@@ -17,7 +17,9 @@
 //!   the in-cluster service account; never silently against anything
 //!   else. `--embedded` (feature `embedded`) runs kubeforge's in-process
 //!   API server inside the operator instead, with the operator's CRDs
-//!   installed and its samples created.
+//!   installed and its samples created; the operator runs there as its
+//!   service account, bound to the RBAC `manifests` derive (the samples
+//!   and the kubeconfig written for kubectl are the admin's).
 //! - `manifests` prints (or writes under `--dir`, in kubebuilder's
 //!   `config/` layout) what the operator knows about itself: its CRDs and
 //!   its RBAC, derived from what its controllers watch and write (see
@@ -53,6 +55,8 @@
 mod args;
 #[cfg(feature = "testing")]
 mod embedded;
+#[cfg(feature = "testing")]
+mod identity;
 mod logging;
 mod manifests;
 #[cfg(feature = "testing")]
@@ -135,6 +139,12 @@ pub enum Error {
     /// A registered kind's CRD could not be built, or two kinds clash.
     #[error("the operator's kinds: {0}")]
     Scheme(#[from] SchemeError),
+
+    /// The operator's service account or the RBAC its manifests derive
+    /// could not be set up on the in-process API server.
+    #[cfg(feature = "testing")]
+    #[error("running the operator as its service account: {0}")]
+    OperatorIdentity(#[source] crate::testing::OperatorError),
 
     /// A kind could not be registered (another type holds its
     /// group, version and kind).
@@ -424,6 +434,19 @@ impl<F: Flags> App<F> {
         flags: &F,
     ) -> Result<Vec<ManifestFile>, Error> {
         let crds = self.crds()?;
+        let mgr = self.offline_manager(flags).await?;
+        manifests::render_files(
+            &self.name,
+            &crds,
+            mgr.permissions(),
+            mgr.webhooks(),
+            options,
+        )
+    }
+
+    /// The manager `manifests` learns from: the controllers registered
+    /// (with `flags`) on a manager that is never run.
+    async fn offline_manager(&self, flags: &F) -> Result<Manager, Error> {
         // A manager that never connects: its client points at a reserved
         // name that never resolves (so no trust store is needed: the
         // certificate check is never reached), its servers are off, and it
@@ -446,14 +469,7 @@ impl<F: Flags> App<F> {
         let builder = builder
             .metrics_bind_address("0")
             .health_probe_bind_address("0");
-        let mgr = self.manager_with(builder, flags).await?;
-        manifests::render_files(
-            &self.name,
-            &crds,
-            mgr.permissions(),
-            mgr.webhooks(),
-            options,
-        )
+        self.manager_with(builder, flags).await
     }
 
     /// Parses the process's command line and runs what it asks for. A bad
@@ -554,10 +570,10 @@ impl<F: Flags> App<F> {
             what: "a client for the embedded API server".to_owned(),
             source,
         })?;
-        let (builder, local) = webhooks::prepare(
-            !self.webhooks.is_empty(),
-            self.builder(server.config(), &run),
-        )?;
+        // The operator as its service account, under the RBAC it ships.
+        let config = self.embedded_operator_config(&server, &run, &flags).await?;
+        let (builder, local) =
+            webhooks::prepare(!self.webhooks.is_empty(), self.builder(config, &run))?;
         let mgr = self.manager_with(builder, &flags).await?;
         webhooks::install(local.as_ref(), &admin, &mgr).await?;
         tracing::info!(

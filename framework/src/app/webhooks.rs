@@ -1,5 +1,6 @@
 //! The operator's own webhooks on kubeforge's in-process API server, for
-//! [`App::start_on`](super::App::start_on) and `--embedded`: when the
+//! [`App::start_on`](super::App::start_on), [`App::start_as_operator`](super::App::start_as_operator)
+//! and `--embedded`: when the
 //! operator registers webhooks ([`App::webhooks`](super::App::webhooks)),
 //! its manager serves them on a free loopback port with a fresh CA
 //! ([`LocalWebhooks`]), and the API server is pointed at them (webhook

@@ -7,7 +7,11 @@
 //! the server, and [`install_crd_for`](ApiServerExt::install_crd_for) for a
 //! `#[derive(CustomResource)]` type. The prelude brings the trait into
 //! scope. [`LocalWebhooks`] points the server at a manager's webhook
-//! server, as envtest's webhook install options do.
+//! server, as envtest's webhook install options do. [`start_operator`]
+//! runs a manager as the operator's service account, bound to the RBAC its
+//! controllers derive, so the server's
+//! [`permission_audit`](ApiServer::permission_audit) can prove that RBAC
+//! is what it needs.
 //!
 //! ```no_run
 //! # use kubeforge::prelude::*;
@@ -25,9 +29,15 @@
 //! # }
 //! ```
 
+mod operator;
 mod webhooks;
 
 pub use kubeforge_apiserver::*;
+pub use operator::{
+    config_for, grant, operator_identity, operator_rbac, operator_user, start_operator,
+    start_operator_with, OperatorError, RunningOperator, OPERATOR_NAMESPACE,
+    OPERATOR_SERVICE_ACCOUNT,
+};
 pub use webhooks::{LocalWebhooks, LocalWebhooksError};
 
 use crate::client::{Auth, Client, Config, SecretString};

@@ -7,7 +7,8 @@
 //! changes garbage-collection fields is not checked.
 //!
 //! The check wraps the request's admission chain ([`Guarded`]) and runs
-//! on the object about to be stored, before validating admission.
+//! on the object about to be stored, before validating admission, beside
+//! the ownerReferences permission check ([`super::owner_refs`]).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -49,6 +50,7 @@ impl Admission for Guarded<'_> {
     ) -> Result<(), ApiError> {
         if let (Some(user), Some(object)) = (&self.user, object) {
             check(self.shared, user, attrs, object, old)?;
+            super::owner_refs::check(self.shared, user, attrs, object, old)?;
         }
         self.inner.validate(attrs, object, old)
     }

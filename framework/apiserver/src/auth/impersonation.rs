@@ -194,7 +194,7 @@ pub(crate) fn apply(
     let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for request in &asked {
         let attrs = request.attributes();
-        if let rbac::Decision::Deny(reason) = super::authz::authorize(shared, &requestor, &attrs) {
+        if let rbac::Decision::Deny(reason) = super::authz::check(shared, &requestor, &attrs) {
             return Err(attributes::forbidden(&requestor, &attrs, &reason));
         }
         match request {

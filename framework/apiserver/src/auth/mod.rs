@@ -1,12 +1,14 @@
 //! Who is asking, and may they: kube-apiserver's authentication chain
 //! ([`authn`]: the admin token, static token users, client certificates,
 //! service-account JWTs, anonymous), [`impersonation`], the identity types ([`UserInfo`],
-//! [`User`], [`Credentials`]), and the request attributes and RBAC
-//! authorizer the request path consults before any handler runs.
+//! [`User`], [`Credentials`]), the request attributes and RBAC
+//! authorizer the request path consults before any handler runs, and the
+//! permission [`audit`] of what each identity asked for.
 
 pub(crate) mod attributes;
+pub(crate) mod audit;
 pub(crate) mod authn;
-mod authz;
+pub(crate) mod authz;
 pub(crate) mod bootstrap;
 pub(crate) mod certs;
 mod der;
@@ -14,6 +16,7 @@ pub(crate) mod escalation;
 pub(crate) mod identities;
 pub(crate) mod impersonation;
 pub(crate) mod jwt;
+mod owner_refs;
 pub(crate) mod rbac;
 pub(crate) mod reviews;
 pub(crate) mod tokens;
@@ -44,7 +47,7 @@ pub(crate) fn admit_request(
     let user = authn::authenticate(shared, parts)?;
     let user = impersonation::apply(shared, user, parts)?;
     let attrs = attributes::from_request(&parts.method, parts.uri.path(), query);
-    if let rbac::Decision::Deny(reason) = authz::authorize(shared, &user, &attrs) {
+    if let rbac::Decision::Deny(reason) = authz::check(shared, &user, &attrs) {
         return Err(attributes::forbidden(&user, &attrs, &reason));
     }
     parts.extensions.insert(user.clone());

@@ -255,13 +255,19 @@ impl Index {
 
     /// The grants that apply to `user` (by name and by each group).
     pub fn grants<'a>(&'a self, user: &'a UserInfo) -> impl Iterator<Item = &'a Grant> + 'a {
-        let by_name = self.users.get(&user.name).into_iter().flatten();
-        let by_group = user
-            .groups
-            .iter()
-            .filter_map(|g| self.groups.get(g))
-            .flatten();
-        by_name.chain(by_group)
+        let by_group = user.groups.iter().flat_map(|g| self.grants_to_group(g));
+        self.grants_to_user(&user.name).chain(by_group)
+    }
+
+    /// The grants of bindings that name the user `name` (a User subject,
+    /// or a ServiceAccount subject for `system:serviceaccount:NS:NAME`).
+    pub fn grants_to_user<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a Grant> + 'a {
+        self.users.get(name).into_iter().flatten()
+    }
+
+    /// The grants of bindings that name the group `group`.
+    pub fn grants_to_group<'a>(&'a self, group: &str) -> impl Iterator<Item = &'a Grant> + 'a {
+        self.groups.get(group).into_iter().flatten()
     }
 }
 
@@ -286,14 +292,40 @@ pub(crate) fn decide(index: &Index, user: &UserInfo, attrs: &Attributes) -> Deci
     if user.is_master() {
         return Decision::Allow(String::new());
     }
-    for grant in index.grants(user) {
-        if grant.applies_in(&attrs.namespace) && grant.rules.iter().any(|r| r.allows(attrs)) {
-            return Decision::Allow(format!(
-                "RBAC: allowed by {} to User \"{}\"",
-                grant.source, user.name
-            ));
-        }
+    match allowing(index, user, attrs) {
+        Some((grant, _)) => allowed_by(grant, user),
+        None => denied(index, user, attrs),
     }
+}
+
+/// The first grant, and the index of its first rule, that allows `attrs`
+/// for `user`, in kube-apiserver's order (the rule the permission audit
+/// credits with the request).
+pub(crate) fn allowing<'a>(
+    index: &'a Index,
+    user: &'a UserInfo,
+    attrs: &Attributes,
+) -> Option<(&'a Grant, usize)> {
+    index
+        .grants(user)
+        .filter(|grant| grant.applies_in(&attrs.namespace))
+        .find_map(|grant| {
+            let rule = grant.rules.iter().position(|r| r.allows(attrs))?;
+            Some((grant, rule))
+        })
+}
+
+/// The allow decision `grant` gives `user`, with kube-apiserver's reason.
+pub(crate) fn allowed_by(grant: &Grant, user: &UserInfo) -> Decision {
+    Decision::Allow(format!(
+        "RBAC: allowed by {} to User \"{}\"",
+        grant.source, user.name
+    ))
+}
+
+/// The deny decision for `attrs`, with the resolution errors of the
+/// bindings that apply as its reason.
+pub(crate) fn denied(index: &Index, user: &UserInfo, attrs: &Attributes) -> Decision {
     let errors = resolution_errors(index, user, &attrs.namespace);
     if errors.is_empty() {
         Decision::Deny(String::new())

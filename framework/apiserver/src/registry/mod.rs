@@ -53,6 +53,14 @@ impl Registry {
             .cloned()
     }
 
+    /// The definition serving `kind` in `group` at `version`.
+    pub fn by_kind(&self, group: &str, version: &str, kind: &str) -> Option<Arc<ResourceDef>> {
+        self.by_gvr
+            .iter()
+            .find(|((g, v, _), d)| g == group && v == version && d.kind == kind)
+            .map(|(_, d)| d.clone())
+    }
+
     /// The definition stored under `key`, at any version.
     pub fn by_key(&self, key: &ResKey) -> Option<Arc<ResourceDef>> {
         self.by_gvr.values().find(|d| d.key() == *key).cloned()

@@ -4,6 +4,7 @@
 //! what any client needs: the URL, the CA, the token, a kubeconfig.
 
 mod accept;
+mod audit;
 mod faults;
 pub(crate) mod kubeconfig;
 mod tls;
@@ -25,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 pub use faults::Faults;
 
 use crate::apidocs::OpenApiDocs;
+use crate::auth::audit::AuditLog;
 use crate::auth::identities::AuthnState;
 use crate::auth::rbac::RbacCache;
 use crate::cluster::{SimulatedNodes, Workloads};
@@ -56,6 +58,7 @@ pub struct ApiServerBuilder {
     failures: Vec<(usize, RequestMatch, Failure)>,
     workloads: Option<Workloads>,
     anonymous: bool,
+    owner_references_permission_enforcement: bool,
 }
 
 impl Default for ApiServerBuilder {
@@ -70,6 +73,7 @@ impl Default for ApiServerBuilder {
             failures: Vec::new(),
             workloads: None,
             anonymous: false,
+            owner_references_permission_enforcement: false,
         }
     }
 }
@@ -151,6 +155,17 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Turns on kube-apiserver's `OwnerReferencesPermissionEnforcement`
+    /// admission (off by default, as upstream; OpenShift turns it on):
+    /// changing an object's `ownerReferences` needs `delete` on it, and a
+    /// reference with `blockOwnerDeletion: true` needs `update` on the
+    /// owner's `finalizers` subresource, which is why an operator's RBAC
+    /// grants `<kind>/finalizers`.
+    pub fn owner_references_permission_enforcement(mut self, on: bool) -> Self {
+        self.owner_references_permission_enforcement = on;
+        self
+    }
+
     /// Starts serving.
     pub async fn start(self) -> Result<ApiServer, Error> {
         let listener = TcpListener::bind(self.bind)
@@ -183,11 +198,14 @@ impl ApiServerBuilder {
                 bookmark_interval: self.bookmark_interval,
                 workloads: self.workloads.map(Arc::new),
                 node_controls: Arc::default(),
+                owner_references_permission_enforcement: self
+                    .owner_references_permission_enforcement,
             },
             next_cluster_ip: AtomicU32::new(1),
             openapi: OpenApiDocs::default(),
             authn: AuthnState::new(certs.ca, self.anonymous)?,
             rbac: RbacCache::default(),
+            audit: AuditLog::default(),
         });
         seed(&shared)?;
         // The system namespaces have their ServiceAccounts before the first

@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod audit;
 mod authn;
 mod authz;
 mod guards;

@@ -1,0 +1,152 @@
+//! The operator under exactly the RBAC it ships: it runs as its service
+//! account, bound to the roles its own `manifests` derive, on a server
+//! that enforces what those roles exist for (RBAC, and the
+//! ownerReferences check behind `memcacheds/finalizers`), with the
+//! workload controllers bringing its pods up. After a full reconcile and
+//! delete cycle the server's permission audit must show no request denied
+//! (no rule missing) and no granted rule unused (no over-privilege); and
+//! the same run without one derived verb must fail with the 403 named.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use kubeforge::app::Running;
+use kubeforge::k8s_openapi::api::apps::v1::Deployment;
+use kubeforge::kube_core::params::DeleteParams;
+use kubeforge::prelude::*;
+use kubeforge::rbac::RoleManifests;
+use kubeforge::testing::{operator_user, ApiServer, Workloads};
+use memcached_operator::status::AVAILABLE;
+use memcached_operator::{app, Flags, Memcached, MemcachedSpec};
+
+const NS: &str = "default";
+const DEADLINE: Duration = Duration::from_secs(30);
+
+async fn server() -> ApiServer {
+    ApiServer::builder()
+        .workloads(Workloads::fast())
+        .owner_references_permission_enforcement(true)
+        .start()
+        .await
+        .expect("API server starts")
+}
+
+/// Polls `probe` until it returns `Some`, at most [`DEADLINE`].
+async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(value) = probe().await {
+            return value;
+        }
+        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconcile_and_delete_cycle_uses_exactly_the_derived_rbac() {
+    let server = server().await;
+    let op: Running = app()
+        .start_as_operator(&server, Flags::default())
+        .await
+        .expect("the operator starts as its service account");
+    let memcacheds: Api<Memcached> = Api::namespaced(op.client().clone(), NS);
+    let deployments: Api<Deployment> = Api::namespaced(op.client().clone(), NS);
+    memcacheds
+        .create(
+            &PostParams::default(),
+            &Memcached::new("live", MemcachedSpec::with_size(2)),
+        )
+        .await
+        .expect("create Memcached");
+    eventually("Available=True from running pods", || async {
+        let mc = memcacheds.get("live").await.expect("get Memcached");
+        let available = mc
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.iter().find(|c| c.type_ == AVAILABLE))
+            .is_some_and(|c| c.status == "True");
+        available.then_some(())
+    })
+    .await;
+    memcacheds
+        .delete("live", &DeleteParams::default())
+        .await
+        .expect("delete Memcached");
+    // The operator's finalizer goes, then the Memcached, then (the
+    // garbage collector's work) its Deployment.
+    eventually("the Memcached and its Deployment gone", || async {
+        let mc = memcacheds.get_opt("live").await.expect("get Memcached");
+        let d = deployments.get_opt("live").await.expect("get Deployment");
+        (mc.is_none() && d.is_none()).then_some(())
+    })
+    .await;
+    op.stop().await.expect("the operator stops cleanly");
+
+    let audit = server.permission_audit(&operator_user());
+    println!("{audit}");
+    assert!(
+        !audit.requests.is_empty(),
+        "the operator's requests are recorded"
+    );
+    assert!(audit.denied.is_empty(), "rules missing:\n{audit}");
+    assert!(
+        audit.unused.is_empty(),
+        "rules granted and never used:\n{audit}"
+    );
+}
+
+/// Removes `verb` from the derived rules on `resource`.
+fn without(rbac: &mut RoleManifests, resource: &str, verb: &str) {
+    let role = rbac
+        .cluster_role
+        .as_mut()
+        .expect("the manager's ClusterRole");
+    let rule = role
+        .rules
+        .iter_mut()
+        .flatten()
+        .find(|r| r.resources.as_deref() == Some(&[resource.to_owned()][..]))
+        .expect("a derived rule on the resource");
+    let before = rule.verbs.len();
+    rule.verbs.retain(|v| v != verb);
+    assert_eq!(rule.verbs.len(), before - 1, "{verb} was derived");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_one_derived_verb_the_operator_fails_with_the_403_named() {
+    let server = server().await;
+    let op = app()
+        .start_as_operator_with(&server, Flags::default(), |rbac| {
+            without(rbac, "memcacheds", "list")
+        })
+        .await
+        .expect("the operator starts as its service account");
+    // Its cache cannot list Memcacheds: the manager stops, at once, with
+    // kube-apiserver's 403 in its error.
+    let ended = tokio::time::timeout(DEADLINE, op.wait())
+        .await
+        .expect("the operator stops on its own");
+    let error = ended.expect_err("the operator fails").to_string();
+    let user = operator_user();
+    let denial = format!(
+        r#"memcacheds.cache.example.com is forbidden: User "{user}" cannot list resource "memcacheds" in API group "cache.example.com" at the cluster scope"#
+    );
+    assert!(error.contains(&denial), "{error}");
+    assert!(
+        error.contains("forbidden: cannot list memcacheds"),
+        "{error}"
+    );
+    // The audit names the rule to add back.
+    let audit = server.permission_audit(&user);
+    let denied: Vec<String> = audit.denied.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        denied,
+        ["# cluster-wide (a ClusterRole)\n- apiGroups: [\"cache.example.com\"]\n  resources: [\"memcacheds\"]\n  verbs: [\"list\"]\n"],
+        "{audit}"
+    );
+}

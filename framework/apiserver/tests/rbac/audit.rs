@@ -1,0 +1,216 @@
+//! The permission audit on the wire: a service account's requests over
+//! HTTPS are counted per distinct attribute set, its denials become the
+//! rules it lacks, its unused grants the over-privilege, and impersonated
+//! requests count for the impersonated identity; access reviews about an
+//! identity are not its requests.
+
+use serde_json::json;
+
+use super::*;
+
+const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1";
+const ROBOT: &str = "system:serviceaccount:default:robot";
+
+async fn apply(k: &Kube, path: &str, obj: serde_json::Value) {
+    let r = k.post(path, &obj).await;
+    assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+}
+
+#[tokio::test]
+async fn the_audit_names_missing_rules_and_unused_grants() {
+    let k = Kube::start().await;
+    let robot = As::creds(
+        &k.server,
+        &k.server.add_service_account("default", "robot").unwrap(),
+    );
+    apply(
+        &k,
+        &format!("{RBAC}/namespaces/default/roles"),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "robot"},
+            "rules": [
+                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]},
+                {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["delete"]},
+            ],
+        }),
+    )
+    .await;
+    apply(
+        &k,
+        &format!("{RBAC}/namespaces/default/rolebindings"),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "robot"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "robot"},
+            "subjects": [{"kind": "ServiceAccount", "name": "robot"}],
+        }),
+    )
+    .await;
+
+    for _ in 0..3 {
+        let r = robot.get("/api/v1/namespaces/default/configmaps").await;
+        assert_eq!(r.code(), 200);
+    }
+    // Allowed, then not found: still an allowed get.
+    let r = robot.get("/api/v1/namespaces/default/configmaps/app").await;
+    assert_eq!(r.code(), 404);
+    let r = robot
+        .get("/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1")
+        .await;
+    assert_eq!(r.code(), 403);
+    let r = robot.get("/api/v1/namespaces/default/secrets/x").await;
+    assert_eq!(r.code(), 403);
+    // Discovery: allowed by the default policy, not by the robot's grants.
+    assert_eq!(robot.get("/apis").await.code(), 200);
+
+    let audit = k.server.permission_audit(ROBOT);
+    let lists: Vec<(&str, bool, u64, u64)> = audit
+        .requests
+        .iter()
+        .filter(|r| r.resource == "configmaps")
+        .map(|r| (r.verb.as_str(), r.named, r.allowed, r.denied))
+        .collect();
+    assert_eq!(
+        lists,
+        [
+            ("get", true, 1, 0),
+            ("list", false, 3, 0),
+            ("watch", false, 0, 1)
+        ]
+    );
+    let text = audit.to_string();
+    let denied: Vec<String> = audit.denied.iter().map(|r| r.to_string()).collect();
+    assert_eq!(
+        denied,
+        [
+            "# in namespace default\n- apiGroups: [\"\"]\n  resources: [\"configmaps\"]\n  verbs: [\"watch\"]\n",
+            "# in namespace default\n- apiGroups: [\"\"]\n  resources: [\"secrets\"]\n  verbs: [\"get\"]\n",
+        ],
+        "{text}"
+    );
+    let unused: Vec<String> = audit.unused.iter().map(|r| r.to_string()).collect();
+    assert_eq!(
+        unused,
+        ["# in namespace default, granted by RoleBinding \"default/robot\" of Role \"robot\"\n- apiGroups: [\"apps\"]\n  resources: [\"deployments\"]\n  verbs: [\"delete\"]\n"],
+        "{text}"
+    );
+    assert!(text.contains("denied (rules missing):"), "{text}");
+
+    // Granting what was missing and using it: least privilege.
+    k.server.clear_permission_audit();
+    let r = robot.get("/api/v1/namespaces/default/configmaps").await;
+    assert_eq!(r.code(), 200);
+    let audit = k.server.permission_audit(ROBOT);
+    assert!(audit.denied.is_empty(), "{audit}");
+    assert_eq!(audit.unused.len(), 1, "{audit}");
+}
+
+#[tokio::test]
+async fn impersonated_requests_count_for_the_identity_impersonated_and_reviews_for_nobody() {
+    let k = Kube::start().await;
+    // The admin impersonating the robot: the robot's request, denied.
+    let admin_as_robot = As::token(&k.server, k.server.token()).header("Impersonate-User", ROBOT);
+    let r = admin_as_robot.get("/api/v1/namespaces/default/pods").await;
+    assert_eq!(r.code(), 403);
+    // An access review asks about alice without being alice's request.
+    let r = k
+        .post(
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+            &json!({
+                "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                "spec": {"user": "alice", "resourceAttributes": {"verb": "get", "resource": "pods", "namespace": "default"}},
+            }),
+        )
+        .await;
+    assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+    let names = k.server.audited_identities();
+    assert!(names.iter().any(|n| n == ROBOT), "{names:?}");
+    assert!(names.iter().any(|n| n == "admin"), "{names:?}");
+    assert!(!names.iter().any(|n| n == "alice"), "{names:?}");
+    let audit = k.server.permission_audit(ROBOT);
+    assert_eq!(audit.denied.len(), 1, "{audit}");
+    assert_eq!(audit.denied[0].rule.resources, ["pods"]);
+    assert_eq!(audit.denied[0].rule.verbs, ["list"]);
+    // The admin bypasses RBAC: nothing is over-privilege.
+    let admin = k.server.permission_audit("admin");
+    assert!(admin.is_least_privilege(), "{admin}");
+}
+
+#[tokio::test]
+async fn block_owner_deletion_needs_update_on_the_owners_finalizers_when_enforced() {
+    let k = Kube::with(ApiServer::builder().owner_references_permission_enforcement(true)).await;
+    let robot = As::creds(
+        &k.server,
+        &k.server.add_service_account("default", "robot").unwrap(),
+    );
+    let owner = k
+        .post(
+            "/api/v1/namespaces/default/configmaps",
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}}),
+        )
+        .await
+        .json();
+    apply(
+        &k,
+        &format!("{RBAC}/namespaces/default/roles"),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "robot"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}],
+        }),
+    )
+    .await;
+    apply(
+        &k,
+        &format!("{RBAC}/namespaces/default/rolebindings"),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "robot"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "robot"},
+            "subjects": [{"kind": "ServiceAccount", "name": "robot"}],
+        }),
+    )
+    .await;
+    let dependent = |name: &str, block: bool| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": name,
+            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+                "uid": owner["metadata"]["uid"], "controller": true, "blockOwnerDeletion": block}],
+        }})
+    };
+    const CMS: &str = "/api/v1/namespaces/default/configmaps";
+    // A reference that does not block needs nothing more on a create.
+    assert_eq!(robot.post(CMS, dependent("free", false)).await.code(), 201);
+    let r = robot.post(CMS, dependent("blocking", true)).await;
+    assert_eq!(r.code(), 403);
+    assert_eq!(
+        r.json()["message"],
+        r#"configmaps "blocking" is forbidden: cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: , <nil>"#
+    );
+    let audit = k.server.permission_audit(ROBOT);
+    assert_eq!(audit.denied.len(), 1, "{audit}");
+    assert_eq!(audit.denied[0].rule.resources, ["configmaps/finalizers"]);
+    assert_eq!(audit.denied[0].rule.verbs, ["update"]);
+
+    apply(&k, &format!("{RBAC}/namespaces/default/roles"), json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "robot-finalizers"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps/finalizers"], "verbs": ["update"]}],
+    }))
+    .await;
+    apply(&k, &format!("{RBAC}/namespaces/default/rolebindings"), json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "robot-finalizers"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "robot-finalizers"},
+        "subjects": [{"kind": "ServiceAccount", "name": "robot"}],
+    }))
+    .await;
+    assert_eq!(
+        robot.post(CMS, dependent("blocking", true)).await.code(),
+        201
+    );
+    // Both rules allowed something: nothing is unused.
+    let audit = k.server.permission_audit(ROBOT);
+    assert!(audit.unused.is_empty(), "{audit}");
+}
