@@ -1,11 +1,12 @@
 //! The operator's own webhooks on kubeforge's in-process API server, for
-//! [`App::start_on`](super::App::start_on), [`App::start_as_operator`](super::App::start_as_operator)
-//! and `--embedded`: when the
-//! operator registers webhooks ([`App::webhooks`](super::App::webhooks)),
-//! its manager serves them on a free loopback port with a fresh CA
-//! ([`LocalWebhooks`]), and the API server is pointed at them (webhook
-//! configurations and the CRDs' conversion), as envtest does. An operator
-//! without webhooks gets none of this.
+//! [`App::start_on`](super::App::start_on),
+//! [`App::start_as_operator`](super::App::start_as_operator) and
+//! `--embedded`: when the operator registers webhooks
+//! ([`App::webhooks`](super::App::webhooks)), its manager serves them on a
+//! free loopback port with a fresh CA ([`LocalWebhooks`]), and the API
+//! server is pointed at them (webhook configurations and the CRDs'
+//! conversion), as envtest does. An operator without webhooks gets none of
+//! this.
 
 use super::Error;
 use crate::manager::{CancellationToken, ManagerBuilder};
