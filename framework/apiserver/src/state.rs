@@ -30,6 +30,8 @@ pub(crate) struct Options {
     pub workloads: Option<Arc<Workloads>>,
     /// The simulated nodes' fault switches.
     pub node_controls: Arc<NodeControls>,
+    /// How long an Event lives after its last write; forever when `None`.
+    pub event_ttl: Option<Duration>,
 }
 
 /// State shared by requests and the controllers.
