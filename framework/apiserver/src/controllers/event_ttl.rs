@@ -156,7 +156,10 @@ mod tests {
     #[test]
     fn the_sweep_period_is_a_tenth_of_the_ttl_within_bounds() {
         assert_eq!(sweep_period(DEFAULT_EVENT_TTL), Duration::from_secs(60));
-        assert_eq!(sweep_period(Duration::from_secs(10)), Duration::from_secs(1));
+        assert_eq!(
+            sweep_period(Duration::from_secs(10)),
+            Duration::from_secs(1)
+        );
         assert_eq!(
             sweep_period(Duration::from_millis(100)),
             Duration::from_millis(50)
