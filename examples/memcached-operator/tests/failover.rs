@@ -4,8 +4,9 @@
 //! stopped with SIGTERM, or cut off the network (each process reaches the
 //! server through its own TCP relay here, which the test can cut); a
 //! Memcached created right after is timed until its Deployment exists,
-//! and a fresh copy replaces the one that went. Figures (min/median/max
-//! per mode) are printed, not asserted.
+//! a fresh copy replaces the one that went, and the round's Memcacheds are
+//! deleted, so that every successor starts with the same few objects to
+//! reconcile. Figures (min/median/max per mode) are printed, not asserted.
 //!
 //! Each process writes under its own field manager (`--field-manager`),
 //! and the test follows the server's history (Leases, Memcacheds and
@@ -14,7 +15,10 @@
 //! resourceVersion, so no two processes ever wrote as leader at once.
 //!
 //! The short version (one kill per mode) runs with `cargo test`; the long
-//! one (10 per mode) with `-- --ignored`.
+//! one (10 per mode) with `-- --ignored`. With `FAILOVER_KEEP_LOGS` set,
+//! the per-process logs (JSON, timestamped) are kept and their directory
+//! printed, to line up each kill with the successor's election and first
+//! reconcile.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -32,7 +36,7 @@ use kubeforge::kube_core::watch::WatchEvent;
 use kubeforge::prelude::*;
 use kubeforge::testing::ApiServer;
 use memcached_operator::{Memcached, MemcachedSpec, LEASE_NAME};
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::process::{Child, Command};
 use tokio::sync::watch;
@@ -124,17 +128,20 @@ impl Operator {
         let stderr = child.stderr.take().expect("stderr");
         let log_path = dir.join(format!("operator-{n}.log"));
         let found = identity.clone();
+        // Written line by line, so the log of a process still running
+        // when the test ends is there too.
+        let mut log = tokio::fs::File::create(log_path)
+            .await
+            .expect("create the process log");
         tokio::spawn(async move {
             let mut lines = BufReader::new(stderr).lines();
-            let mut log = String::new();
             while let Ok(Some(line)) = lines.next_line().await {
                 if let Some(id) = field(&line, "identity") {
                     found.lock().unwrap().get_or_insert(id);
                 }
-                log.push_str(&line);
-                log.push('\n');
+                let _ = log.write_all(line.as_bytes()).await;
+                let _ = log.write_all(b"\n").await;
             }
-            let _ = std::fs::write(log_path, log);
         });
         Operator {
             manager,
@@ -323,6 +330,21 @@ async fn reconciled(client: &Client, name: &str, deadline: Duration) -> Option<D
     None
 }
 
+/// Deletes Memcached `name` and waits until it is gone (the leader
+/// removes its finalizer); whether it went within `deadline`.
+async fn deleted(client: &Client, name: &str, deadline: Duration) -> bool {
+    let started = Instant::now();
+    let memcacheds: Api<Memcached> = Api::namespaced(client.clone(), NS);
+    let _ = memcacheds.delete(name, &DeleteParams::default()).await;
+    while started.elapsed() < deadline {
+        if let Ok(None) = memcacheds.get_opt(name).await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
 fn summary(times: &[Duration]) -> String {
     let mut sorted = times.to_vec();
     sorted.sort();
@@ -380,6 +402,11 @@ async fn failover(kills_per_mode: usize) {
                 .unwrap_or_else(|| panic!("the holder {holder} is none of the processes"));
             let mut leader = operators.remove(at);
 
+            eprintln!(
+                "round {round} {mode:?}: taking {} down at {}",
+                leader.manager,
+                kubeforge::k8s_openapi::jiff::Timestamp::now()
+            );
             match mode {
                 Mode::Sigkill => leader.child.start_kill().expect("SIGKILL"),
                 Mode::Sigterm => {
@@ -418,6 +445,15 @@ async fn failover(kills_per_mode: usize) {
             }
             operators.push(Operator::spawn(spawned, &server, dir.path()).await);
             spawned += 1;
+            // The next leader starts by reconciling every Memcached there
+            // is: keep their number the same in every round, so that the
+            // modes compare failover, not backlog.
+            for name in [format!("warm-{round}"), format!("probe-{round}")] {
+                assert!(
+                    deleted(&client, &name, Duration::from_secs(60)).await,
+                    "round {round}: Memcached {name} not finalized within 60 s"
+                );
+            }
         }
     }
     for op in &operators {
@@ -441,8 +477,12 @@ async fn failover(kills_per_mode: usize) {
     for op in &mut operators {
         let _ = op.child.kill().await;
     }
-    // Keep the logs of a failed run.
+    // Keep the logs of a failed run, or of any run when asked to.
     let logs: PathBuf = dir.keep();
+    let keep = std::env::var_os("FAILOVER_KEEP_LOGS").is_some();
+    if keep {
+        eprintln!("per-process logs kept in {}", logs.display());
+    }
     assert!(
         wrong.is_empty(),
         "writes as non-leader (logs in {}): {wrong:#?}",
@@ -453,7 +493,9 @@ async fn failover(kills_per_mode: usize) {
         not_stopped.is_empty(),
         "leaders that lost the Lease kept running: {not_stopped:?}"
     );
-    let _ = std::fs::remove_dir_all(logs);
+    if !keep {
+        let _ = std::fs::remove_dir_all(logs);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

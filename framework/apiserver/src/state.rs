@@ -33,6 +33,8 @@ pub(crate) struct Options {
     pub node_controls: Arc<NodeControls>,
     /// kube-apiserver's `OwnerReferencesPermissionEnforcement` admission.
     pub owner_references_permission_enforcement: bool,
+    /// How long an Event lives after its last write; forever when `None`.
+    pub event_ttl: Option<Duration>,
 }
 
 /// State shared by requests and the controllers.

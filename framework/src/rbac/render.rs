@@ -135,10 +135,14 @@ pub fn render(permissions: &Permissions, options: &RoleOptions) -> RoleManifests
 
     if let Some(lease) = permissions.leader_election_lease() {
         let leases = || Rule::resource("coordination.k8s.io", "leases");
-        // A create cannot be restricted by name; reading and renewing can.
+        // A create cannot be restricted by name; reading, renewing and
+        // following it (a list or watch pinned by a `metadata.name` field
+        // selector) can.
         let rules = vec![
             leases().verbs([Verb::Create]),
-            leases().names([lease]).verbs([Verb::Get, Verb::Update]),
+            leases()
+                .names([lease])
+                .verbs([Verb::Get, Verb::List, Verb::Watch, Verb::Update]),
         ];
         let name = &options.leader_election_role_name;
         out.leader_election_role = Some(Role {
@@ -205,7 +209,7 @@ mod tests {
         assert_eq!(rules.len(), 2);
         assert_eq!(rules[0].verbs, ["create"]);
         assert_eq!(rules[0].resource_names, None);
-        assert_eq!(rules[1].verbs, ["get", "update"]);
+        assert_eq!(rules[1].verbs, ["get", "list", "update", "watch"]);
         assert_eq!(
             rules[1].resource_names.as_deref(),
             Some(&["abc.example.com".to_owned()][..])

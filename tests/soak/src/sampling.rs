@@ -33,7 +33,17 @@ fn page_size() -> u64 {
 /// The resident set size in bytes (`statm`'s second field), `None` off
 /// Linux.
 pub fn rss_bytes() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    rss_from("/proc/self/statm")
+}
+
+/// The resident set size of process `pid` in bytes (pages of this
+/// process's size: the same kernel), `None` off Linux or once it is gone.
+pub fn rss_bytes_of(pid: u32) -> Option<u64> {
+    rss_from(&format!("/proc/{pid}/statm"))
+}
+
+fn rss_from(statm: &str) -> Option<u64> {
+    let statm = std::fs::read_to_string(statm).ok()?;
     let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
     Some(pages * page_size())
 }
@@ -149,5 +159,7 @@ controller_runtime_active_workers{controller="memcached"} 1
         let rss = rss_bytes().expect("statm on Linux");
         assert!(rss > 0);
         assert_eq!(rss % page_size(), 0);
+        assert_eq!(rss_bytes_of(std::process::id()).map(|r| r > 0), Some(true));
+        assert_eq!(rss_bytes_of(u32::MAX), None, "no such process");
     }
 }

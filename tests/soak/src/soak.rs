@@ -15,7 +15,7 @@ use kubeforge::k8s_openapi::api::events::v1::Event;
 use kubeforge::k8s_openapi::jiff::Timestamp;
 use kubeforge::manager::{CancellationToken, SharedRegistry};
 use kubeforge::prelude::*;
-use kubeforge::testing::{ApiServer, Failure, Faults, RequestMatch};
+use std::path::PathBuf;
 use memcached_operator::controller::{CONTROLLER_NAME, FIELD_MANAGER};
 use memcached_operator::status::observe;
 use memcached_operator::{register, Memcached, MemcachedSpec, MemcachedStatus, Settings};
@@ -23,6 +23,7 @@ use serde_json::json;
 use tokio::sync::Mutex;
 
 use crate::sampling::{after_warm_up, controller_figures, rss_bytes, slope, ControllerFigures};
+use crate::server::{Fault, SoakServer};
 
 const NS: &str = "default";
 
@@ -45,6 +46,15 @@ pub struct SoakOptions {
     pub settle: Duration,
     /// The seed of the writers' and the fault injector's choices.
     pub seed: u64,
+    /// Runs the API server in a child process (this program, started with
+    /// [`SERVE_FLAG`](crate::server::SERVE_FLAG)) so that its heap is
+    /// measured apart from the operator's; in process when `None`.
+    pub server_process: Option<PathBuf>,
+    /// How long the server keeps an Event after its last write
+    /// (kube-apiserver's `--event-ttl`, an hour there); `None`: forever.
+    /// A soak of minutes shortens it to reach the steady state an hour
+    /// would.
+    pub event_ttl: Option<Duration>,
 }
 
 impl Default for SoakOptions {
@@ -58,6 +68,8 @@ impl Default for SoakOptions {
             fault_every: Duration::from_millis(1500),
             settle: Duration::from_secs(60),
             seed: 1,
+            server_process: None,
+            event_ttl: Some(Duration::from_secs(60)),
         }
     }
 }
@@ -71,6 +83,9 @@ pub struct Sample {
     pub rss: Option<u64>,
     /// Live heap, bytes.
     pub heap: Option<u64>,
+    /// The API server's process's resident set and live heap, bytes, when
+    /// it runs apart.
+    pub server: Option<(Option<u64>, Option<u64>)>,
     /// The controller's metrics.
     pub figures: ControllerFigures,
 }
@@ -84,6 +99,8 @@ pub struct SoakReport {
     pub heap_slope: Option<f64>,
     /// Least-squares slope of the resident set after warm-up, bytes/minute.
     pub rss_slope: Option<f64>,
+    /// The same two slopes of the API server's process, when it runs apart.
+    pub server_slopes: Option<(Option<f64>, Option<f64>)>,
     /// Writes the writers made that the server acknowledged.
     pub writes: u64,
     /// Writes refused (injected faults, conflicts, a name still being deleted).
@@ -132,9 +149,11 @@ fn refused(e: &kubeforge::Error) -> bool {
 /// Runs a soak with `options`, reading the live heap with `heap`, printing
 /// a line per sample to stderr.
 pub async fn run(options: SoakOptions, heap: fn() -> Option<u64>) -> anyhow::Result<SoakReport> {
-    let server = ApiServer::start().await?;
-    server.install_crd_for::<Memcached>()?;
-    let client = server.client()?;
+    let server = Arc::new(match &options.server_process {
+        Some(program) => SoakServer::child(program, options.event_ttl).await?,
+        None => SoakServer::in_process(options.event_ttl).await?,
+    });
+    let client = server.client().await?;
     let mgr = Manager::builder()
         .client(client.clone())
         .field_manager(FIELD_MANAGER)
@@ -177,7 +196,7 @@ pub async fn run(options: SoakOptions, heap: fn() -> Option<u64>) -> anyhow::Res
         stop_writers.clone(),
     ));
     let injector = tokio::spawn(inject_faults(
-        server.faults(),
+        server.clone(),
         options.clone(),
         faults_injected.clone(),
         stop_writers.clone(),
@@ -185,11 +204,16 @@ pub async fn run(options: SoakOptions, heap: fn() -> Option<u64>) -> anyhow::Res
 
     let mut samples = Vec::new();
     let mut previous: Option<Sample> = None;
-    eprintln!("     t      rss MiB   heap MiB   reconciles/s   errors/s   queue   active");
+    let apart = if options.server_process.is_some() {
+        "   server rss MiB   server heap MiB"
+    } else {
+        ""
+    };
+    eprintln!("     t      rss MiB   heap MiB   reconciles/s   errors/s   queue   active{apart}");
     while started.elapsed() < options.duration {
         let left = options.duration.saturating_sub(started.elapsed());
         tokio::time::sleep(options.sample_every.min(left)).await;
-        let sample = take_sample(started, &registry, heap);
+        let sample = take_sample(started, &registry, heap, &server).await;
         print_sample(&sample, previous.as_ref());
         previous = Some(sample);
         samples.push(sample);
@@ -198,7 +222,7 @@ pub async fn run(options: SoakOptions, heap: fn() -> Option<u64>) -> anyhow::Res
     for task in [writer, toucher, injector] {
         task.await?;
     }
-    server.faults().clear();
+    server.inject(Fault::Clear).await?;
 
     // Settle: names the writers could not be sure about take the server's word.
     let memcacheds: Api<Memcached> = Api::namespaced(client.clone(), NS);
@@ -227,17 +251,18 @@ pub async fn run(options: SoakOptions, heap: fn() -> Option<u64>) -> anyhow::Res
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let converged_after = unconverged.is_empty().then(|| settle_started.elapsed());
-    let final_sample = take_sample(started, &registry, heap);
+    let final_sample = take_sample(started, &registry, heap, &server).await;
     print_sample(&final_sample, previous.as_ref());
     // What the server keeps that the run keeps adding to: one Event per
-    // finalized Memcached (the server, like a cluster without an event TTL,
-    // never drops them), counted because the heap includes the server's.
+    // finalized Memcached, until the Event TTL expires it.
     let events: Api<Event> = Api::namespaced(client.clone(), NS);
     let events_kept = events.list(&Default::default()).await?.items.len();
 
     stop_manager.cancel();
     manager.await??;
-    server.shutdown().await;
+    if let Ok(server) = Arc::try_unwrap(server) {
+        server.shutdown().await;
+    }
 
     let per_minute = |pick: fn(&Sample) -> Option<u64>| {
         let points: Vec<(f64, f64)> = after_warm_up(&samples)
@@ -249,6 +274,12 @@ pub async fn run(options: SoakOptions, heap: fn() -> Option<u64>) -> anyhow::Res
     Ok(SoakReport {
         heap_slope: per_minute(|s| s.heap),
         rss_slope: per_minute(|s| s.rss),
+        server_slopes: options.server_process.is_some().then(|| {
+            (
+                per_minute(|s| s.server.and_then(|(_, heap)| heap)),
+                per_minute(|s| s.server.and_then(|(rss, _)| rss)),
+            )
+        }),
         samples,
         writes: writes.load(Ordering::Relaxed),
         refused: refusals.load(Ordering::Relaxed),
@@ -264,15 +295,23 @@ pub async fn run(options: SoakOptions, heap: fn() -> Option<u64>) -> anyhow::Res
     })
 }
 
-fn take_sample(started: Instant, registry: &SharedRegistry, heap: fn() -> Option<u64>) -> Sample {
+async fn take_sample(
+    started: Instant,
+    registry: &SharedRegistry,
+    heap: fn() -> Option<u64>,
+    server: &SoakServer,
+) -> Sample {
     let figures = controller_figures(
         &registry.read().unwrap_or_else(|e| e.into_inner()),
         CONTROLLER_NAME,
     );
+    let at = started.elapsed().as_secs_f64();
+    let (rss, heap) = (rss_bytes(), heap());
     Sample {
-        at: started.elapsed().as_secs_f64(),
-        rss: rss_bytes(),
-        heap: heap(),
+        at,
+        rss,
+        heap,
+        server: server.memory().await.map(|(heap, rss)| (rss, heap)),
         figures,
     }
 }
@@ -289,8 +328,11 @@ fn print_sample(s: &Sample, previous: Option<&Sample>) {
             s.figures.errors / s.at.max(1e-3),
         ),
     };
+    let apart = s.server.map_or(String::new(), |(rss, heap)| {
+        format!("{:>17.1} {:>17.2}", mib(rss), mib(heap))
+    });
     eprintln!(
-        "{:>6.1}s {:>10.1} {:>10.2} {:>14.1} {:>10.2} {:>7} {:>8}",
+        "{:>6.1}s {:>10.1} {:>10.2} {:>14.1} {:>10.2} {:>7} {:>8}{apart}",
         s.at,
         mib(s.rss),
         mib(s.heap),
@@ -443,7 +485,7 @@ fn deployment_status(d: &Deployment, ready: i32) -> serde_json::Value {
 /// next watch answered 410 Expired, three requests answered 429, three
 /// answered 500, the watch history compacted.
 async fn inject_faults(
-    faults: Faults,
+    server: Arc<SoakServer>,
     options: SoakOptions,
     injected: Arc<AtomicU64>,
     stop: CancellationToken,
@@ -454,23 +496,16 @@ async fn inject_faults(
     tick.tick().await;
     while !stop.is_cancelled() {
         tick.tick().await;
-        match rng.u8(..5) {
-            0 => faults.close_watches(),
-            1 => faults.fail_next(1, RequestMatch::verb("watch"), Failure::Expired),
-            2 => faults.fail_next(
-                3,
-                RequestMatch::any(),
-                Failure::TooManyRequests {
-                    retry_after_seconds: 1,
-                },
-            ),
-            3 => faults.fail_next(3, RequestMatch::any(), Failure::InternalError),
-            _ => {
-                faults.compact();
-                faults.close_watches();
-            }
+        let fault = match rng.u8(..5) {
+            0 => Fault::CloseWatches,
+            1 => Fault::Expired,
+            2 => Fault::TooManyRequests,
+            3 => Fault::InternalError,
+            _ => Fault::Compact,
+        };
+        if server.inject(fault).await.is_ok() {
+            injected.fetch_add(1, Ordering::Relaxed);
         }
-        injected.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -592,6 +627,13 @@ pub fn print_report(report: &SoakReport) -> bool {
         mib_per_min(report.heap_slope),
         mib_per_min(report.rss_slope)
     );
+    if let Some((heap, rss)) = report.server_slopes {
+        eprintln!(
+            "(the slopes above are the operator's process alone) the API server's process: heap slope {}; RSS slope {}",
+            mib_per_min(heap),
+            mib_per_min(rss)
+        );
+    }
     eprintln!(
         "at the end: {} Memcacheds expected present, {} absent; {} Events kept by the server",
         report.present, report.absent, report.events_kept

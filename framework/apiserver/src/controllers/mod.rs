@@ -5,11 +5,13 @@
 //!   deletion ([`namespaces`]), CRD deletion ([`crds`]) and the `default`
 //!   ServiceAccount of every namespace ([`serviceaccounts`]), run as one
 //!   task woken after writes; work that cannot progress yet stays pending.
+//! - unless turned off: Event expiry ([`event_ttl`]), its own task.
 //! - when the server is built with workloads: the workload controllers
 //!   and the simulated nodes ([`workloads`]), each its own task fed by
 //!   watches on the store.
 
 mod crds;
+pub(crate) mod event_ttl;
 mod gc;
 mod namespaces;
 mod serviceaccounts;
@@ -29,6 +31,9 @@ use crate::util;
 pub(crate) async fn run(shared: Arc<Shared>, cancel: CancellationToken) {
     if shared.options.workloads.is_some() {
         workloads::start(shared.clone(), cancel.clone());
+    }
+    if let Some(ttl) = shared.options.event_ttl {
+        tokio::spawn(event_ttl::run(shared.clone(), ttl, cancel.clone()));
     }
     loop {
         tokio::select! {

@@ -54,6 +54,7 @@ pub struct ApiServerBuilder {
     history_bytes: usize,
     watch_buffer: usize,
     bookmark_interval: Duration,
+    event_ttl: Option<Duration>,
     latency: Option<Duration>,
     failures: Vec<(usize, RequestMatch, Failure)>,
     workloads: Option<Workloads>,
@@ -69,6 +70,7 @@ impl Default for ApiServerBuilder {
             history_bytes: DEFAULT_HISTORY_BYTES,
             watch_buffer: 4096,
             bookmark_interval: Duration::from_secs(60),
+            event_ttl: Some(crate::controllers::event_ttl::DEFAULT_EVENT_TTL),
             latency: None,
             failures: Vec::new(),
             workloads: None,
@@ -112,6 +114,13 @@ impl ApiServerBuilder {
     /// (default 60 s, as kube-apiserver).
     pub fn bookmark_interval(mut self, interval: Duration) -> Self {
         self.bookmark_interval = interval;
+        self
+    }
+
+    /// How long an Event lives after its last write (kube-apiserver's
+    /// `--event-ttl`, default one hour); `None` keeps Events forever.
+    pub fn event_ttl(mut self, ttl: Option<Duration>) -> Self {
+        self.event_ttl = ttl;
         self
     }
 
@@ -196,6 +205,7 @@ impl ApiServerBuilder {
             controllers: ControllerQueue::default(),
             options: Options {
                 bookmark_interval: self.bookmark_interval,
+                event_ttl: self.event_ttl,
                 workloads: self.workloads.map(Arc::new),
                 node_controls: Arc::default(),
                 owner_references_permission_enforcement: self

@@ -3,7 +3,14 @@
 //!
 //! - **Acquire**: `try_acquire_or_renew` at once, then every retry period
 //!   with jitter 1.2 (client-go's `wait.JitterUntil`), until it succeeds;
-//!   each attempt is bounded by the renew deadline.
+//!   each attempt is bounded by the renew deadline. Two departures, both
+//!   about *when* to try, never about whether the lease may be taken: a
+//!   candidate also tries the moment the lease it observed expires (not up
+//!   to 2.2 retry periods later), and, with a lock that follows the record
+//!   ([`LeaseLock::watch`]), notes each renewal when it happens and tries
+//!   at once when the lease is released or deleted. With the defaults a
+//!   killed leader is then replaced about 15 s after its last renewal
+//!   instead of 15 to 23.8 s after a poll that saw it.
 //! - **Renew**: every retry period (after the previous renewal), try again
 //!   every retry period (non-sliding) until one succeeds or the renew
 //!   deadline passes; the deadline cancels the attempt in flight and ends
@@ -19,13 +26,14 @@
 //! another holder gives up at once instead of retrying until the deadline
 //! (in client-go that retry can only fail; ending early is strictly safer).
 
+use futures::StreamExt as _;
 use tokio::time::{sleep, sleep_until, timeout_at, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use super::config::{jittered, LeaderElectionConfig, JITTER_FACTOR};
 use super::handle::{LeadershipHandle, Phase, Publisher};
-use super::lock::{LeaseLock, LockError};
+use super::lock::{LeaseLock, LockError, RecordChanges};
 use super::metrics::LeaderElectionMetrics;
 use super::observer::{Decision, Observer};
 use crate::manager::Error;
@@ -207,6 +215,7 @@ impl<L: LeaseLock> Run<L> {
 
     /// Tries until the lease is ours (true) or `stop` is cancelled (false).
     async fn acquire(&mut self, stop: &CancellationToken) -> bool {
+        let mut changes = self.lock.watch();
         loop {
             // Bounded like every lock request in client-go, whose
             // `NewFromKubeconfig` sets the client timeout to the renew
@@ -228,11 +237,56 @@ impl<L: LeaseLock> Run<L> {
                     tracing::debug!("failed to acquire lease");
                 }
             }
-            let wait = jittered(self.config.retry_period(), JITTER_FACTOR);
-            tokio::select! {
+            let retry_at = Instant::now() + jittered(self.config.retry_period(), JITTER_FACTOR);
+            if !self.wait_for_turn(retry_at, &mut changes, stop).await {
+                return false;
+            }
+        }
+    }
+
+    /// Waits until the next attempt is due: the jittered retry, or earlier
+    /// the moment the observed lease expires, or a followed change that
+    /// leaves the lease free (released or deleted). A change that is a
+    /// renewal is observed now, which moves the expiry. False when `stop`
+    /// is cancelled.
+    async fn wait_for_turn(
+        &mut self,
+        retry_at: Instant,
+        changes: &mut Option<RecordChanges>,
+        stop: &CancellationToken,
+    ) -> bool {
+        loop {
+            // Only an expiry still ahead: once past it, an attempt has
+            // failed (a conflict, an outage) and retries keep their pace.
+            let wake = match self.observer.expires_at() {
+                Some(expiry) if expiry > Instant::now() => expiry.min(retry_at),
+                _ => retry_at,
+            };
+            let change = async {
+                match changes.as_mut() {
+                    Some(stream) => stream.next().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let change = tokio::select! {
                 biased;
                 () = stop.cancelled() => return false,
-                () = sleep(wait) => {}
+                () = sleep_until(wake) => return true,
+                change = change => change,
+            };
+            match change {
+                Some(Some(record)) => {
+                    let free = !record.is_held();
+                    self.observer.observe(record, Instant::now());
+                    self.report();
+                    if free {
+                        return true;
+                    }
+                }
+                // Deleted: create it.
+                Some(None) => return true,
+                // The lock stopped following: poll only.
+                None => *changes = None,
             }
         }
     }

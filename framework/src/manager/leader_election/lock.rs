@@ -2,14 +2,33 @@
 //! the record is kept (get, create, update with optimistic concurrency), and
 //! [`ApiLeaseLock`], which keeps it in a `coordination.k8s.io/v1` Lease
 //! through the client layer, as client-go's `resourcelock.LeaseLock` does.
+//!
+//! A lock may also follow the record as it changes ([`LeaseLock::watch`]);
+//! [`ApiLeaseLock`] does, with a watch on its one Lease, so that a waiting
+//! candidate sees a renewal or a release when it happens rather than on its
+//! next poll.
+
+use std::time::Duration;
 
 use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use futures::StreamExt as _;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube_core::params::PostParams;
+use kube_core::params::{ListParams, PostParams, WatchParams};
+use kube_core::watch::WatchEvent;
+use tokio::sync::watch;
 
 use super::record::LeaderElectionRecord;
 use crate::client::{Api, Client};
+
+/// The record each time it changes (`None`: the lease was deleted), as a
+/// lock that can follow it reports it. Intermediate changes may be
+/// skipped; the stream ends when the lock can no longer follow.
+pub type RecordChanges = BoxStream<'static, Option<LeaderElectionRecord>>;
+
+/// How long following a Lease waits before watching again after a failure.
+const REWATCH_DELAY: Duration = Duration::from_secs(1);
 
 /// Why a lock operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +95,15 @@ pub trait LeaseLock: Send + 'static {
 
     /// A short description for logs, e.g. `namespace/name`.
     fn describe(&self) -> String;
+
+    /// Follows the record as it changes, when this lock can. A candidate
+    /// waiting for the lease then notes each change when it happens (its
+    /// wait for expiry counts from there) and tries at once when the
+    /// lease is released; without it (`None`, the default) changes are
+    /// seen only on the next poll, up to 2.2 retry periods later.
+    fn watch(&self) -> Option<RecordChanges> {
+        None
+    }
 }
 
 impl LeaseLock for Box<dyn LeaseLock> {
@@ -100,12 +128,18 @@ impl LeaseLock for Box<dyn LeaseLock> {
     fn describe(&self) -> String {
         (**self).describe()
     }
+
+    fn watch(&self) -> Option<RecordChanges> {
+        (**self).watch()
+    }
 }
 
 /// A [`LeaseLock`] on a `coordination.k8s.io/v1` Lease
 /// (`/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}`).
 ///
-/// Needs RBAC `get`, `create` and `update` on `leases` in the namespace.
+/// Needs RBAC `get`, `create` and `update` on `leases` in the namespace,
+/// and `list` and `watch` on its Lease to follow it (a watch pinned by a
+/// `metadata.name` field selector; without them a candidate polls only).
 pub struct ApiLeaseLock {
     api: Api<Lease>,
     namespace: String,
@@ -210,6 +244,98 @@ impl LeaseLock for ApiLeaseLock {
 
     fn describe(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
+    }
+
+    fn watch(&self) -> Option<RecordChanges> {
+        let (changes, follower) = watch::channel(None);
+        let api = self.api.clone();
+        let name = self.name.clone();
+        tokio::spawn(async move {
+            // Ends when the candidate drops the stream.
+            tokio::select! {
+                () = changes.closed() => {}
+                () = follow_lease(&api, &name, &changes) => {}
+            }
+        });
+        Some(changes_of(follower))
+    }
+}
+
+/// A stream of the values a watch channel takes after the first; ends when
+/// the sender goes.
+pub(crate) fn changes_of(
+    receiver: watch::Receiver<Option<LeaderElectionRecord>>,
+) -> RecordChanges {
+    futures::stream::unfold(receiver, |mut receiver| async move {
+        receiver.changed().await.ok()?;
+        let record = receiver.borrow_and_update().clone();
+        Some((record, receiver))
+    })
+    .boxed()
+}
+
+fn record_of(lease: &Lease) -> LeaderElectionRecord {
+    lease
+        .spec
+        .as_ref()
+        .map(LeaderElectionRecord::from_spec)
+        .unwrap_or_default()
+}
+
+/// Lists the Lease `name`, then watches it from the list's
+/// resourceVersion, sending every change; starts over after a failure or
+/// an expired resourceVersion. Never returns.
+async fn follow_lease(
+    api: &Api<Lease>,
+    name: &str,
+    changes: &watch::Sender<Option<LeaderElectionRecord>>,
+) {
+    let selector = format!("metadata.name={name}");
+    let list = ListParams::default().fields(&selector);
+    let params = WatchParams::default().fields(&selector);
+    loop {
+        let leases = match api.list(&list).await {
+            Ok(leases) => leases,
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot list the lease to follow it");
+                tokio::time::sleep(REWATCH_DELAY).await;
+                continue;
+            }
+        };
+        let now = leases.items.first().map(record_of);
+        if *changes.borrow() != now {
+            changes.send_replace(now);
+        }
+        let mut from = leases.metadata.resource_version.unwrap_or_default();
+        // Watch again from the last resourceVersion seen after a closed
+        // watch; list again after an error event (410 Expired) or when
+        // the watch cannot be opened.
+        while let Ok(stream) = api.watch(&params, &from).await {
+            let mut stream = std::pin::pin!(stream);
+            let mut relist = false;
+            while let Some(Ok(event)) = stream.next().await {
+                match event {
+                    WatchEvent::Added(lease) | WatchEvent::Modified(lease) => {
+                        from = lease.metadata.resource_version.clone().unwrap_or_default();
+                        changes.send_replace(Some(record_of(&lease)));
+                    }
+                    WatchEvent::Deleted(lease) => {
+                        from = lease.metadata.resource_version.clone().unwrap_or_default();
+                        changes.send_replace(None);
+                    }
+                    WatchEvent::Bookmark(mark) => from = mark.metadata.resource_version,
+                    WatchEvent::Error(_) => {
+                        relist = true;
+                        break;
+                    }
+                }
+            }
+            if relist {
+                break;
+            }
+            tokio::time::sleep(REWATCH_DELAY).await;
+        }
+        tokio::time::sleep(REWATCH_DELAY).await;
     }
 }
 

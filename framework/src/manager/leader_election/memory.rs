@@ -3,6 +3,10 @@
 //! second create finds the lease there — with fault injection (outages,
 //! failures, latency), for tests and single-process demos.
 //!
+//! A lock made with [`MemoryLeaseLock::following`] also follows the record
+//! ([`LeaseLock::watch`]), as [`ApiLeaseLock`](super::ApiLeaseLock) does
+//! with a watch.
+//!
 //! Latency is split around the write: half before the store changes, half
 //! after. A caller that gives up during the second half has changed the
 //! lease without knowing it, as happens with a real server.
@@ -11,8 +15,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use tokio::sync::watch;
 
-use super::lock::{LeaseLock, LockError};
+use super::lock::{changes_of, LeaseLock, LockError, RecordChanges};
 use super::record::LeaderElectionRecord;
 
 /// Counts of the operations a [`MemoryLeaseStore`] served.
@@ -39,6 +44,8 @@ struct State {
     fail_next: u32,
     latency: Duration,
     stats: MemoryLeaseStats,
+    /// Where changes go once a lock follows them.
+    changes: Option<watch::Sender<Option<LeaderElectionRecord>>>,
 }
 
 impl State {
@@ -59,6 +66,14 @@ impl State {
     fn bump(&mut self) -> u64 {
         self.last_rv += 1;
         self.last_rv
+    }
+
+    /// Stores `object` and tells the locks that follow the record.
+    fn set_object(&mut self, object: Option<(LeaderElectionRecord, u64)>) {
+        if let Some(changes) = &self.changes {
+            changes.send_replace(object.as_ref().map(|(r, _)| r.clone()));
+        }
+        self.object = object;
     }
 }
 
@@ -86,6 +101,7 @@ impl MemoryLeaseStore {
             store: self.clone(),
             name: name.to_owned(),
             cached_rv: None,
+            follows: false,
         }
     }
 
@@ -104,12 +120,12 @@ impl MemoryLeaseStore {
     pub fn set_record(&self, record: LeaderElectionRecord) {
         let mut state = self.state();
         let rv = state.bump();
-        state.object = Some((record, rv));
+        state.set_object(Some((record, rv)));
     }
 
     /// Deletes the lease.
     pub fn delete(&self) {
-        self.state().object = None;
+        self.state().set_object(None);
     }
 
     /// Makes every operation fail (`false`) or work again (`true`).
@@ -143,9 +159,17 @@ pub struct MemoryLeaseLock {
     store: MemoryLeaseStore,
     name: String,
     cached_rv: Option<u64>,
+    follows: bool,
 }
 
 impl MemoryLeaseLock {
+    /// This lock, following the record as it changes
+    /// ([`LeaseLock::watch`]); without it a candidate only polls.
+    pub fn following(mut self) -> Self {
+        self.follows = true;
+        self
+    }
+
     async fn delay(&self) {
         let d = self.store.half_latency();
         if !d.is_zero() {
@@ -180,7 +204,7 @@ impl MemoryLeaseLock {
                 return Err(LockError::AlreadyExists);
             }
             let rv = state.bump();
-            state.object = Some((record.clone(), rv));
+            state.set_object(Some((record.clone(), rv)));
             state.stats.creates += 1;
             self.cached_rv = Some(rv);
         }
@@ -205,7 +229,7 @@ impl MemoryLeaseLock {
                 Some(_) => {}
             }
             let rv = state.bump();
-            state.object = Some((record.clone(), rv));
+            state.set_object(Some((record.clone(), rv)));
             state.stats.updates += 1;
             self.cached_rv = Some(rv);
         }
@@ -235,6 +259,23 @@ impl LeaseLock for MemoryLeaseLock {
 
     fn describe(&self) -> String {
         format!("memory/{}", self.name)
+    }
+
+    fn watch(&self) -> Option<RecordChanges> {
+        if !self.follows {
+            return None;
+        }
+        let mut state = self.store.state();
+        let current = state.object.as_ref().map(|(r, _)| r.clone());
+        let receiver = match &state.changes {
+            Some(changes) => changes.subscribe(),
+            None => {
+                let (changes, receiver) = watch::channel(current);
+                state.changes = Some(changes);
+                receiver
+            }
+        };
+        Some(changes_of(receiver))
     }
 }
 

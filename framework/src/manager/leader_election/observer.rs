@@ -85,6 +85,15 @@ impl Observer {
         }
     }
 
+    /// When the observed lease expires for this candidate, if someone
+    /// holds it: `observed_at + leaseDurationSeconds`.
+    pub(crate) fn expires_at(&self) -> Option<Instant> {
+        match (&self.observed, self.observed_at) {
+            (Some(record), Some(at)) if record.is_held() => Some(at + record.lease_duration()),
+            _ => None,
+        }
+    }
+
     /// Records what a read returned; the observation time moves only if
     /// the record changed.
     pub(crate) fn observe(&mut self, record: LeaderElectionRecord, now: Instant) {

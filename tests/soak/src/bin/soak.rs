@@ -3,11 +3,17 @@
 //! in-process API server under steady writes and injected faults, prints a
 //! sample line every few seconds and a summary, and exits non-zero if the
 //! run did not converge (or the heap grew faster than the given slope).
+//! With `--server-process` the API server runs in a child process (this
+//! binary with `--serve-api KUBECONFIG TTL`), so the operator's heap and
+//! the server's are measured apart. `--event-ttl` (default 60 s, 0 for
+//! never) is the server's Event TTL, an hour in kube-apiserver: shortened
+//! so that a run of minutes reaches the steady state an hour would.
 
 use std::alloc::System;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use kubeforge_soak::server::{serve, SERVE_FLAG};
 use kubeforge_soak::soak::{print_report, run, SoakOptions};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 
@@ -51,15 +57,24 @@ fn parse_args() -> Result<(SoakOptions, Option<f64>), String> {
             "--duration" => options.duration = parse_duration(&value()?)?,
             "--sample-every" => options.sample_every = parse_duration(&value()?)?,
             "--settle" => options.settle = parse_duration(&value()?)?,
+            "--event-ttl" => {
+                let ttl = parse_duration(&value()?)?;
+                options.event_ttl = (!ttl.is_zero()).then_some(ttl);
+            }
             "--memcacheds" => {
                 options.memcacheds = value()?.parse().map_err(|e| format!("--memcacheds: {e}"))?
+            }
+            "--server-process" => {
+                let program = std::env::current_exe()
+                    .map_err(|e| format!("--server-process: cannot find this program: {e}"))?;
+                options.server_process = Some(program);
             }
             "--seed" => options.seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
             "--max-heap-slope" => {
                 max_slope = Some(value()?.parse().map_err(|e| format!("--max-heap-slope: {e}"))?)
             }
             "-h" | "--help" => {
-                return Err("usage: soak [--duration 10m] [--sample-every 5s] [--settle 60s] [--memcacheds 24] [--seed 1] [--max-heap-slope MIB_PER_MIN]".to_owned())
+                return Err("usage: soak [--duration 10m] [--sample-every 5s] [--settle 60s] [--memcacheds 24] [--seed 1] [--event-ttl 60s (0: never)] [--server-process] [--max-heap-slope MIB_PER_MIN]".to_owned())
             }
             other => return Err(format!("unknown argument {other:?} (try --help)")),
         }
@@ -72,6 +87,26 @@ fn parse_args() -> Result<(SoakOptions, Option<f64>), String> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, kubeconfig, ttl] = args.as_slice() {
+        if flag == SERVE_FLAG {
+            let event_ttl = match parse_duration(ttl) {
+                Ok(ttl) if ttl.is_zero() => None,
+                Ok(ttl) => Some(ttl),
+                Err(message) => {
+                    eprintln!("{SERVE_FLAG}: {message}");
+                    return ExitCode::from(2);
+                }
+            };
+            return match serve(kubeconfig.as_ref(), event_ttl, live_heap).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("API server process failed: {e:#}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+    }
     let (options, max_slope) = match parse_args() {
         Ok(parsed) => parsed,
         Err(message) => {
