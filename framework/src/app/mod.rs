@@ -17,13 +17,15 @@
 //!   the in-cluster service account; never silently against anything
 //!   else. `--embedded` (feature `embedded`) runs kubeforge's in-process
 //!   API server inside the operator instead, with the operator's CRDs
-//!   installed and its samples created; the operator runs there as its
-//!   service account, bound to the RBAC `manifests` derive (the samples
-//!   and the kubeconfig written for kubectl are the admin's).
+//!   installed, its webhooks ([`App::webhooks`]) served on loopback with a
+//!   fresh CA and the server pointed at them, and its samples created; the
+//!   operator runs there as its service account, bound to the RBAC
+//!   `manifests` derive (the samples and the kubeconfig written for kubectl
+//!   are the admin's).
 //! - `manifests` prints (or writes under `--dir`, in kubebuilder's
-//!   `config/` layout) what the operator knows about itself: its CRDs and
-//!   its RBAC, derived from what its controllers watch and write (see
-//!   [`rbac`](crate::rbac)). It registers the controllers on a manager that
+//!   `config/` layout) what the operator knows about itself: its CRDs, its
+//!   webhook configurations and its RBAC, derived from what its controllers
+//!   watch and write (see [`rbac`](crate::rbac)). It registers the controllers on a manager that
 //!   never connects, so it needs no cluster; `kubeforge generate` runs it.
 //!
 //! ```no_run
@@ -347,7 +349,7 @@ impl<F: Flags> App<F> {
     /// conversions, through [`Manager::webhooks`]); called after
     /// [`setup`](Self::setup), each time it is. Apart from `setup` so that
     /// the app knows before building a manager that it serves webhooks:
-    /// [`start_on`](Self::start_on) and `--embedded` then serve them on a
+    /// `start_on` (feature `testing`) and `--embedded` then serve them on a
     /// loopback port with a fresh CA and point the API server at them, as
     /// envtest does, and `manifests` writes their configurations.
     pub fn webhooks<E>(
