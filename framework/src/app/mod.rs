@@ -25,8 +25,9 @@
 //! - `manifests` prints (or writes under `--dir`, in kubebuilder's
 //!   `config/` layout) what the operator knows about itself: its CRDs, its
 //!   webhook configurations and its RBAC, derived from what its controllers
-//!   watch and write (see [`rbac`](crate::rbac)). It registers the controllers on a manager that
-//!   never connects, so it needs no cluster; `kubeforge generate` runs it.
+//!   watch and write (see [`rbac`](crate::rbac)). It registers the
+//!   controllers on a manager that never connects, so it needs no cluster;
+//!   `kubeforge generate` runs it.
 //!
 //! ```no_run
 //! use kubeforge::app::App;
