@@ -230,3 +230,58 @@ async fn null_for_an_optional_field_is_dropped_or_defaulted() {
         }
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_operator_runs_the_manager_as_its_service_account_under_derived_rbac() {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kubeforge::controller::{Action, Context};
+    use kubeforge::testing::{operator_user, start_operator, ApiServer};
+    use kubeforge::{Api, Manager};
+
+    let server = ApiServer::start().await.expect("server starts");
+    let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = seen.clone();
+    let operator = start_operator(&server, Manager::builder(), move |mgr| {
+        mgr.controller::<ConfigMap>().reconcile(
+            |_: Arc<ConfigMap>, ctx: Arc<Context<Arc<std::sync::atomic::AtomicUsize>>>| async move {
+                ctx.data().fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Ok::<_, kubeforge::controller::Error>(Action::done())
+            },
+            counter,
+        );
+    })
+    .await
+    .expect("the operator starts");
+    let admin = server.client().expect("admin client");
+    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "one"}})).unwrap();
+    Api::<ConfigMap>::namespaced(admin, "default")
+        .create(&Default::default(), &cm)
+        .await
+        .expect("create");
+    let start = Instant::now();
+    while seen.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "never reconciled"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    operator.stop().await.expect("stops cleanly");
+    // It ran as the service account, and its derived ClusterRole let it
+    // cache ConfigMaps: list and watch allowed, nothing denied.
+    let audit = server.permission_audit(&operator_user());
+    assert!(audit.denied.is_empty(), "{audit}");
+    let verbs: Vec<&str> = audit
+        .requests
+        .iter()
+        .filter(|r| r.resource == "configmaps" && r.allowed > 0)
+        .map(|r| r.verb.as_str())
+        .collect();
+    assert!(
+        verbs.contains(&"list") && verbs.contains(&"watch"),
+        "{audit}"
+    );
+}
