@@ -111,7 +111,7 @@ pub enum SoakServer {
         /// The process.
         child: Child,
         /// Its pipes, one query at a time.
-        io: Mutex<ChildIo>,
+        io: Box<Mutex<ChildIo>>,
         /// Its kubeconfig (in a directory removed with the server).
         kubeconfig: PathBuf,
         /// The directory holding the kubeconfig.
@@ -150,7 +150,7 @@ impl SoakServer {
         }
         Ok(SoakServer::Child {
             child,
-            io: Mutex::new(ChildIo { stdin, stdout }),
+            io: Box::new(Mutex::new(ChildIo { stdin, stdout })),
             kubeconfig,
             _dir: dir,
         })
