@@ -156,7 +156,7 @@ async fn the_manager_role_grants_what_the_controller_watches_and_writes() {
         set(
             "coordination.k8s.io",
             "leases",
-            &["create", "get", "update"]
+            &["create", "get", "list", "update", "watch"]
         )
         .into_iter()
         .collect()

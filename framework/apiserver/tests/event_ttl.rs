@@ -31,12 +31,19 @@ fn event(name: &str, note: &str) -> Value {
 async fn an_event_not_written_for_the_ttl_is_deleted() {
     let k = Kube::with(ApiServer::builder().event_ttl(Some(Duration::from_millis(500)))).await;
     assert_eq!(k.post(EVENTS, &event("old", "once")).await.code(), 201);
-    assert_eq!(k.configmap("default", "stays", json!({})).await["kind"], "ConfigMap");
+    assert_eq!(
+        k.configmap("default", "stays", json!({})).await["kind"],
+        "ConfigMap"
+    );
     eventually("the Event expired", async || {
         k.get(&format!("{EVENTS}/old")).await.code() == 404
     })
     .await;
-    assert_eq!(k.get(&format!("{CORE}/old")).await.code(), 404, "one storage");
+    assert_eq!(
+        k.get(&format!("{CORE}/old")).await.code(),
+        404,
+        "one storage"
+    );
     assert_eq!(k.get(&format!("{CMS}/stays")).await.code(), 200);
 }
 

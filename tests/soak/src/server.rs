@@ -4,14 +4,14 @@
 //! child takes its faults and heap queries as lines on stdin and answers
 //! on stdout; closing its stdin stops it.
 
-use std::path::{Path, PathBuf};
 use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use kubeforge::testing::{ApiServer, ApiServerExt as _, Failure, Faults, RequestMatch};
 use kubeforge::client::KubeConfigOptions;
+use kubeforge::testing::{ApiServer, ApiServerExt as _, Failure, Faults, RequestMatch};
 use kubeforge::{Client, Config};
 use memcached_operator::Memcached;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
@@ -84,7 +84,9 @@ impl Fault {
                     retry_after_seconds: 1,
                 },
             ),
-            Fault::InternalError => faults.fail_next(3, RequestMatch::any(), Failure::InternalError),
+            Fault::InternalError => {
+                faults.fail_next(3, RequestMatch::any(), Failure::InternalError)
+            }
             Fault::Compact => {
                 faults.compact();
                 faults.close_watches();
@@ -109,7 +111,7 @@ pub enum SoakServer {
         /// The process.
         child: Child,
         /// Its pipes, one query at a time.
-        io: Mutex<ChildIo>,
+        io: Box<Mutex<ChildIo>>,
         /// Its kubeconfig (in a directory removed with the server).
         kubeconfig: PathBuf,
         /// The directory holding the kubeconfig.
@@ -148,7 +150,7 @@ impl SoakServer {
         }
         Ok(SoakServer::Child {
             child,
-            io: Mutex::new(ChildIo { stdin, stdout }),
+            io: Box::new(Mutex::new(ChildIo { stdin, stdout })),
             kubeconfig,
             _dir: dir,
         })
@@ -160,8 +162,7 @@ impl SoakServer {
             SoakServer::InProcess(server) => Ok(server.client()?),
             SoakServer::Child { kubeconfig, .. } => {
                 let config =
-                    Config::from_kubeconfig_file(kubeconfig, &KubeConfigOptions::default())
-                        .await?;
+                    Config::from_kubeconfig_file(kubeconfig, &KubeConfigOptions::default()).await?;
                 Ok(Client::new(config)?)
             }
         }

@@ -15,11 +15,11 @@ use kubeforge::k8s_openapi::api::events::v1::Event;
 use kubeforge::k8s_openapi::jiff::Timestamp;
 use kubeforge::manager::{CancellationToken, SharedRegistry};
 use kubeforge::prelude::*;
-use std::path::PathBuf;
 use memcached_operator::controller::{CONTROLLER_NAME, FIELD_MANAGER};
 use memcached_operator::status::observe;
 use memcached_operator::{register, Memcached, MemcachedSpec, MemcachedStatus, Settings};
 use serde_json::json;
+use std::path::PathBuf;
 use tokio::sync::Mutex;
 
 use crate::sampling::{after_warm_up, controller_figures, rss_bytes, slope, ControllerFigures};

@@ -263,9 +263,7 @@ impl LeaseLock for ApiLeaseLock {
 
 /// A stream of the values a watch channel takes after the first; ends when
 /// the sender goes.
-pub(crate) fn changes_of(
-    receiver: watch::Receiver<Option<LeaderElectionRecord>>,
-) -> RecordChanges {
+pub(crate) fn changes_of(receiver: watch::Receiver<Option<LeaderElectionRecord>>) -> RecordChanges {
     futures::stream::unfold(receiver, |mut receiver| async move {
         receiver.changed().await.ok()?;
         let record = receiver.borrow_and_update().clone();
