@@ -20,7 +20,7 @@ const MANAGER: &str = "kube-apiserver";
 
 /// Sets the CRD's conditions and (re)registers its resource.
 pub(crate) fn sync(shared: &Shared, stored: &StoredObject) {
-    let value = &stored.value;
+    let value = &stored.value();
     let name = stored.name().to_owned();
     let names = crd::names(value);
     let group = value

@@ -2,7 +2,11 @@
 //! query parameters (apimachinery `pkg/labels` and `pkg/fields` grammar) and
 //! matching them against stored objects.
 
-use serde_json::Value;
+use std::borrow::Cow;
+
+use serde_json::{Map, Value};
+
+use crate::storage::{ObjKey, StoredObject};
 
 /// One label requirement.
 #[derive(Clone, Debug, PartialEq)]
@@ -267,7 +271,23 @@ impl LabelSelector {
         if self.reqs.is_empty() {
             return true;
         }
-        let labels = obj.pointer("/metadata/labels").and_then(Value::as_object);
+        let labels = obj
+            .get("metadata")
+            .and_then(|m| m.get("labels"))
+            .and_then(Value::as_object);
+        self.matches_labels(labels)
+    }
+
+    /// Matches a stored object's labels, read from its bytes.
+    pub fn matches_stored(&self, obj: &StoredObject) -> bool {
+        if self.reqs.is_empty() {
+            return true;
+        }
+        self.matches_labels(obj.labels().as_ref())
+    }
+
+    /// Matches a `metadata.labels` map (`None` when the object has none).
+    fn matches_labels(&self, labels: Option<&Map<String, Value>>) -> bool {
         let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
         self.reqs.iter().all(|r| match r {
             LabelReq::Eq(k, v) => get(k) == Some(v.as_str()),
@@ -414,22 +434,29 @@ impl FieldSelector {
         self
     }
 
-    /// Matches `obj`; absent fields read as the empty string, booleans and
-    /// numbers as their text.
-    pub fn matches(&self, obj: &Value) -> bool {
+    /// Matches a stored object under `key`: its name and namespace come
+    /// from the key, other fields from the object's bytes; absent fields
+    /// read as the empty string, booleans and numbers as their text.
+    pub fn matches_stored(&self, key: &ObjKey, obj: &StoredObject) -> bool {
         self.reqs.iter().all(|r| {
-            let mut cur = Some(obj);
-            for seg in &r.path {
-                cur = cur.and_then(|v| v.get(seg));
-            }
-            let text = match cur {
-                Some(Value::String(s)) => s.clone(),
-                Some(Value::Bool(b)) => b.to_string(),
-                Some(Value::Number(n)) => n.to_string(),
-                _ => String::new(),
+            let text = match r.path.as_slice() {
+                [m, f] if m == "metadata" && f == "name" => Cow::Borrowed(key.1.as_str()),
+                [m, f] if m == "metadata" && f == "namespace" => Cow::Borrowed(key.0.as_str()),
+                path => Cow::Owned(text_of(obj.field(path).as_ref()).into_owned()),
             };
-            (text == r.value) != r.negated
+            (*text == r.value) != r.negated
         })
+    }
+}
+
+/// A field's text as a field selector compares it: absent fields read as
+/// the empty string, booleans and numbers as their text.
+fn text_of(v: Option<&Value>) -> Cow<'_, str> {
+    match v {
+        Some(Value::String(s)) => Cow::Borrowed(s),
+        Some(Value::Bool(b)) => Cow::Owned(b.to_string()),
+        Some(Value::Number(n)) => Cow::Owned(n.to_string()),
+        _ => Cow::Borrowed(""),
     }
 }
 
@@ -470,6 +497,7 @@ mod tests {
     #[test]
     fn label_operators() {
         let o = obj(json!({"app": "web", "tier": "front", "n": "5"}));
+        let stored = StoredObject::encode(o.clone(), 1);
         for (sel, want) in [
             ("", true),
             ("app=web", true),
@@ -487,6 +515,7 @@ mod tests {
         ] {
             let s = LabelSelector::parse(sel).unwrap();
             assert_eq!(s.matches(&o), want, "{sel}");
+            assert_eq!(s.matches_stored(&stored), want, "{sel} (stored)");
         }
     }
 
@@ -510,13 +539,17 @@ mod tests {
             }
             _ => None,
         };
-        let o = obj(json!({}));
+        let o = StoredObject::encode(obj(json!({})), 1);
+        let key = (String::new(), "a".to_owned());
         let s = FieldSelector::parse("metadata.name=a,status.phase!=Pending", resolve).unwrap();
-        assert!(s.matches(&o));
+        assert!(s.matches_stored(&key, &o));
         let s = FieldSelector::parse("spec.hostNetwork=true", resolve).unwrap();
-        assert!(s.matches(&o));
+        assert!(s.matches_stored(&key, &o));
         let s = FieldSelector::parse("metadata.name==b", resolve).unwrap();
-        assert!(!s.matches(&o));
+        assert!(!s.matches_stored(&key, &o));
+        let s =
+            FieldSelector::parse("status.phase=Running,spec.hostNetwork!=false", resolve).unwrap();
+        assert!(s.matches_stored(&key, &o));
         let err = FieldSelector::parse("spec.foo=x", resolve).unwrap_err();
         assert_eq!(err, "field label not supported: spec.foo");
         assert!(FieldSelector::parse("é=x,metadata.name=é", resolve).is_err());

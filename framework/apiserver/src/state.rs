@@ -20,7 +20,6 @@ use crate::cluster::{NodeControls, Workloads};
 use crate::faults::FaultRules;
 use crate::registry::{Registry, ResKey, ResourceDef};
 use crate::storage::{ObjKey, Storage, StoredObject};
-use crate::util;
 
 /// Tunables of a server.
 #[derive(Clone, Debug)]
@@ -127,12 +126,7 @@ impl ControllerQueue {
 
     /// An object got or kept a deletionTimestamp.
     pub fn mark_deleting(&self, def: &ResourceDef, obj: &StoredObject) {
-        let key = (
-            util::meta_str(&obj.value, "namespace")
-                .unwrap_or("")
-                .to_owned(),
-            obj.name().to_owned(),
-        );
+        let key = (obj.namespace().to_owned(), obj.name().to_owned());
         self.lock().deleting.insert((def.key(), key));
     }
 

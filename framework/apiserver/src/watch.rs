@@ -1,10 +1,11 @@
 //! Watch streams: a chunked `application/json` body of
 //! `{"type":…,"object":…}\n` frames. Initial events, history replay and
-//! live events reuse the frames encoded once per object version and event
-//! type; only Table, metadata-only and non-storage-version watches encode per
-//! watcher. Bookmarks (periodic, and `k8s.io/initial-events-end` after the
-//! initial events of a streaming list), `timeoutSeconds` with a clean end of
-//! stream, and closing on demand (fault injection, dropped slow watchers).
+//! live events wrap the bytes encoded once per object version (a copy into
+//! the batch, nothing kept per event); only Table, metadata-only and
+//! non-storage-version watches encode the object per watcher. Bookmarks
+//! (periodic, and `k8s.io/initial-events-end` after the initial events of
+//! a streaming list), `timeoutSeconds` with a clean end of stream, and
+//! closing on demand (fault injection, dropped slow watchers).
 //! Objects of a CRD converted by its webhook are converted as they go out,
 //! initial and live events alike, awaiting the webhook on the runtime; a
 //! failed conversion ends the stream with an `ERROR` event carrying the
@@ -25,7 +26,7 @@ use super::http::{Body, Output};
 use super::registry::ResourceDef;
 use super::state::Shared;
 use super::status::ApiError;
-use super::storage::object::frame;
+use super::storage::object::{frame, write_frame};
 use super::storage::{StoredObject, Subscription, WatchMsg};
 use super::table::{self, IncludeObject};
 
@@ -127,9 +128,9 @@ impl State {
             || self.spec.def.conversion().is_some()
     }
 
-    /// The frame for `obj` with type `ty`, encoded here only when this
-    /// watcher's format differs from the shared one.
-    fn own_frame(&mut self, ty: &str, obj: &StoredObject) -> Bytes {
+    /// Appends the frame for `obj` with type `ty`, encoded here only when
+    /// this watcher's format differs from the stored one.
+    fn own_frame(&mut self, ty: &str, obj: &StoredObject, out: &mut BytesMut) {
         match &self.spec.output {
             Output::Table { version } => {
                 let version = *version;
@@ -143,34 +144,28 @@ impl State {
                     &self.spec.def,
                     &self.spec.version,
                     version,
-                    &obj.value,
+                    &obj.to_value(),
                     self.spec.include,
                 );
                 let t = table::table(version, columns, vec![row], &obj.rv.to_string(), None);
-                frame(ty, &serde_json::to_vec(&t).unwrap_or_default())
+                write_frame(ty, &serde_json::to_vec(&t).unwrap_or_default(), out);
             }
             Output::Metadata { version } => {
-                let m = table::partial_metadata(&obj.value, version);
-                frame(ty, &serde_json::to_vec(&m).unwrap_or_default())
+                let m = table::partial_metadata(&obj.to_value(), version);
+                write_frame(ty, &serde_json::to_vec(&m).unwrap_or_default(), out);
             }
             Output::Object(_) => {
                 let api_version = self.spec.def.api_version(&self.spec.version);
                 if self.spec.def.conversion().is_none()
-                    && obj
-                        .value
-                        .get("apiVersion")
-                        .and_then(serde_json::Value::as_str)
-                        == Some(&api_version)
+                    && obj.api_version() == Some(api_version.as_str())
                 {
-                    return frame(ty, obj.bytes());
+                    obj.write_frame(ty, out);
+                    return;
                 }
-                let mut v = self
-                    .spec
-                    .def
-                    .view(&obj.value)
-                    .unwrap_or_else(|| (*obj.value).clone());
-                v["apiVersion"] = json!(self.spec.def.api_version(&self.spec.version));
-                frame(ty, StoredObject::encode(v, obj.rv).bytes())
+                let stored = obj.to_value();
+                let mut v = self.spec.def.view(&stored).unwrap_or(stored);
+                v["apiVersion"] = json!(api_version);
+                StoredObject::encode(v, obj.rv).write_frame(ty, out);
             }
         }
     }
@@ -184,12 +179,7 @@ impl State {
         let Some((converter, api_version)) = &self.converter else {
             return Ok(None);
         };
-        if obj
-            .value
-            .get("apiVersion")
-            .and_then(serde_json::Value::as_str)
-            == Some(api_version)
-        {
+        if obj.api_version() == Some(api_version.as_str()) {
             return Ok(None);
         }
         let mut served = converter
@@ -198,36 +188,40 @@ impl State {
         Ok(served.pop())
     }
 
-    /// The frame of an initial event.
-    async fn initial_frame(&mut self, obj: &Arc<StoredObject>) -> Result<Bytes, ApiError> {
+    /// Appends the frame of an initial event.
+    async fn initial_frame(
+        &mut self,
+        obj: &Arc<StoredObject>,
+        out: &mut BytesMut,
+    ) -> Result<(), ApiError> {
         if let Some(converted) = self.converted(obj).await? {
-            return Ok(self.own_frame("ADDED", &converted));
-        }
-        Ok(if self.needs_own_encoding() {
-            self.own_frame("ADDED", obj)
+            self.own_frame("ADDED", &converted, out);
+        } else if self.needs_own_encoding() {
+            self.own_frame("ADDED", obj, out);
         } else {
-            obj.added_frame()
-        })
+            obj.write_frame("ADDED", out);
+        }
+        Ok(())
     }
 
-    /// The frame of `msg`; a failed conversion ends the stream with an
-    /// `ERROR` event.
-    async fn event_frame(&mut self, msg: &WatchMsg) -> Bytes {
+    /// Appends the frame of `msg`; a failed conversion ends the stream
+    /// with an `ERROR` event.
+    async fn event_frame(&mut self, msg: &WatchMsg, out: &mut BytesMut) {
         let (ev, ty) = msg;
         self.last_rv = self.last_rv.max(ev.rv);
         if self.converter.is_some() {
             let obj = ev.object_for(*ty);
             match self.converted(&obj).await {
-                Ok(Some(converted)) => return self.own_frame(ty.as_str(), &converted),
+                Ok(Some(converted)) => return self.own_frame(ty.as_str(), &converted, out),
                 Ok(None) => {}
-                Err(e) => return self.failed(&e),
+                Err(e) => return out.extend_from_slice(&self.failed(&e)),
             }
         }
         if self.needs_own_encoding() {
             let obj = ev.object_for(*ty);
-            self.own_frame(ty.as_str(), &obj)
+            self.own_frame(ty.as_str(), &obj, out);
         } else {
-            ev.frame(*ty)
+            ev.write_frame(*ty, out);
         }
     }
 
@@ -271,13 +265,9 @@ impl State {
                 let Some(obj) = self.initial.next() else {
                     break;
                 };
-                match self.initial_frame(&obj).await {
-                    Ok(f) if buf.is_empty() && self.initial.len() == 0 => return Some(f),
-                    Ok(f) => buf.extend_from_slice(&f),
-                    Err(e) => {
-                        buf.extend_from_slice(&self.failed(&e));
-                        return Some(buf.freeze());
-                    }
+                if let Err(e) = self.initial_frame(&obj, &mut buf).await {
+                    buf.extend_from_slice(&self.failed(&e));
+                    return Some(buf.freeze());
                 }
             }
             return Some(buf.freeze());
@@ -292,8 +282,7 @@ impl State {
             let mut buf = BytesMut::new();
             while buf.len() < BATCH_BYTES {
                 let Some(msg) = self.replay.next() else { break };
-                let f = self.event_frame(&msg).await;
-                buf.extend_from_slice(&f);
+                self.event_frame(&msg, &mut buf).await;
                 if self.done {
                     break;
                 }
@@ -318,16 +307,12 @@ impl State {
                         self.done = true;
                         return None;
                     };
-                    let first = self.event_frame(&msg).await;
-                    if self.sub_rx.is_empty() || self.done {
-                        return Some(first);
-                    }
-                    let mut buf = BytesMut::from(&first[..]);
-                    while buf.len() < BATCH_BYTES {
+                    let mut buf = BytesMut::new();
+                    self.event_frame(&msg, &mut buf).await;
+                    while buf.len() < BATCH_BYTES && !self.done {
                         match self.sub_rx.try_recv() {
                             Ok(m) => {
-                                let f = self.event_frame(&m).await;
-                                buf.extend_from_slice(&f);
+                                self.event_frame(&m, &mut buf).await;
                                 if self.done {
                                     break;
                                 }

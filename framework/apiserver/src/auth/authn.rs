@@ -35,7 +35,7 @@ fn live_service_account(shared: &Shared, subject: &TokenSubject) -> Option<Arc<U
     let res = ResKey::new("", "serviceaccounts");
     let key = (subject.namespace.clone(), subject.name.clone());
     let sa = shared.storage.lock().get(&res, &key)?;
-    let live = sa.uid() == subject.uid && sa.value.pointer("/metadata/deletionTimestamp").is_none();
+    let live = sa.uid() == subject.uid && !sa.deleting();
     live.then(|| {
         let user = UserInfo::service_account(&subject.namespace, &subject.name, &subject.uid);
         Arc::new(user.with_authenticated_group())

@@ -151,12 +151,15 @@ impl Index {
     ) -> Self {
         let mut role_rules: HashMap<(&str, &str), Arc<[Rule]>> = HashMap::new();
         for r in roles {
-            let rules: Arc<[Rule]> = Rule::all_of(&r.value).into();
-            role_rules.insert((meta(&r.value, "namespace"), meta(&r.value, "name")), rules);
+            let rules: Arc<[Rule]> = Rule::all_of(r.value()).into();
+            role_rules.insert(
+                (meta(r.value(), "namespace"), meta(r.value(), "name")),
+                rules,
+            );
         }
         let mut cluster_rules: HashMap<&str, Arc<[Rule]>> = HashMap::new();
         for r in cluster_roles {
-            cluster_rules.insert(meta(&r.value, "name"), Rule::all_of(&r.value).into());
+            cluster_rules.insert(meta(r.value(), "name"), Rule::all_of(r.value()).into());
         }
         let mut index = Index::default();
         let all = bindings
@@ -164,7 +167,7 @@ impl Index {
             .map(|b| (b, true))
             .chain(cluster_bindings.iter().map(|b| (b, false)));
         for (b, namespaced) in all {
-            let v = &b.value;
+            let v = &b.value();
             let ns = meta(v, "namespace");
             let name = meta(v, "name");
             let role_kind = v

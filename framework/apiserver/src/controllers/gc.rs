@@ -21,7 +21,7 @@ pub(crate) fn owner_gone(shared: &Shared, uid: &str) {
         let Some(obj) = shared.storage.lock().get(&res, &key) else {
             continue;
         };
-        let refs = owner_refs(&obj.value);
+        let refs = owner_refs(obj.value());
         let alive: Vec<String> = {
             let store = shared.storage.lock();
             refs.iter()
@@ -66,13 +66,13 @@ pub(crate) fn foreground(shared: &Shared, def: &ResourceDef, key: &ObjKey, uid: 
         let Some(dep) = shared.storage.lock().get(dres, dkey) else {
             continue;
         };
-        let blocks = owner_refs(&dep.value).iter().any(|r| {
+        let blocks = owner_refs(dep.value()).iter().any(|r| {
             ref_uid(r) == uid && r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true)
         });
         if blocks {
             blocking += 1;
         }
-        if dep.value.pointer("/metadata/deletionTimestamp").is_none() {
+        if !dep.deleting() {
             delete_quietly(shared, &ddef, dkey, Propagation::Foreground);
         }
     }

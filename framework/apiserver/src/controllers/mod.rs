@@ -74,10 +74,10 @@ fn finalize(shared: &Shared, res: &ResKey, key: &ObjKey) -> bool {
     let Some(obj) = shared.storage.lock().get(res, key) else {
         return true;
     };
-    if obj.value.pointer("/metadata/deletionTimestamp").is_none() {
+    if !obj.deleting() {
         return true;
     }
-    let fins = util::finalizers(&obj.value);
+    let fins = util::finalizers(obj.value());
     let mut done = true;
     if def.builtin().is_some() && def.group.is_empty() && def.plural == "namespaces" {
         done &= namespaces::finalize(shared, &def, key);

@@ -15,7 +15,7 @@ pub(crate) fn finalize(shared: &Shared, def: &ResourceDef, key: &ObjKey) -> bool
     let ns = key.1.clone();
     let contents = shared.storage.lock().in_namespace(&ns);
     for (res, obj) in &contents {
-        if obj.value.pointer("/metadata/deletionTimestamp").is_some() {
+        if obj.deleting() {
             continue;
         }
         let odef = shared.registry().by_key(res);

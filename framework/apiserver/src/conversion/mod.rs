@@ -137,8 +137,8 @@ impl Converter {
         // others are served as stored.
         let pending: Vec<Value> = items
             .iter()
-            .filter(|o| api_version_of(&o.value) != api_version)
-            .map(|o| (*o.value).clone())
+            .filter(|o| o.api_version().unwrap_or("") != api_version)
+            .map(|o| o.to_value())
             .collect();
         if pending.is_empty() {
             return Ok(items);
@@ -147,7 +147,7 @@ impl Converter {
         Ok(items
             .into_iter()
             .map(|stored| {
-                if api_version_of(&stored.value) == api_version {
+                if stored.api_version().unwrap_or("") == api_version {
                     return stored;
                 }
                 match converted.next() {

@@ -25,12 +25,10 @@ fn served(
     obj: Arc<StoredObject>,
 ) -> Result<Arc<StoredObject>, ApiError> {
     let api_version = ctx.def.api_version(&ctx.path.version);
-    if webhook_conversion(&ctx.def).is_none()
-        || obj.value.get("apiVersion").and_then(Value::as_str) == Some(&api_version)
-    {
+    if webhook_conversion(&ctx.def).is_none() || obj.api_version() == Some(api_version.as_str()) {
         return Ok(obj);
     }
-    let value = admission.convert(&ctx.def, (*obj.value).clone(), &api_version)?;
+    let value = admission.convert(&ctx.def, obj.to_value(), &api_version)?;
     Ok(Arc::new(StoredObject::encode(value, obj.rv)))
 }
 
@@ -159,14 +157,7 @@ fn delete_each(
     .map_err(|e| objects::store_error(&ctx.def, "", e))?;
     let mut deleted = Vec::new();
     for obj in &page.items {
-        let key = (
-            obj.value
-                .pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned(),
-            obj.name().to_owned(),
-        );
+        let key = (obj.namespace().to_owned(), obj.name().to_owned());
         let version = &ctx.path.version;
         match objects::delete_admitted(&ctx.shared, &ctx.def, &key, opts, version, admission) {
             Ok(Deleted::Gone(o) | Deleted::Pending(o)) => deleted.push(served(ctx, admission, o)?),

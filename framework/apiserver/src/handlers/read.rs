@@ -49,12 +49,12 @@ pub(super) fn render(def: &ResourceDef, version: &str, obj: &StoredObject) -> By
 fn converted(def: &ResourceDef, version: &str, obj: &StoredObject) -> Option<StoredObject> {
     if def.conversion().is_none()
         && (version == def.storage_version
-            || obj.value.get("apiVersion").and_then(Value::as_str)
-                == Some(&def.api_version(version)))
+            || obj.api_version() == Some(def.api_version(version).as_str()))
     {
         return None;
     }
-    let mut v = def.view(&obj.value).unwrap_or_else(|| (*obj.value).clone());
+    let stored = obj.to_value();
+    let mut v = def.view(&stored).unwrap_or(stored);
     v["apiVersion"] = json!(def.api_version(version));
     Some(StoredObject::encode(v, obj.rv))
 }
@@ -67,11 +67,11 @@ pub(super) fn render_written(
     obj: &StoredObject,
 ) -> Result<Bytes, ApiError> {
     let api_version = ctx.def.api_version(&ctx.path.version);
-    let at_version = obj.value.get("apiVersion").and_then(Value::as_str) == Some(&api_version);
+    let at_version = obj.api_version() == Some(api_version.as_str());
     if webhook_conversion(&ctx.def).is_none() || at_version {
         return Ok(render(&ctx.def, &ctx.path.version, obj));
     }
-    let value = admission.convert(&ctx.def, (*obj.value).clone(), &api_version)?;
+    let value = admission.convert(&ctx.def, obj.to_value(), &api_version)?;
     Ok(StoredObject::encode(value, obj.rv).bytes().clone())
 }
 
@@ -134,13 +134,21 @@ pub(super) async fn get(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
         Output::Object(f) => h::respond(200, f, render(&ctx.def, &ctx.path.version, &obj)),
         Output::Table { version } => {
             let cols = table::columns(&ctx.def, &ctx.path.version);
-            let row = table::row(&ctx.def, &ctx.path.version, version, &obj.value, include);
+            let row = table::row(
+                &ctx.def,
+                &ctx.path.version,
+                version,
+                &obj.to_value(),
+                include,
+            );
             h::json(
                 200,
                 &table::table(version, Some(cols), vec![row], &obj.rv.to_string(), None),
             )
         }
-        Output::Metadata { version } => h::json(200, &table::partial_metadata(&obj.value, version)),
+        Output::Metadata { version } => {
+            h::json(200, &table::partial_metadata(&obj.to_value(), version))
+        }
     })
 }
 
@@ -292,7 +300,7 @@ pub(super) async fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
             let cols = table::columns(&ctx.def, &ctx.path.version);
             let rows = items
                 .iter()
-                .map(|o| table::row(&ctx.def, &ctx.path.version, version, &o.value, include))
+                .map(|o| table::row(&ctx.def, &ctx.path.version, version, &o.to_value(), include))
                 .collect();
             let mut t = table::table(version, Some(cols), rows, &rv_s, cont_token.as_deref());
             if let Some(n) = page.remaining {
@@ -303,7 +311,7 @@ pub(super) async fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
         Output::Metadata { version } => {
             let items: Vec<Value> = items
                 .iter()
-                .map(|o| table::partial_metadata(&o.value, version))
+                .map(|o| table::partial_metadata(&o.to_value(), version))
                 .collect();
             let mut meta = json!({"resourceVersion": rv_s});
             if let Some(c) = &cont_token {

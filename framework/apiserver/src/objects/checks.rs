@@ -244,11 +244,11 @@ pub(super) fn namespace_gate(shared: &Shared, def: &ResourceDef, ns: &str) -> Re
         .get(&ns_key, &(String::new(), ns.to_owned()));
     match found {
         None => Err(ApiError::not_found("namespaces", "", ns)),
-        Some(n) if n.value.pointer("/metadata/deletionTimestamp").is_some() => {
+        Some(n) if n.deleting() => {
             Err(ApiError::forbidden(format!(
                 "{} \"{}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
                 qualified(&def.plural, &def.group),
-                util::meta_str(&n.value, "name").unwrap_or("")
+                util::meta_str(n.value(), "name").unwrap_or("")
             ))
             .with_details(Details {
                 name: Some(String::new()),

@@ -54,7 +54,7 @@ pub(crate) fn create_admitted(
             .storage
             .lock()
             .get(&crd, &(String::new(), custom.crd_name.clone()))
-            .is_some_and(|c| c.value.pointer("/metadata/deletionTimestamp").is_some());
+            .is_some_and(|c| c.deleting());
         if terminating {
             return Err(ApiError::new(
                 405,

@@ -158,9 +158,11 @@ pub(crate) fn delete_admitted(
             }
         }
         // `oldObject` is the stored object as the client's version shows it.
-        let mut shown = match def.view(&old.value) {
+        // Parsed for this deletion only: the stored version keeps its bytes.
+        let old_value = old.to_value();
+        let mut shown = match def.view(&old_value) {
             Some(view) => Cow::Owned(view),
-            None => Cow::Borrowed(&*old.value),
+            None => Cow::Borrowed(&old_value),
         };
         if webhook_conversion(def).is_some() {
             let stored = shown.into_owned();
@@ -168,12 +170,12 @@ pub(crate) fn delete_admitted(
         }
         admission.mutate(&attrs, None, Some(&shown))?;
         admission.validate(&attrs, None, Some(&shown))?;
-        let mut fins = util::finalizers(&old.value);
-        let deleting = old.value.pointer("/metadata/deletionTimestamp").is_some();
-        match graceful::check(shared, def, &old.value, opts.grace_period) {
+        let mut fins = util::finalizers(&old_value);
+        let deleting = old.deleting();
+        match graceful::check(shared, def, &old_value, opts.grace_period) {
             Graceful::Pending => return Ok(Deleted::Pending(old)),
             Graceful::Mark(period) => {
-                let mut next = (*old.value).clone();
+                let mut next = old_value.clone();
                 if let Some(meta) = util::meta_mut(&mut next) {
                     meta.insert(
                         "deletionTimestamp".into(),
@@ -216,10 +218,10 @@ pub(crate) fn delete_admitted(
             }
             _ => {}
         }
-        let ns_pending = namespace_spec_finalizers(def, &old.value);
+        let ns_pending = namespace_spec_finalizers(def, &old_value);
         if deleting || !fins.is_empty() || ns_pending {
-            let mut next = (*old.value).clone();
-            let before = util::finalizers(&old.value);
+            let mut next = old_value.clone();
+            let before = util::finalizers(&old_value);
             if let Some(meta) = util::meta_mut(&mut next) {
                 if !deleting {
                     meta.insert("deletionTimestamp".into(), json!(util::now()));

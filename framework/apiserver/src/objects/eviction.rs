@@ -97,11 +97,11 @@ pub(crate) fn evict(
         .get(&pods.key(), key)
         .ok_or_else(|| ApiError::not_found("pods", "", &key.1))?;
     let phase = pod
-        .value
+        .value()
         .pointer("/status/phase")
         .and_then(Value::as_str)
         .unwrap_or("");
-    let deleting = pod.value.pointer("/metadata/deletionTimestamp").is_some();
+    let deleting = pod.deleting();
     if deleting || matches!(phase, "Succeeded" | "Failed" | "Pending") {
         delete(shared, pods, key, &del)?;
         return Ok(());
@@ -120,14 +120,14 @@ pub(crate) fn evict(
         .into_iter()
         .filter(|b| {
             let sel = b
-                .value
+                .value()
                 .pointer("/spec/selector")
                 .cloned()
                 .unwrap_or_default();
             // An empty selector selects nothing in policy/v1... and everything
             // in the beta API; v1 is what is served.
             (sel.get("matchLabels").is_some() || sel.get("matchExpressions").is_some())
-                && selects(&sel, pod.value.pointer("/metadata/labels"))
+                && selects(&sel, pod.value().pointer("/metadata/labels"))
         })
         .collect();
     if budgets.len() > 1 {

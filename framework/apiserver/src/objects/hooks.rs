@@ -29,7 +29,7 @@ pub(crate) fn after_write(
     {
         shared.controllers.namespace_created(new.name());
     }
-    if new.value.pointer("/metadata/deletionTimestamp").is_some() {
+    if new.deleting() {
         shared.controllers.mark_deleting(def, new);
     }
     crate::auth::written(shared, def);

@@ -246,9 +246,11 @@ pub(crate) fn update_admitted(
             .get(&res, key)
             .ok_or_else(|| ApiError::not_found(&def.plural, &def.group, &key.1))?;
         // Kinds stored as another resource are updated in their own shape.
-        let mut current = match def.view(&old.value) {
+        // Parsed for this write only: the stored version keeps its bytes.
+        let old_value = old.to_value();
+        let mut current = match def.view(&old_value) {
             Some(view) => Cow::Owned(view),
-            None => Cow::Borrowed(&*old.value),
+            None => Cow::Borrowed(&old_value),
         };
         if converts {
             let stored = current.into_owned();

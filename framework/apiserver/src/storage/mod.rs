@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
+use object::set_rv;
 pub(crate) use object::{Event, EventType, ObjKey, StoredObject};
 
 use super::registry::ResKey;
@@ -56,7 +57,7 @@ impl Filter {
                 return false;
             }
         }
-        self.labels.matches(&obj.value) && self.fields.matches(&obj.value)
+        self.labels.matches_stored(obj) && self.fields.matches_stored(key, obj)
     }
 
     /// The type a watcher with this filter sees for `ev`, if any.
@@ -201,25 +202,6 @@ impl Storage {
     }
 }
 
-fn owner_uids(value: &Value) -> Vec<String> {
-    value
-        .pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .map(|refs| {
-            refs.iter()
-                .filter_map(|r| r.get("uid").and_then(Value::as_str))
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn set_rv(value: &mut Value, rv: u64) {
-    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
-    }
-}
-
 impl Store {
     /// The current resourceVersion.
     pub fn rv(&self) -> u64 {
@@ -279,11 +261,11 @@ impl Store {
         new: Option<&StoredObject>,
     ) {
         if let Some(old) = old {
-            for owner in owner_uids(&old.value) {
-                if let Some(set) = self.dependents.get_mut(&owner) {
+            for owner in old.owner_uids() {
+                if let Some(set) = self.dependents.get_mut(&**owner) {
                     set.remove(&(res.clone(), key.clone()));
                     if set.is_empty() {
-                        self.dependents.remove(&owner);
+                        self.dependents.remove(&**owner);
                     }
                 }
             }
@@ -292,9 +274,9 @@ impl Store {
             }
         }
         if let Some(new) = new {
-            for owner in owner_uids(&new.value) {
+            for owner in new.owner_uids() {
                 self.dependents
-                    .entry(owner)
+                    .entry(owner.to_string())
                     .or_default()
                     .insert((res.clone(), key.clone()));
             }
@@ -430,9 +412,7 @@ impl Store {
             return Err(StoreError::Conflict);
         }
         self.rv += 1;
-        let mut last = (*old.value).clone();
-        set_rv(&mut last, self.rv);
-        let obj = Arc::new(StoredObject::encode(last, self.rv));
+        let obj = Arc::new(old.with_rv(self.rv));
         self.index(res, key, Some(&old), None);
         if let Some(c) = self.collections.get_mut(res) {
             c.objects.remove(key);
@@ -635,7 +615,7 @@ impl Store {
         };
         let mut changed = 0;
         for obj in coll.objects.values_mut() {
-            let mut value = (*obj.value).clone();
+            let mut value = obj.to_value();
             if reread(&mut value) {
                 *obj = Arc::new(StoredObject::encode(value, obj.rv));
                 changed += 1;
@@ -684,7 +664,7 @@ mod tests {
         let page = st.list(&res, &f, Some(at), None, None).unwrap();
         let names: Vec<_> = page.items.iter().map(|o| o.name().to_owned()).collect();
         assert_eq!(names, ["a", "b"]);
-        assert_eq!(page.items[0].value["data"]["v"], "1");
+        assert_eq!(page.items[0].value()["data"]["v"], "1");
         let latest = st.list(&res, &f, None, None, None).unwrap();
         let names: Vec<_> = latest.items.iter().map(|o| o.name().to_owned()).collect();
         assert_eq!(names, ["a", "c"]);
@@ -791,9 +771,14 @@ mod tests {
         assert_eq!(ty, EventType::Deleted);
         // The last state that matched, at the event's resourceVersion.
         let left = ev.object_for(ty);
-        assert_eq!(left.value["metadata"]["labels"]["x"], "y");
-        assert_eq!(left.value["metadata"]["resourceVersion"], ev.rv.to_string());
-        let framed: Value = serde_json::from_slice(&ev.frame(ty)).unwrap();
+        assert_eq!(left.value()["metadata"]["labels"]["x"], "y");
+        assert_eq!(
+            left.value()["metadata"]["resourceVersion"],
+            ev.rv.to_string()
+        );
+        let mut frame = bytes::BytesMut::new();
+        ev.write_frame(ty, &mut frame);
+        let framed: Value = serde_json::from_slice(&frame).unwrap();
         assert_eq!(framed["object"]["data"]["v"], "2");
     }
 }

@@ -158,7 +158,7 @@ impl Hook {
         );
         let labels = namespace
             .as_ref()
-            .and_then(|ns| ns.value.pointer("/metadata/labels"));
+            .and_then(|ns| ns.value().pointer("/metadata/labels"));
         selector_matches(selector, labels)
     }
 
@@ -227,7 +227,7 @@ pub(crate) fn hooks(shared: &Shared, res: &ResKey) -> Vec<Hook> {
         .iter()
         .flat_map(|config| {
             config
-                .value
+                .value()
                 .get("webhooks")
                 .and_then(Value::as_array)
                 .into_iter()

@@ -31,7 +31,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         api.shared.clone(),
         CRONJOBS.res(),
         cancel.clone(),
-        move |c: &Change| q.add(key_of(&c.obj.value)),
+        move |c: &Change| q.add(key_of(c.obj.value())),
     );
     let q = queue.clone();
     informer::watch(
@@ -39,7 +39,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         JOBS.res(),
         cancel.clone(),
         move |c: &Change| {
-            if let Some(k) = controller_key(&c.obj.value, CRONJOBS) {
+            if let Some(k) = controller_key(c.obj.value(), CRONJOBS) {
                 q.add(k);
             }
         },
@@ -71,7 +71,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, key: &ObjKey) {
     let Some(obj) = api.get(CRONJOBS, key) else {
         return;
     };
-    let cj = (*obj.value).clone();
+    let cj = obj.to_value();
     let jobs = api.owned(JOBS, obj.uid());
     let mut status = cj.get("status").cloned().unwrap_or_else(|| json!({}));
     if !status.is_object() {
@@ -80,13 +80,11 @@ fn sync(api: &Api, queue: &Arc<Queue>, key: &ObjKey) {
     // Active Jobs: drop the finished and the gone.
     let mut active: Vec<Value> = Vec::new();
     for j in &jobs {
-        match finished(&j.value) {
-            None if j.value.pointer("/metadata/deletionTimestamp").is_none() => {
-                active.push(json!({
-                    "apiVersion": "batch/v1", "kind": "Job", "name": j.name(), "namespace": key.0,
-                    "uid": j.uid(), "resourceVersion": j.rv.to_string(),
-                }))
-            }
+        match finished(j.value()) {
+            None if !j.deleting() => active.push(json!({
+                "apiVersion": "batch/v1", "kind": "Job", "name": j.name(), "namespace": key.0,
+                "uid": j.uid(), "resourceVersion": j.rv.to_string(),
+            })),
             Some(cond) => {
                 let was_active = status
                     .get("active")
@@ -106,7 +104,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, key: &ObjKey) {
                     );
                 }
                 if cond == "Complete" {
-                    let done = j.value.pointer("/status/completionTime").cloned();
+                    let done = j.value().pointer("/status/completionTime").cloned();
                     if let Some(done) = done {
                         if ts(status.get("lastSuccessfulTime"))
                             .is_none_or(|l| ts(Some(&done)).is_some_and(|d| d > l))
@@ -248,7 +246,7 @@ fn schedule(
     {
         Some("Forbid") if has_active => return next_in,
         Some("Replace") if has_active => {
-            for j in jobs.iter().filter(|j| finished(&j.value).is_none()) {
+            for j in jobs.iter().filter(|j| finished(j.value()).is_none()) {
                 delete_job(api, cj, j);
             }
             status.as_object_mut()?.remove("active");
@@ -335,11 +333,11 @@ fn cleanup(api: &Api, cj: &Value, jobs: &[Arc<StoredObject>]) {
             .unwrap_or(default);
         let mut done: Vec<&Arc<StoredObject>> = jobs
             .iter()
-            .filter(|j| finished(&j.value) == Some(cond))
+            .filter(|j| finished(j.value()) == Some(cond))
             .collect();
         done.sort_by(|a, b| {
             let start = |j: &Arc<StoredObject>| {
-                j.value
+                j.value()
                     .pointer("/status/startTime")
                     .and_then(Value::as_str)
                     .map(str::to_owned)
@@ -358,7 +356,7 @@ fn cleanup(api: &Api, cj: &Value, jobs: &[Arc<StoredObject>]) {
 fn delete_job(api: &Api, cj: &Value, job: &StoredObject) {
     let deleted = api.delete(
         JOBS,
-        &key_of(&job.value),
+        &key_of(job.value()),
         Some(job.uid()),
         None,
         Some(Propagation::Background),

@@ -41,7 +41,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         cancel.clone(),
         move |_c: &Change| {
             for ds in a.list(DAEMONSETS, None) {
-                q.add(key_of(&ds.value));
+                q.add(key_of(ds.value()));
             }
         },
     );
@@ -95,7 +95,7 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
     let Some(obj) = api.get(DAEMONSETS, key) else {
         return;
     };
-    let ds = (*obj.value).clone();
+    let ds = obj.to_value();
     let selector = ds.pointer("/spec/selector").cloned().unwrap_or_default();
     if pods::selector_is_empty(&selector) {
         return;
@@ -121,7 +121,7 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
     daemon_tolerations(&mut probe);
     let mut by_node: BTreeMap<String, Vec<Arc<StoredObject>>> = BTreeMap::new();
     for p in &claimed {
-        if let Some(n) = target_node(&p.value) {
+        if let Some(n) = target_node(p.value()) {
             by_node.entry(n).or_default().push(p.clone());
         }
     }
@@ -137,10 +137,10 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
     let mut unavailable_now = 0;
     for node in &nodes {
         let should_run =
-            fit::selects(&probe, &node.value) && fit::untolerated(&probe, &node.value).is_none();
+            fit::selects(&probe, node.value()) && fit::untolerated(&probe, node.value()).is_none();
         let on_node: Vec<Arc<StoredObject>> = by_node.remove(node.name()).unwrap_or_default();
         let active: Vec<&Arc<StoredObject>> =
-            on_node.iter().filter(|p| pods::active(&p.value)).collect();
+            on_node.iter().filter(|p| pods::active(p.value())).collect();
         if should_run {
             desired += 1;
             if !active.is_empty() {
@@ -150,16 +150,16 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
             misscheduled += 1;
         }
         for p in &active {
-            if pods::ready(&p.value) {
+            if pods::ready(p.value()) {
                 ready += 1;
-                if pods::available(&p.value, min_ready) {
+                if pods::available(p.value(), min_ready) {
                     available += 1;
                 }
             } else {
                 unavailable_now += 1;
             }
             let label = p
-                .value
+                .value()
                 .pointer("/metadata/labels")
                 .and_then(|l| l.get(REVISION_LABEL))
                 .and_then(Value::as_str);
@@ -174,9 +174,9 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
         }
         for p in on_node
             .iter()
-            .filter(|p| pods::phase(&p.value) == "Failed" && !pods::deleting(&p.value))
+            .filter(|p| pods::phase(p.value()) == "Failed" && !pods::deleting(p.value()))
         {
-            let _ = api.delete(PODS, &key_of(&p.value), Some(p.uid()), None, None);
+            let _ = api.delete(PODS, &key_of(p.value()), Some(p.uid()), None, None);
         }
         if should_run && active.is_empty() {
             let mut pod =
@@ -215,7 +215,7 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
         } else if !should_run {
             for p in active {
                 if api
-                    .delete(PODS, &key_of(&p.value), Some(p.uid()), None, None)
+                    .delete(PODS, &key_of(p.value()), Some(p.uid()), None, None)
                     .is_ok()
                 {
                     api.event(
@@ -230,7 +230,7 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
             }
         } else if active.len() > 1 {
             for p in active.iter().skip(1) {
-                let _ = api.delete(PODS, &key_of(&p.value), Some(p.uid()), None, None);
+                let _ = api.delete(PODS, &key_of(p.value()), Some(p.uid()), None, None);
             }
         }
     }
@@ -238,11 +238,11 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
     for p in by_node
         .values()
         .flatten()
-        .filter(|p| pods::active(&p.value))
+        .filter(|p| pods::active(p.value()))
     {
         misscheduled += 1;
         if !deleting {
-            let _ = api.delete(PODS, &key_of(&p.value), Some(p.uid()), None, None);
+            let _ = api.delete(PODS, &key_of(p.value()), Some(p.uid()), None, None);
         }
     }
     let rolling = ds
@@ -258,14 +258,14 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
         .max(1);
         let mut budget = max - unavailable_now;
         // Not-ready outdated pods go first; they cost no availability.
-        outdated.sort_by_key(|p| pods::ready(&p.value));
+        outdated.sort_by_key(|p| pods::ready(p.value()));
         for p in outdated {
-            let costs = pods::ready(&p.value);
+            let costs = pods::ready(p.value());
             if costs && budget <= 0 {
                 break;
             }
             if api
-                .delete(PODS, &key_of(&p.value), Some(p.uid()), None, None)
+                .delete(PODS, &key_of(p.value()), Some(p.uid()), None, None)
                 .is_ok()
                 && costs
             {

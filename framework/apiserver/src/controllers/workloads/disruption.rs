@@ -28,7 +28,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         api.shared.clone(),
         PDBS.res(),
         cancel.clone(),
-        move |c: &Change| q.add(key_of(&c.obj.value)),
+        move |c: &Change| q.add(key_of(c.obj.value())),
     );
     let (q, a) = (queue.clone(), api.clone());
     informer::watch(
@@ -36,17 +36,17 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         PODS.res(),
         cancel.clone(),
         move |c: &Change| {
-            let ns = util::meta_str(&c.obj.value, "namespace").unwrap_or("");
+            let ns = util::meta_str(c.obj.value(), "namespace").unwrap_or("");
             for pdb in a.list(PDBS, Some(ns)) {
                 let sel = pdb
-                    .value
+                    .value()
                     .pointer("/spec/selector")
                     .cloned()
                     .unwrap_or_default();
                 if !pods::selector_is_empty(&sel)
-                    && pods::selector_matches(&sel, c.obj.value.pointer("/metadata/labels"))
+                    && pods::selector_matches(&sel, c.obj.value().pointer("/metadata/labels"))
                 {
-                    q.add(key_of(&pdb.value));
+                    q.add(key_of(pdb.value()));
                 }
             }
         },
@@ -61,15 +61,15 @@ fn sync(api: &Api, key: &ObjKey) {
     let Some(obj) = api.get(PDBS, key) else {
         return;
     };
-    let pdb = &obj.value;
+    let pdb = &obj.value();
     let sel = pdb.pointer("/spec/selector").cloned().unwrap_or_default();
     let matching: Vec<_> = if pods::selector_is_empty(&sel) {
         Vec::new()
     } else {
         api.list(PODS, Some(&key.0))
             .into_iter()
-            .filter(|p| pods::selector_matches(&sel, p.value.pointer("/metadata/labels")))
-            .filter(|p| !pods::terminal(&p.value))
+            .filter(|p| pods::selector_matches(&sel, p.value().pointer("/metadata/labels")))
+            .filter(|p| !pods::terminal(p.value()))
             .collect()
     };
     // Evicted pods count as disrupted until they are gone.
@@ -81,7 +81,7 @@ fn sync(api: &Api, key: &ObjKey) {
                 .filter(|(name, _)| {
                     matching
                         .iter()
-                        .any(|p| p.name() == name.as_str() && !pods::deleting(&p.value))
+                        .any(|p| p.name() == name.as_str() && !pods::deleting(p.value()))
                 })
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
@@ -91,7 +91,9 @@ fn sync(api: &Api, key: &ObjKey) {
     let healthy = matching
         .iter()
         .filter(|p| {
-            pods::ready(&p.value) && !pods::deleting(&p.value) && !disrupted.contains_key(p.name())
+            pods::ready(p.value())
+                && !pods::deleting(p.value())
+                && !disrupted.contains_key(p.name())
         })
         .count() as i64;
     let desired = match (

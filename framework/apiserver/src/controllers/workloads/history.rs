@@ -38,7 +38,12 @@ pub(crate) fn template_of(revision: &Value) -> Value {
 /// The revisions `owner` controls, by revision number.
 pub(crate) fn list(api: &Api, owner_uid: &str) -> Vec<Arc<StoredObject>> {
     let mut revs = api.owned(REVISIONS, owner_uid);
-    revs.sort_by_key(|r| r.value.get("revision").and_then(Value::as_i64).unwrap_or(0));
+    revs.sort_by_key(|r| {
+        r.value()
+            .get("revision")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+    });
     revs
 }
 
@@ -56,12 +61,12 @@ pub(crate) fn ensure(
     let revs = list(api, uid);
     let max = revs
         .iter()
-        .filter_map(|r| r.value.get("revision").and_then(Value::as_i64))
+        .filter_map(|r| r.value().get("revision").and_then(Value::as_i64))
         .max()
         .unwrap_or(0);
     let rev_name = format!("{name}-{}", revision_hash(&data, collision));
-    if let Some(existing) = revs.iter().find(|r| r.value.get("data") == Some(&data)) {
-        let is_latest = existing.value.get("revision").and_then(Value::as_i64) == Some(max);
+    if let Some(existing) = revs.iter().find(|r| r.value().get("data") == Some(&data)) {
+        let is_latest = existing.value().get("revision").and_then(Value::as_i64) == Some(max);
         if is_latest {
             return Some(existing.clone());
         }
@@ -69,7 +74,7 @@ pub(crate) fn ensure(
         return api
             .update(
                 REVISIONS,
-                &super::api::key_of(&existing.value),
+                &super::api::key_of(existing.value()),
                 MANAGER,
                 |r| {
                     r["revision"] = json!(max + 1);

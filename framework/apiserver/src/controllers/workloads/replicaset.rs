@@ -77,7 +77,7 @@ pub(crate) fn watch_owners_and_pods(
         api.shared.clone(),
         kind.res(),
         cancel.clone(),
-        move |c: &Change| q.add(key_of(&c.obj.value)),
+        move |c: &Change| q.add(key_of(c.obj.value())),
     );
     let (q, o) = (queue.clone(), orphans.clone());
     informer::watch(
@@ -85,8 +85,8 @@ pub(crate) fn watch_owners_and_pods(
         PODS.res(),
         cancel.clone(),
         move |c: &Change| {
-            o.observe(c.ty, &c.obj.value);
-            if let Some(k) = controller_key(&c.obj.value, kind) {
+            o.observe(c.ty, c.obj.value());
+            if let Some(k) = controller_key(c.obj.value(), kind) {
                 q.add(k);
             }
         },
@@ -102,7 +102,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         api.shared.clone(),
         REPLICASETS.res(),
         cancel.clone(),
-        move |c: &Change| q.add(key_of(&c.obj.value)),
+        move |c: &Change| q.add(key_of(c.obj.value())),
     );
     let q = queue.clone();
     let o = orphans.clone();
@@ -112,27 +112,27 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         PODS.res(),
         cancel.clone(),
         move |c: &Change| {
-            o.observe(c.ty, &c.obj.value);
-            if let Some(k) = controller_key(&c.obj.value, REPLICASETS) {
+            o.observe(c.ty, c.obj.value());
+            if let Some(k) = controller_key(c.obj.value(), REPLICASETS) {
                 q.add(k);
-            } else if pods::active(&c.obj.value) && c.ty != EventType::Deleted {
+            } else if pods::active(c.obj.value()) && c.ty != EventType::Deleted {
                 // An orphan: wake the ReplicaSets that would adopt it.
-                let ns = util::meta_str(&c.obj.value, "namespace").unwrap_or("");
+                let ns = util::meta_str(c.obj.value(), "namespace").unwrap_or("");
                 for rs in a.list(REPLICASETS, Some(ns)) {
                     let sel = rs
-                        .value
+                        .value()
                         .pointer("/spec/selector")
                         .cloned()
                         .unwrap_or_default();
                     if !pods::selector_is_empty(&sel)
-                        && selector_matches(&sel, c.obj.value.pointer("/metadata/labels"))
+                        && selector_matches(&sel, c.obj.value().pointer("/metadata/labels"))
                     {
-                        q.add(key_of(&rs.value));
+                        q.add(key_of(rs.value()));
                     }
                 }
             }
             if let Some(old) = &c.old {
-                if let Some(k) = controller_key(&old.value, REPLICASETS) {
+                if let Some(k) = controller_key(old.value(), REPLICASETS) {
                     q.add(k);
                 }
             }
@@ -155,7 +155,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, key: &ObjKey) {
     let Some(rs) = api.get(REPLICASETS, key) else {
         return;
     };
-    let rs = rs.value.clone();
+    let rs = rs.value().clone();
     let selector = rs.pointer("/spec/selector").cloned().unwrap_or_default();
     if pods::selector_is_empty(&selector) {
         return;
@@ -166,7 +166,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, key: &ObjKey) {
     let claimed = claim(api, &rs, REPLICASETS, &selector, PODS, candidates, None);
     let active: Vec<Arc<StoredObject>> = claimed
         .into_iter()
-        .filter(|p| pods::active(&p.value))
+        .filter(|p| pods::active(p.value()))
         .collect();
     let mut failure = None;
     if rs.pointer("/metadata/deletionTimestamp").is_none() {
@@ -181,17 +181,17 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, key: &ObjKey) {
     let fully_labeled = active
         .iter()
         .filter(|p| {
-            let have = p.value.pointer("/metadata/labels");
+            let have = p.value().pointer("/metadata/labels");
             template_labels.as_object().is_none_or(|want| {
                 want.iter()
                     .all(|(k, v)| have.and_then(|h| h.get(k)) == Some(v))
             })
         })
         .count();
-    let ready = active.iter().filter(|p| pods::ready(&p.value)).count();
+    let ready = active.iter().filter(|p| pods::ready(p.value())).count();
     let available = active
         .iter()
-        .filter(|p| pods::available(&p.value, min_ready))
+        .filter(|p| pods::available(p.value(), min_ready))
         .count();
     let mut status = rs.get("status").cloned().unwrap_or_else(|| json!({}));
     status["replicas"] = json!(active.len());
@@ -214,7 +214,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, key: &ObjKey) {
     }
     if let Some(wait) = active
         .iter()
-        .filter_map(|p| pods::until_available(&p.value, min_ready))
+        .filter_map(|p| pods::until_available(p.value(), min_ready))
         .min()
     {
         queue.add_after(key.clone(), std::time::Duration::from_secs(wait as u64));
@@ -292,9 +292,9 @@ fn manage(api: &Api, rs: &Value, active: &[Arc<StoredObject>]) -> Option<String>
     } else if active.len() > desired {
         let surplus = (active.len() - desired).min(BURST);
         let mut victims: Vec<&Arc<StoredObject>> = active.iter().collect();
-        victims.sort_by(|a, b| pods::removal_order(&a.value, &b.value));
+        victims.sort_by(|a, b| pods::removal_order(a.value(), b.value()));
         for p in victims.into_iter().take(surplus) {
-            match api.delete(PODS, &key_of(&p.value), Some(p.uid()), None, None) {
+            match api.delete(PODS, &key_of(p.value()), Some(p.uid()), None, None) {
                 Ok(_) => api.event(
                     rs,
                     REPLICASETS,

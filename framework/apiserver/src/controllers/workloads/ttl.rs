@@ -24,11 +24,11 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         cancel.clone(),
         move |c: &Change| {
             if c.obj
-                .value
+                .value()
                 .pointer("/spec/ttlSecondsAfterFinished")
                 .is_some()
             {
-                q.add(key_of(&c.obj.value));
+                q.add(key_of(c.obj.value()));
             }
         },
     );
@@ -58,7 +58,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, key: &ObjKey) {
     let Some(obj) = api.get(JOBS, key) else {
         return;
     };
-    let job = &obj.value;
+    let job = &obj.value();
     if job.pointer("/metadata/deletionTimestamp").is_some() {
         return;
     }

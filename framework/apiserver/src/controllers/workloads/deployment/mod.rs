@@ -29,7 +29,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         api.shared.clone(),
         DEPLOYMENTS.res(),
         cancel.clone(),
-        move |c: &Change| q.add(key_of(&c.obj.value)),
+        move |c: &Change| q.add(key_of(c.obj.value())),
     );
     let q = queue.clone();
     let a = api.clone();
@@ -38,25 +38,25 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         REPLICASETS.res(),
         cancel.clone(),
         move |c: &Change| {
-            if let Some(k) = controller_key(&c.obj.value, DEPLOYMENTS) {
+            if let Some(k) = controller_key(c.obj.value(), DEPLOYMENTS) {
                 q.add(k);
             } else if c.ty != EventType::Deleted {
-                let ns = meta::meta_str(&c.obj.value, "namespace").unwrap_or("");
+                let ns = meta::meta_str(c.obj.value(), "namespace").unwrap_or("");
                 for d in a.list(DEPLOYMENTS, Some(ns)) {
                     let sel = d
-                        .value
+                        .value()
                         .pointer("/spec/selector")
                         .cloned()
                         .unwrap_or_default();
-                    if selector_matches(&sel, c.obj.value.pointer("/metadata/labels")) {
-                        q.add(key_of(&d.value));
+                    if selector_matches(&sel, c.obj.value().pointer("/metadata/labels")) {
+                        q.add(key_of(d.value()));
                     }
                 }
             }
             if let Some(k) = c
                 .old
                 .as_ref()
-                .and_then(|o| controller_key(&o.value, DEPLOYMENTS))
+                .and_then(|o| controller_key(o.value(), DEPLOYMENTS))
             {
                 q.add(k);
             }
@@ -73,11 +73,11 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
             if c.ty != EventType::Deleted {
                 return;
             }
-            let Some(rs_key) = controller_key(&c.obj.value, REPLICASETS) else {
+            let Some(rs_key) = controller_key(c.obj.value(), REPLICASETS) else {
                 return;
             };
             if let Some(rs) = a.get(REPLICASETS, &rs_key) {
-                if let Some(k) = controller_key(&rs.value, DEPLOYMENTS) {
+                if let Some(k) = controller_key(rs.value(), DEPLOYMENTS) {
                     q.add(k);
                 }
             }

@@ -48,7 +48,7 @@ pub(crate) fn sync(api: &Api, queue: &Arc<Queue>, key: &ObjKey) {
         api,
         queue,
         key,
-        d: (*obj.value).clone(),
+        d: obj.to_value(),
     };
     s.run();
 }
@@ -71,7 +71,7 @@ impl Sync<'_> {
             o["status"] = status.clone();
             true
         }) {
-            Ok(Some(obj)) => self.d = (*obj.value).clone(),
+            Ok(Some(obj)) => self.d = obj.to_value(),
             Ok(None) => {}
             Err(e) => {
                 tracing::debug!(deployment = %self.key.1, error = %e.message, "status not written");
@@ -97,7 +97,7 @@ impl Sync<'_> {
             annotations_mut(o).insert(REVISION.into(), json!(rev));
             true
         }) {
-            self.d = (*obj.value).clone();
+            self.d = obj.to_value();
         }
     }
 
@@ -323,14 +323,14 @@ impl Sync<'_> {
             }
             Err(e) if e.code == 409 => {
                 let existing = self.api.get(REPLICASETS, &(ns.clone(), rs_name.clone()))?;
-                let ours = crate::controllers::workloads::api::controller_of(&existing.value)
+                let ours = crate::controllers::workloads::api::controller_of(existing.value())
                     .and_then(|r| r.get("uid"))
                     .and_then(Value::as_str)
                     == util::meta_str(&d, "uid");
                 if ours
                     && equal_ignore_hash(
                         existing
-                            .value
+                            .value()
                             .pointer("/spec/template")
                             .unwrap_or(&Value::Null),
                         &template,
@@ -701,7 +701,7 @@ impl Sync<'_> {
                 self.api
                     .owned(PODS, r.uid())
                     .iter()
-                    .any(|p| !pods::terminal(&p.value))
+                    .any(|p| !pods::terminal(p.value()))
             })
     }
 }

@@ -41,7 +41,7 @@ pub(crate) struct Rs {
 
 impl Rs {
     pub fn v(&self) -> &Value {
-        &self.obj.value
+        self.obj.value()
     }
     pub fn name(&self) -> &str {
         self.obj.name()

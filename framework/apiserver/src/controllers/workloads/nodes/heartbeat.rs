@@ -196,7 +196,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
                     continue;
                 };
                 let want = if fault.not_ready { "False" } else { "True" };
-                if ready_status(&cur.value) != Some(want) {
+                if ready_status(cur.value()) != Some(want) {
                     let _ = api.update_status(NODES, &key, MANAGER, |n| {
                         let prev = n.pointer("/status/conditions").cloned();
                         n["status"]["conditions"] = conditions(!fault.not_ready, prev.as_ref());

@@ -84,12 +84,12 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         move |c: &Change| {
             let node = c
                 .obj
-                .value
+                .value()
                 .pointer("/spec/nodeName")
                 .and_then(Value::as_str)
                 .unwrap_or("");
             if known.iter().any(|n| n == node) && c.ty != EventType::Deleted {
-                q.add(key_of(&c.obj.value));
+                q.add(key_of(c.obj.value()));
             }
         },
     );
@@ -104,8 +104,8 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
                 _ = controls.changed.notified() => {}
             }
             for p in k2.api.list(PODS, None) {
-                if p.value.pointer("/spec/nodeName").is_some() {
-                    k2.queue.add(key_of(&p.value));
+                if p.value().pointer("/spec/nodeName").is_some() {
+                    k2.queue.add(key_of(p.value()));
                 }
             }
         }
@@ -165,7 +165,7 @@ impl Kubelet {
         let Some(obj) = self.api.get(PODS, key) else {
             return;
         };
-        let pod = &obj.value;
+        let pod = &obj.value();
         let uid = obj.uid().to_owned();
         let node = pod
             .pointer("/spec/nodeName")

@@ -38,7 +38,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
                 _ = tokio::time::sleep(every) => {}
             }
             for node in api.list(NODES, None) {
-                check(&api, &node.value);
+                check(&api, node.value());
             }
         }
     });
@@ -64,7 +64,7 @@ fn check(api: &Api, node: &Value) {
     let renewed = api
         .get(LEASES, &("kube-node-lease".into(), name.clone()))
         .and_then(|l| {
-            l.value
+            l.value()
                 .pointer("/spec/renewTime")
                 .and_then(Value::as_str)
                 .and_then(|t| t.parse::<jiff::Timestamp>().ok())
@@ -171,7 +171,7 @@ fn check(api: &Api, node: &Value) {
     let Some(node) = api.get(NODES, &key) else {
         return;
     };
-    let node = &node.value;
+    let node = &node.value();
     // A ready node without NoExecute taints leaves its pods alone; only
     // then is every pod looked at (once per node per round, which is
     // nodes x pods).
@@ -182,7 +182,7 @@ fn check(api: &Api, node: &Value) {
         return;
     }
     for pod in api.list(PODS, None) {
-        let p = &pod.value;
+        let p = &pod.value();
         if p.pointer("/spec/nodeName").and_then(Value::as_str) != Some(name.as_str())
             || !pods::active(p)
         {

@@ -82,7 +82,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         PODS.res(),
         cancel.clone(),
         move |c: &Change| {
-            let pod = &c.obj.value;
+            let pod = &c.obj.value();
             let mut u = u.lock().unwrap_or_else(|e| e.into_inner());
             let node = pod
                 .pointer("/spec/nodeName")
@@ -126,7 +126,7 @@ fn schedule(api: &Api, usage: &Mutex<Usage>, key: &ObjKey) {
     let Some(pod) = api.get(PODS, key) else {
         return;
     };
-    let pod = &pod.value;
+    let pod = &pod.value();
     if !wants_scheduling(pod) {
         return;
     }
@@ -138,7 +138,7 @@ fn schedule(api: &Api, usage: &Mutex<Usage>, key: &ObjKey) {
         let u = usage.lock().unwrap_or_else(|e| e.into_inner());
         let used = &u.nodes;
         for node in &nodes {
-            let n = &node.value;
+            let n = &node.value();
             let name = node.name();
             let reason = if n.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true)
                 && !fit::tolerations(pod).iter().any(|t| {
