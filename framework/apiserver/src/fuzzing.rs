@@ -32,9 +32,13 @@ pub struct SelectorOutcome {
 /// Parses `label` and `field` as a list of pods would and matches `object`.
 pub fn selectors(label: &str, field: &str, object: &Value) -> SelectorOutcome {
     let label = crate::selectors::LabelSelector::parse(label).map(|s| s.matches(object));
+    // Field selectors match what the server stores: the object's bytes
+    // under its key.
+    let stored = crate::storage::object::StoredObject::encode(object.clone(), 1);
+    let key = (stored.namespace().to_owned(), stored.name().to_owned());
     let field = match PODS.as_ref() {
         Some(pods) => crate::selectors::FieldSelector::parse(field, |l| pods.field_label(l))
-            .map(|s| s.matches(object)),
+            .map(|s| s.matches_stored(&key, &stored)),
         None => Err("pods are not registered".to_owned()),
     };
     SelectorOutcome { label, field }

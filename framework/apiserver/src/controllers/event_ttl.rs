@@ -88,7 +88,7 @@ fn sweep(shared: &Shared, writes: &mut LastWrites, ttl: Duration) {
             Ok(page) => page
                 .items
                 .iter()
-                .filter_map(|obj| Some((key_of(&obj.value)?, obj.rv)))
+                .map(|obj| ((obj.namespace().to_owned(), obj.name().to_owned()), obj.rv))
                 .collect(),
             Err(_) => return,
         }
@@ -106,13 +106,6 @@ fn sweep(shared: &Shared, writes: &mut LastWrites, ttl: Duration) {
             }
         }
     }
-}
-
-fn key_of(event: &serde_json::Value) -> Option<ObjKey> {
-    let meta = event.get("metadata")?;
-    let namespace = meta.get("namespace")?.as_str()?;
-    let name = meta.get("name")?.as_str()?;
-    Some((namespace.to_owned(), name.to_owned()))
 }
 
 #[cfg(test)]
