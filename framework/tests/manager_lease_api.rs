@@ -180,7 +180,18 @@ async fn an_election_creates_renews_and_releases_through_the_api() {
     leadership.stop();
     assert_eq!(leadership.ended().await, Phase::Stopped);
 
-    let requests = fx.recorded();
+    // The candidate follows its Lease by a list and watch pinned to its
+    // name (this fake answers them 404, so it polls instead); the lock's
+    // own requests are the rest.
+    let (follower, requests): (Vec<_>, Vec<_>) = fx
+        .recorded()
+        .into_iter()
+        .partition(|r| r.method == http::Method::GET && r.uri.path() == COLLECTION);
+    assert!(!follower.is_empty());
+    assert!(follower.iter().all(|r| r
+        .uri
+        .query()
+        .is_some_and(|q| q.contains("fieldSelector=metadata.name%3Dmy-operator"))));
     let verbs: Vec<&str> = requests.iter().map(|r| r.method.as_str()).collect();
     // GET (404), POST, then renewals by optimistic PUT (no GET needed),
     // then the release: GET and PUT.
