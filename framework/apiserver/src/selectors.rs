@@ -6,7 +6,14 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use crate::storage::{ObjKey, StoredObject};
+/// What a selector reads of a stored object, each without parsing the
+/// rest of it. Storage implements it; this module stays below storage.
+pub(crate) trait Selectable {
+    /// `metadata.labels`; `None` when the object has none.
+    fn labels(&self) -> Option<Map<String, Value>>;
+    /// The value at `path` (object keys); `None` when absent.
+    fn field(&self, path: &[String]) -> Option<Value>;
+}
 
 /// One label requirement.
 #[derive(Clone, Debug, PartialEq)]
@@ -279,7 +286,7 @@ impl LabelSelector {
     }
 
     /// Matches a stored object's labels, read from its bytes.
-    pub fn matches_stored(&self, obj: &StoredObject) -> bool {
+    pub fn matches_stored(&self, obj: &impl Selectable) -> bool {
         if self.reqs.is_empty() {
             return true;
         }
@@ -434,10 +441,10 @@ impl FieldSelector {
         self
     }
 
-    /// Matches a stored object under `key`: its name and namespace come
-    /// from the key, other fields from the object's bytes; absent fields
-    /// read as the empty string, booleans and numbers as their text.
-    pub fn matches_stored(&self, key: &ObjKey, obj: &StoredObject) -> bool {
+    /// Matches a stored object under `key` (namespace, name): its name and
+    /// namespace come from the key, other fields from the object; absent
+    /// fields read as the empty string, booleans and numbers as their text.
+    pub fn matches_stored(&self, key: &(String, String), obj: &impl Selectable) -> bool {
         self.reqs.iter().all(|r| {
             let text = match r.path.as_slice() {
                 [m, f] if m == "metadata" && f == "name" => Cow::Borrowed(key.1.as_str()),
@@ -482,6 +489,7 @@ fn find_op(term: &str, op: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::StoredObject;
     use serde_json::json;
 
     fn obj(labels: Value) -> Value {

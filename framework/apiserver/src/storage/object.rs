@@ -321,6 +321,16 @@ impl StoredObject {
     }
 }
 
+impl crate::selectors::Selectable for StoredObject {
+    fn labels(&self) -> Option<Map<String, Value>> {
+        StoredObject::labels(self)
+    }
+
+    fn field(&self, path: &[String]) -> Option<Value> {
+        StoredObject::field(self, path)
+    }
+}
+
 /// Parses bytes this module encoded from a `Value`.
 fn parse(bytes: &[u8]) -> Value {
     serde_json::from_slice(bytes).unwrap_or_else(|e| {
