@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use super::embedded::Running;
-use super::{App, Error, Flags, LogFormat, RunArgs};
+use super::{App, Error, Flags, RunArgs};
 use crate::rbac::RoleManifests;
 use crate::testing::{self, ApiServer, ApiServerExt as _};
 use crate::Config;
@@ -90,38 +90,11 @@ impl<F: Flags> App<F> {
         let config = self
             .operator_config_with(server, &rbac, TEST_TOKEN_LIFETIME)
             .await?;
-        let client = server.client().map_err(|source| Error::Cluster {
+        let admin = server.client().map_err(|source| Error::Cluster {
             what: "a client for the API server".to_owned(),
             source,
         })?;
-        let run = RunArgs {
-            kubeconfig: None,
-            context: None,
-            embedded: false,
-            listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-            write_kubeconfig: None,
-            no_samples: true,
-            field_manager: None,
-            leader_elect: true,
-            metrics_bind_address: "0".to_owned(),
-            health_probe_bind_address: "0".to_owned(),
-            namespace: None,
-            log_level: "info".to_owned(),
-            log_format: LogFormat::Text,
-        };
-        let (builder, local) =
-            super::webhooks::prepare(!self.webhooks.is_empty(), self.builder(config, &run))?;
-        let mgr = self.manager_with(builder, &flags).await?;
-        super::webhooks::install(local.as_ref(), &client, &mgr).await?;
-        let stop = crate::manager::CancellationToken::new();
-        let task = tokio::spawn(super::webhooks::run_until(mgr, stop.clone(), local));
-        Ok(Running {
-            client,
-            scheme: self.scheme.clone(),
-            samples: self.samples.clone(),
-            stop,
-            task: Some(task),
-        })
+        self.start_in_background(config, admin, true, flags).await
     }
 }
 

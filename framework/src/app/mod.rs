@@ -669,6 +669,21 @@ impl<F: Flags> App<F> {
             what: "a client for the API server".to_owned(),
             source,
         })?;
+        self.start_in_background(config, client, false, flags).await
+    }
+
+    /// Runs the operator's manager in the background as a test wants it
+    /// (no probe or metrics servers), connecting with `config`, its
+    /// webhooks (if any) served locally and installed through `admin`,
+    /// which [`Running`] keeps as its client.
+    #[cfg(feature = "testing")]
+    pub(crate) async fn start_in_background(
+        &self,
+        config: Config,
+        admin: crate::Client,
+        leader_elect: bool,
+        flags: F,
+    ) -> Result<Running, Error> {
         let run = RunArgs {
             kubeconfig: None,
             context: None,
@@ -677,7 +692,7 @@ impl<F: Flags> App<F> {
             write_kubeconfig: None,
             no_samples: true,
             field_manager: None,
-            leader_elect: false,
+            leader_elect,
             metrics_bind_address: "0".to_owned(),
             health_probe_bind_address: "0".to_owned(),
             namespace: None,
@@ -687,11 +702,11 @@ impl<F: Flags> App<F> {
         let (builder, local) =
             webhooks::prepare(!self.webhooks.is_empty(), self.builder(config, &run))?;
         let mgr = self.manager_with(builder, &flags).await?;
-        webhooks::install(local.as_ref(), &client, &mgr).await?;
+        webhooks::install(local.as_ref(), &admin, &mgr).await?;
         let stop = crate::manager::CancellationToken::new();
         let task = tokio::spawn(webhooks::run_until(mgr, stop.clone(), local));
         Ok(Running {
-            client,
+            client: admin,
             scheme: self.scheme.clone(),
             samples: self.samples.clone(),
             stop,
