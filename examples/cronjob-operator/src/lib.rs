@@ -8,7 +8,9 @@
 //! tests start it on kubeforge's in-process API server.
 
 pub mod api;
+pub mod clock;
 pub mod controllers;
+pub mod schedule;
 pub mod webhooks;
 
 use kubeforge::app::App;

@@ -25,14 +25,23 @@ async fn spokes_read_at_the_hub_and_back_unchanged() -> Result<(), Box<dyn std::
             &v2::CronJob::new(
                 "from-v2",
                 v2::CronJobSpec {
-                    foo: Some("from-v2".to_owned()),
+                    schedule: v2::CronSchedule {
+                        minute: Some("*/1".to_owned()),
+                        ..v2::CronSchedule::default()
+                    },
+                    starting_deadline_seconds: None,
+                    concurrency_policy: None,
+                    suspend: None,
+                    job_template: Default::default(),
+                    successful_jobs_history_limit: None,
+                    failed_jobs_history_limit: None,
                 },
             ),
         )
         .await?;
     let at_hub = hubs.get("from-v2").await?;
     assert_eq!(at_hub.metadata.uid, written.metadata.uid);
-    assert_eq!(at_hub.spec.foo.as_deref(), Some("from-v2"));
+    assert_eq!(at_hub.spec.schedule, "*/1 * * * *");
     let back = spokes.get("from-v2").await?;
     assert_eq!(back.spec, written.spec);
 

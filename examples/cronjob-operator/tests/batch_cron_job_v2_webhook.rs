@@ -7,14 +7,23 @@ use kubeforge::kube_core::params::PostParams;
 use kubeforge::testing::ApiServer;
 use kubeforge::Api;
 
-use cronjob_operator::api::batch::v2::{CronJob, CronJobSpec};
-use cronjob_operator::webhooks::batch::v2::cron_job::DEFAULT_FOO;
+use cronjob_operator::api::batch::v1::ConcurrencyPolicy;
+use cronjob_operator::api::batch::v2::{CronJob, CronJobSpec, CronSchedule};
 
-fn cron_job(name: &str, foo: Option<&str>) -> CronJob {
+fn cron_job(name: &str, schedule: &str) -> CronJob {
     CronJob::new(
         name,
         CronJobSpec {
-            foo: foo.map(str::to_owned),
+            schedule: CronSchedule {
+                minute: Some(schedule.to_owned()),
+                ..CronSchedule::default()
+            },
+            starting_deadline_seconds: None,
+            concurrency_policy: None,
+            suspend: None,
+            job_template: Default::default(),
+            successful_jobs_history_limit: None,
+            failed_jobs_history_limit: None,
         },
     )
 }
@@ -28,27 +37,31 @@ async fn the_api_server_calls_the_webhooks() -> Result<(), Box<dyn std::error::E
     let api: Api<CronJob> = Api::namespaced(operator.client().clone(), "default");
     let pp = PostParams::default();
 
-    // Written without spec.foo: the defaulter sets it.
-    let created = api.create(&pp, &cron_job("defaulted", None)).await?;
-    assert_eq!(created.spec.foo.as_deref(), Some(DEFAULT_FOO));
+    // Written without the optional fields: the defaulter sets them.
+    let created = api.create(&pp, &cron_job("defaulted", "*/5")).await?;
+    assert_eq!(
+        created.spec.concurrency_policy,
+        Some(ConcurrencyPolicy::Allow)
+    );
+    assert_eq!(created.spec.suspend, Some(false));
+    assert_eq!(created.spec.successful_jobs_history_limit, Some(3));
+    assert_eq!(created.spec.failed_jobs_history_limit, Some(1));
 
-    // An invalid spec.foo: the validator denies the create, with its message.
+    // An invalid schedule: the validator denies the create, with its message.
     let err = api
-        .create(&pp, &cron_job("invalid", Some("Not Valid")))
+        .create(&pp, &cron_job("invalid", "bad"))
         .await
         .expect_err("the validator denies it");
     let message = err.status().map(|s| s.message.clone()).unwrap_or_default();
     assert!(
-        message.contains("denied the request") && message.contains("spec.foo"),
+        message.contains("denied the request") && message.contains("spec.schedule"),
         "{err}"
     );
     assert!(api.get_opt("invalid").await?.is_none());
 
     // A valid one is created as written.
-    let valid = api
-        .create(&pp, &cron_job("valid", Some("valid-foo")))
-        .await?;
-    assert_eq!(valid.spec.foo.as_deref(), Some("valid-foo"));
+    let valid = api.create(&pp, &cron_job("valid", "*/1")).await?;
+    assert_eq!(valid.metadata.name.as_deref(), Some("valid"));
 
     operator.stop().await?;
     Ok(())

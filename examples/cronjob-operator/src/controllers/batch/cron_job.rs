@@ -28,7 +28,6 @@ pub fn register(mgr: &Manager) -> Result<(), Error> {
 pub async fn reconcile(obj: Arc<CronJob>, ctx: Arc<Context<()>>) -> Result<Action, Error> {
     // TODO(user): make the cluster match `obj.spec` here.
 
-    let generation = obj.metadata.generation;
     let mut status = obj.status.clone().unwrap_or_default();
     let ready = new_condition(
         READY,
@@ -37,8 +36,7 @@ pub async fn reconcile(obj: Arc<CronJob>, ctx: Arc<Context<()>>) -> Result<Actio
         "The spec is applied.",
     );
     let changed = set_condition_for(&mut status.conditions, &*obj, ready);
-    if changed || status.observed_generation != generation {
-        status.observed_generation = generation;
+    if changed {
         ctx.client().patch_status(&*obj, &status).await?;
     }
     Ok(Action::requeue_after(Duration::from_secs(300)))

@@ -1,54 +1,60 @@
-//! The `CronJob` webhooks (`batch.tutorial.kubebuilder.io/v2`): a defaulter
-//! and a validator. The API server calls them on every create and
-//! update of a CronJob at `v2`; `kubeforge generate` writes their
-//! configurations to `config/webhook/manifests.yaml`.
-//!
-//! The rules here are examples that the generated test checks: replace them
-//! with the operator's own.
+//! The `CronJob` webhooks (`batch.tutorial.kubebuilder.io/v2`): the same
+//! defaults and rules as v1's, the schedule checked once its fields are
+//! joined into a Cron string, its error prefixed as the tutorial's v2 does.
 
 use kubeforge::prelude::ResourceExt as _;
-use kubeforge::webhook::{AdmissionRequest, AdmissionResult, Defaulter, Denial, Validator};
+use kubeforge::webhook::{AdmissionRequest, AdmissionResult, Defaulter, Validator};
 use kubeforge::Manager;
 
 use crate::api::batch::v2::CronJob;
+use crate::webhooks::batch::v1::cron_job::{validate, CronJobDefaults};
 
-/// What `spec.foo` is set to when a CronJob is written without it.
-pub const DEFAULT_FOO: &str = "default";
+/// What v2 puts before the parser's message.
+pub const SCHEDULE_ERROR_PREFIX: &str = "invalid cron schedule format: ";
 
-/// The CronJob webhooks. Give it what they need (a client, settings) as
-/// fields.
+/// The CronJob webhooks, with the defaults they apply.
 #[derive(Clone, Debug, Default)]
-pub struct CronJobWebhook;
+pub struct CronJobWebhook {
+    /// What unset fields become.
+    pub defaults: CronJobDefaults,
+}
 
 /// Registers the webhooks with `mgr`, at kubebuilder's paths
-/// (`/mutate-batch-tutorial-kubebuilder-io-v2-cronjob`, `/validate-...`); the
-/// `*_with` forms take `WebhookOptions` (paths, operations, failure policy).
+/// (`/mutate-batch-tutorial-kubebuilder-io-v2-cronjob`, `/validate-...`).
 pub fn register(mgr: &Manager) {
+    // `Defaulter::default` shadows `Default::default` on the webhook type.
+    let webhook = CronJobWebhook {
+        defaults: CronJobDefaults::default(),
+    };
     mgr.webhooks()
-        .defaulter::<CronJob, _>(CronJobWebhook)
-        .validator::<CronJob, _>(CronJobWebhook);
+        .defaulter::<CronJob, _>(webhook.clone())
+        .validator::<CronJob, _>(webhook);
 }
 
 impl Defaulter<CronJob> for CronJobWebhook {
-    /// Fills in what a CronJob leaves out; the framework sends the
-    /// change to the API server as a JSON patch. The warning is shown by
-    /// kubectl.
+    /// Fills in the fields a CronJob leaves unset; set ones are kept.
     async fn default(&self, obj: &mut CronJob, _request: &AdmissionRequest) -> AdmissionResult {
-        // TODO(user): set the defaults a schema cannot express.
-        if obj.spec.foo.is_some() {
-            return Ok(vec![]);
-        }
-        obj.spec.foo = Some(DEFAULT_FOO.to_owned());
-        Ok(vec![format!(
-            "spec.foo was not set: defaulted to {DEFAULT_FOO:?}"
-        )])
+        let spec = &mut obj.spec;
+        let defaults = &self.defaults;
+        spec.concurrency_policy
+            .get_or_insert(defaults.concurrency_policy);
+        spec.suspend.get_or_insert(defaults.suspend);
+        spec.successful_jobs_history_limit
+            .get_or_insert(defaults.successful_jobs_history_limit);
+        spec.failed_jobs_history_limit
+            .get_or_insert(defaults.failed_jobs_history_limit);
+        Ok(vec![])
     }
 }
 
 impl Validator<CronJob> for CronJobWebhook {
     /// Checks a new CronJob.
     async fn validate_create(&self, obj: &CronJob, _request: &AdmissionRequest) -> AdmissionResult {
-        validate(obj)
+        validate(
+            &obj.name_any(),
+            &obj.spec.schedule.to_cron(),
+            SCHEDULE_ERROR_PREFIX,
+        )
     }
 
     /// Checks a change to a CronJob.
@@ -58,29 +64,10 @@ impl Validator<CronJob> for CronJobWebhook {
         new: &CronJob,
         _request: &AdmissionRequest,
     ) -> AdmissionResult {
-        validate(new)
+        validate(
+            &new.name_any(),
+            &new.spec.schedule.to_cron(),
+            SCHEDULE_ERROR_PREFIX,
+        )
     }
-
-    // Deletions are allowed: implement `validate_delete` and register the
-    // validator with `Operation::Delete` to check them.
-}
-
-/// The rules a schema cannot express. TODO(user): replace the example:
-/// `spec.foo`, when set, is lowercase letters, digits and '-'.
-fn validate(obj: &CronJob) -> AdmissionResult {
-    let Some(foo) = obj.spec.foo.as_deref() else {
-        return Ok(vec![]);
-    };
-    let valid = !foo.is_empty()
-        && foo
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if !valid {
-        return Err(Denial::invalid("CronJob", obj.name_any()).with_cause(
-            "spec.foo",
-            "FieldValueInvalid",
-            format!("Invalid value: {foo:?}: must be lowercase letters, digits and '-'"),
-        ));
-    }
-    Ok(vec![])
 }
