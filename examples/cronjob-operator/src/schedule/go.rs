@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-/// One nanosecond less than 2⁶³: the largest magnitude a Go `time.Duration`
-/// accumulates before the sign is applied is 2⁶³ itself.
+/// 2⁶³: the largest magnitude a Go `time.Duration` may reach before its sign
+/// is applied, and one past the largest `int`.
 const TWO_63: u64 = 1 << 63;
 
 /// Go's `strconv.Atoi` on a 64-bit platform. The error is the `*NumError`
@@ -44,7 +44,8 @@ pub(crate) fn atoi(s: &str) -> Result<i64, String> {
     i64::try_from(value).map_err(|_| num_error("value out of range"))
 }
 
-/// Go's `time.ParseDuration` (Go 1.17 and later), in signed nanoseconds.
+/// Go's `time.ParseDuration` as current Go writes it (a `uint64` sum that
+/// admits `-9223372036854775808ns`), in signed nanoseconds.
 ///
 /// The grammar is `[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+` or `0`; the errors are
 /// `time: invalid duration "<s>"`, `time: missing unit in duration "<s>"` and
@@ -111,7 +112,8 @@ pub(crate) fn parse_duration(orig: &str) -> Result<i64, String> {
                 return Err(invalid());
             }
         }
-        total += value;
+        // Go's uint64 addition wraps: two terms of 2⁶³ sum to 0 and pass.
+        total = total.wrapping_add(value);
         if total > TWO_63 {
             return Err(invalid());
         }
@@ -346,6 +348,7 @@ mod tests {
         ok("-9223372036854775808ns", i64::MIN);
         ok("0.100000000000000000000h", 360_000_000_000);
         ok("0.830103483285477580700h", 2_988_372_539_827);
+        ok("9223372036854775808ns9223372036854775808ns", 0);
 
         let err = |s: &str, msg: &str| assert_eq!(parse_duration(s), Err(msg.to_string()));
         err("", r#"time: invalid duration """#);

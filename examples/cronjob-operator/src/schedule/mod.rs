@@ -94,8 +94,10 @@ pub fn parse_standard(spec: &str) -> Result<Schedule, ParseError> {
 impl Schedule {
     /// robfig's `Next`: the first activation strictly after `after`, in UTC.
     /// `None` where robfig gives the zero time: a spec with no activation
-    /// within five years (counted from the year of the next whole second), or
-    /// a time jiff cannot represent.
+    /// within five years (counted from the year of the next whole second).
+    /// Also `None` where robfig would answer but this cannot: a spec searched
+    /// from before year 1 or past year 5000 (croner's range), or a result
+    /// jiff cannot represent.
     pub fn next(&self, after: Timestamp) -> Option<Timestamp> {
         match self {
             Schedule::Spec(spec) => spec.next(after),
@@ -139,7 +141,13 @@ impl SpecSchedule {
         let second = i64::try_from(after.as_nanosecond().div_euclid(SECOND_NANOS)).ok()?;
         let origin = Timestamp::from_second(second).ok()?.to_zoned(TimeZone::UTC);
         let first = Timestamp::from_second(second.checked_add(1)?).ok()?;
-        let year_limit = i32::from(first.to_zoned(TimeZone::UTC).year()) + YEARS_SEARCHED;
+        let first_year = i32::from(first.to_zoned(TimeZone::UTC).year());
+        // croner searches years 1 to 5000 only; before year 1 it would skip
+        // ahead to it, a wrong answer rather than none.
+        if first_year < 1 {
+            return None;
+        }
+        let year_limit = first_year + YEARS_SEARCHED;
         let next = cron.find_next_occurrence(&origin, false).ok()?;
         (i32::from(next.year()) <= year_limit).then(|| next.timestamp())
     }

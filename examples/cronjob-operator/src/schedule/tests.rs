@@ -332,6 +332,21 @@ fn next_is_strictly_after_on_whole_minutes() {
 }
 
 #[test]
+fn outside_crons_years_there_is_no_answer() {
+    // robfig would answer; croner's search covers years 1 to 5000 only.
+    assert_eq!(next("* * * * *", "0000-06-01T00:00:00Z"), None);
+    assert_eq!(next("* * * * *", "6000-01-01T00:00:00Z"), None);
+    assert_eq!(
+        next("* * * * *", "0000-12-31T23:59:59Z"),
+        Some(ts("0001-01-01T00:00:00Z"))
+    );
+    assert_eq!(
+        next("* * * * *", "4999-12-31T23:59:30Z"),
+        Some(ts("5000-01-01T00:00:00Z"))
+    );
+}
+
+#[test]
 fn nothing_past_robfigs_five_years() {
     // 2100 is no leap year: after 2097-03-01 the next 29 February is in 2104,
     // past 2097 + 5.
