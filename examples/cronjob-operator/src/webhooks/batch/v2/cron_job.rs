@@ -1,0 +1,73 @@
+//! The `CronJob` webhooks (`batch.tutorial.kubebuilder.io/v2`): the same
+//! defaults and rules as v1's, the schedule checked once its fields are
+//! joined into a Cron string, its error prefixed as the tutorial's v2 does.
+
+use kubeforge::prelude::ResourceExt as _;
+use kubeforge::webhook::{AdmissionRequest, AdmissionResult, Defaulter, Validator};
+use kubeforge::Manager;
+
+use crate::api::batch::v2::CronJob;
+use crate::webhooks::batch::v1::cron_job::{validate, CronJobDefaults};
+
+/// What v2 puts before the parser's message.
+pub const SCHEDULE_ERROR_PREFIX: &str = "invalid cron schedule format: ";
+
+/// The CronJob webhooks, with the defaults they apply.
+#[derive(Clone, Debug, Default)]
+pub struct CronJobWebhook {
+    /// What unset fields become.
+    pub defaults: CronJobDefaults,
+}
+
+/// Registers the webhooks with `mgr`, at kubebuilder's paths
+/// (`/mutate-batch-tutorial-kubebuilder-io-v2-cronjob`, `/validate-...`).
+pub fn register(mgr: &Manager) {
+    // `Defaulter::default` shadows `Default::default` on the webhook type.
+    let webhook = CronJobWebhook {
+        defaults: CronJobDefaults::default(),
+    };
+    mgr.webhooks()
+        .defaulter::<CronJob, _>(webhook.clone())
+        .validator::<CronJob, _>(webhook);
+}
+
+impl Defaulter<CronJob> for CronJobWebhook {
+    /// Fills in the fields a CronJob leaves unset; set ones are kept.
+    async fn default(&self, obj: &mut CronJob, _request: &AdmissionRequest) -> AdmissionResult {
+        let spec = &mut obj.spec;
+        let defaults = &self.defaults;
+        spec.concurrency_policy
+            .get_or_insert(defaults.concurrency_policy);
+        spec.suspend.get_or_insert(defaults.suspend);
+        spec.successful_jobs_history_limit
+            .get_or_insert(defaults.successful_jobs_history_limit);
+        spec.failed_jobs_history_limit
+            .get_or_insert(defaults.failed_jobs_history_limit);
+        Ok(vec![])
+    }
+}
+
+impl Validator<CronJob> for CronJobWebhook {
+    /// Checks a new CronJob.
+    async fn validate_create(&self, obj: &CronJob, _request: &AdmissionRequest) -> AdmissionResult {
+        validate(
+            &obj.name_any(),
+            &obj.spec.schedule.to_cron(),
+            SCHEDULE_ERROR_PREFIX,
+        )
+    }
+
+    /// Checks a change to a CronJob.
+    async fn validate_update(
+        &self,
+        _old: &CronJob,
+        new: &CronJob,
+        _request: &AdmissionRequest,
+    ) -> AdmissionResult {
+        validate(
+            &new.name_any(),
+            &new.spec.schedule.to_cron(),
+            SCHEDULE_ERROR_PREFIX,
+        )
+    }
+}
