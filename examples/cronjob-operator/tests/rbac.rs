@@ -93,7 +93,9 @@ fn fast_cron_job() -> CronJob {
 
 async fn has_event(events: &Api<Event>, reason: &str) -> bool {
     let list = events.list(&Default::default()).await.expect("list events");
-    list.items.iter().any(|e| e.reason.as_deref() == Some(reason))
+    list.items
+        .iter()
+        .any(|e| e.reason.as_deref() == Some(reason))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
