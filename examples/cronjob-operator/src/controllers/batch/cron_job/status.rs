@@ -84,15 +84,11 @@ pub fn rebuild(status: &mut CronJobStatus, children: &Children, suspended: bool,
         .map(|job| object_reference(&**job, &()))
         .collect();
     let conditions = &mut status.conditions;
-    let mut set = |type_: &str, state: ConditionStatus, reason: &str, message: String| {
-        set_condition_at(
-            conditions,
-            new_condition(type_, state, reason, message),
-            now,
-        );
+    let mut mark = |type_: &str, state: ConditionStatus, reason: &str, message: String| {
+        set(conditions, type_, state, reason, message, now);
     };
     if suspended {
-        set(
+        mark(
             AVAILABLE,
             ConditionStatus::False,
             "Suspended",
@@ -100,30 +96,30 @@ pub fn rebuild(status: &mut CronJobStatus, children: &Children, suspended: bool,
         );
     } else if !children.failed.is_empty() {
         let message = format!("{} job(s) have failed", children.failed.len());
-        set(
+        mark(
             DEGRADED,
             ConditionStatus::True,
             "JobsFailed",
             message.clone(),
         );
-        set(AVAILABLE, ConditionStatus::False, "JobsFailed", message);
+        mark(AVAILABLE, ConditionStatus::False, "JobsFailed", message);
     } else if !children.active.is_empty() {
         let message = format!("{} job(s) are currently active", children.active.len());
-        set(
+        mark(
             PROGRESSING,
             ConditionStatus::True,
             "JobsActive",
             message.clone(),
         );
-        set(AVAILABLE, ConditionStatus::True, "JobsActive", message);
+        mark(AVAILABLE, ConditionStatus::True, "JobsActive", message);
     } else {
-        set(
+        mark(
             AVAILABLE,
             ConditionStatus::True,
             "AllJobsCompleted",
             "All jobs have completed successfully".into(),
         );
-        set(
+        mark(
             PROGRESSING,
             ConditionStatus::False,
             "NoJobsActive",
