@@ -446,7 +446,7 @@ where
 }
 
 /// The write helpers a reconcile is offered (server-side apply,
-/// create-or-update, the finalizer flow, status patches) all keep
+/// create-or-update, the finalizer flow, status patches and updates) all keep
 /// read-your-own-writes: with the cache held back, a cached read right
 /// after each one waits for the cache (and here reports it stale) instead
 /// of returning the object as it was before the write. (The `Api`-based
@@ -463,16 +463,7 @@ async fn the_write_helpers_keep_read_your_own_writes() {
         .sync_timeout(Duration::from_secs(20))
         .read_your_writes_timeout(Duration::from_millis(300))
         .build();
-    let mut web = Deployment::default();
-    web.metadata.name = Some("web".into());
-    web.metadata.namespace = Some(NS.into());
-    web.spec = serde_json::from_value(json!({
-        "selector": {"matchLabels": {"app": "web"}},
-        "template": {"metadata": {"labels": {"app": "web"}},
-                     "spec": {"containers": [{"name": "web", "image": "nginx"}]}}
-    }))
-    .unwrap();
-    let web = cached.create(&web).await.unwrap();
+    let web = cached.create(&web_deployment()).await.unwrap();
     let settings = cached.create(&cm("settings", &[], &[])).await.unwrap();
     // Both informers synced and current.
     assert_eq!(
@@ -530,4 +521,95 @@ async fn the_write_helpers_keep_read_your_own_writes() {
     };
     let patched = cached.patch_status(&web, &status).await.unwrap();
     assert_not_older::<Deployment>(&cached, rv(&patched), "web", "patch_status").await;
+
+    let mut replaced = patched.clone();
+    replaced.status = Some(DeploymentStatus::default());
+    let replaced = cached.replace_status(&replaced).await.unwrap();
+    assert!(rv(&replaced) > rv(&patched));
+    assert_not_older::<Deployment>(&cached, rv(&replaced), "web", "replace_status").await;
+}
+
+fn web_deployment() -> Deployment {
+    let mut web = Deployment::default();
+    web.metadata.name = Some("web".into());
+    web.metadata.namespace = Some(NS.into());
+    web.spec = serde_json::from_value(json!({
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}},
+                     "spec": {"containers": [{"name": "web", "image": "nginx"}]}}
+    }))
+    .unwrap();
+    web
+}
+
+/// `replace_status` is controller-runtime's `Status().Update`: a PUT to
+/// `/status` that keeps the sent status whole, so a list left out is
+/// cleared (a merge patch that omits it leaves it in place), conditional
+/// on the resourceVersion sent (409 when stale), and recorded so the next
+/// cached read sees the write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replace_status_clears_what_a_merge_patch_cannot_and_is_read_back() {
+    let (_server, client, cached) = started().await;
+    let web = cached.create(&web_deployment()).await.unwrap();
+    let with_conditions = DeploymentStatus {
+        replicas: Some(2),
+        conditions: Some(vec![serde_json::from_value(json!({
+            "type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"
+        }))
+        .unwrap()]),
+        ..Default::default()
+    };
+    let patched = cached.patch_status(&web, &with_conditions).await.unwrap();
+
+    // A merge patch without `conditions` leaves them in place.
+    let without_conditions = DeploymentStatus {
+        replicas: Some(1),
+        ..Default::default()
+    };
+    let patched = cached
+        .patch_status(&patched, &without_conditions)
+        .await
+        .unwrap();
+    let status = patched.status.clone().unwrap();
+    assert_eq!(status.replicas, Some(1));
+    assert_eq!(status.conditions.as_ref().map(Vec::len), Some(1));
+
+    // A status PUT of the read object without them clears them.
+    let mut cleared = patched.clone();
+    cleared.status = Some(without_conditions);
+    cleared.spec.replicas = Some(7); // not status: ignored
+    let replaced = cached.replace_status(&cleared).await.unwrap();
+    assert!(rv(&replaced) > rv(&patched));
+    let status = replaced.status.clone().unwrap();
+    assert_eq!(status.replicas, Some(1));
+    assert_eq!(status.conditions, None);
+    assert_eq!(
+        replaced.spec.replicas, patched.spec.replicas,
+        "a status write leaves the spec alone"
+    );
+    let read = cached.get::<Deployment>(NS, "web").await.unwrap();
+    assert!(rv(&*read) >= rv(&replaced));
+    assert_eq!(read.status.as_ref().unwrap().conditions, None);
+
+    // The resourceVersion read makes it conditional.
+    let err = cached.replace_status(&cleared).await.unwrap_err();
+    assert!(err.is_conflict(), "a stale status update: {err}");
+    let stored = Api::<Deployment>::namespaced(client.clone(), NS)
+        .get("web")
+        .await
+        .unwrap();
+    assert_eq!(rv(&stored), rv(&replaced), "the conflict wrote nothing");
+
+    // The uncached function sends the same request.
+    let api = Api::<Deployment>::namespaced(client, NS);
+    let mut again = stored.clone();
+    again.status.as_mut().unwrap().replicas = Some(3);
+    let written = kubeforge::reconcile::uncached::replace_status(&api, &again)
+        .await
+        .unwrap();
+    assert_eq!(written.status.unwrap().replicas, Some(3));
+    let err = kubeforge::reconcile::uncached::replace_status(&api, &again)
+        .await
+        .unwrap_err();
+    assert!(err.is_conflict(), "a stale uncached status update: {err}");
 }

@@ -151,8 +151,8 @@ fn reviews_are_answered_with_every_object_or_a_failure() {
     ));
     let failed = serde_json::to_value(failed).unwrap();
     assert_eq!(failed["response"]["result"]["status"], "Failure");
-    assert!(failed["response"]["result"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("3 mm"));
+    assert_eq!(
+        failed["response"]["result"]["message"], "3 mm is not a whole number of centimetres",
+        "the conversion's message as is"
+    );
 }

@@ -156,6 +156,7 @@ async fn the_api_server_calls_the_managers_defaulter_validator_and_raw_handler()
             scope: None,
         }],
         failure_policy: "Fail".into(),
+        match_policy: None,
     };
     mgr.webhooks().handler(
         "/validate-configmaps",

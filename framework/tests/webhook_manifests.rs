@@ -3,14 +3,17 @@
 //! paths and Service, and cert-manager's CA injection; the converted CRD
 //! with `spec.conversion` pointing at `/convert` through that Service.
 //! And the webhooks an `App` registers ([`App::webhooks`]) served to the
-//! in-process API server by `start_on`, as `--embedded` serves them.
+//! in-process API server by `start_on`, as `--embedded` serves them, with
+//! the `matchPolicy` they were registered with.
 
 use kubeforge::app::{App, ManifestOptions, NoFlags};
 use kubeforge::crd::conversion::{ConversionError, Converter, Convertible, Hub};
 use kubeforge::kube_core::params::PostParams;
 use kubeforge::prelude::ResourceExt as _;
 use kubeforge::testing::ApiServer;
-use kubeforge::webhook::{AdmissionRequest, AdmissionResult, Defaulter, Denial, Validator};
+use kubeforge::webhook::{
+    AdmissionRequest, AdmissionResult, Defaulter, Denial, MatchPolicy, Validator, WebhookOptions,
+};
 use kubeforge::Api;
 use serde_json::{json, Value};
 
@@ -131,6 +134,11 @@ async fn manifests_carry_the_webhook_configurations_and_the_conversion_stanza() 
     assert_eq!(hook["sideEffects"], "None");
     assert_eq!(hook["admissionReviewVersions"], json!(["v1"]));
     assert_eq!(hook["failurePolicy"], "Fail");
+    assert_eq!(
+        hook.get("matchPolicy"),
+        None,
+        "unset, as controller-gen leaves it: the API server defaults it to Equivalent"
+    );
     assert_eq!(validating["kind"], "ValidatingWebhookConfiguration");
     assert_eq!(
         validating["metadata"]["name"],
@@ -170,13 +178,23 @@ impl Validator<v2::Rod> for Lengths {
 }
 
 fn rod_app() -> App {
+    rod_app_matching(None)
+}
+
+/// The rod operator, its v2 webhooks registered with `match_policy` when
+/// given.
+fn rod_app_matching(match_policy: Option<MatchPolicy>) -> App {
+    let options = match match_policy {
+        Some(policy) => WebhookOptions::default().match_policy(policy),
+        None => WebhookOptions::default(),
+    };
     App::new("rod-operator")
         .crd::<v2::Rod>()
         .crd::<v1::Rod>()
-        .webhooks(|mgr| {
+        .webhooks(move |mgr| {
             mgr.webhooks()
-                .defaulter::<v2::Rod, _>(Lengths)
-                .validator::<v2::Rod, _>(Lengths)
+                .defaulter_with::<v2::Rod, _>(Lengths, options.clone())
+                .validator_with::<v2::Rod, _>(Lengths, options.clone())
                 .converter(Converter::<v2::Rod>::new().spoke::<v1::Rod>());
             Ok::<_, kubeforge::controller::Error>(())
         })
@@ -222,7 +240,96 @@ async fn start_on_points_the_api_server_at_the_apps_webhooks() {
         .unwrap();
     assert_eq!(hubs.get("short").await.unwrap().spec.millimetres, 420);
     assert_eq!(spokes.get("short").await.unwrap().spec.centimetres, 42);
+
+    // matchPolicy defaults to Equivalent: a v1 request goes to the v2
+    // validator too, converted to v2.
+    let err = spokes
+        .create(
+            &pp,
+            &v1::Rod::new("long-v1", v1::RodSpec { centimetres: 900 }),
+        )
+        .await
+        .unwrap_err();
+    let status = err.status().expect("a Status");
+    assert_eq!(status.code, 422, "{status:?}");
+    assert!(status.message.contains("vrod-v2.kb.io"), "{status:?}");
     operator.stop().await.unwrap();
+}
+
+/// With `matchPolicy: Exact` the v2 webhooks see v2 requests only: a v1
+/// create is neither defaulted nor validated by them, while a v2 create
+/// still is both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exact_match_policy_keeps_webhooks_to_the_version_they_name() {
+    let server = ApiServer::start().await.unwrap();
+    let operator = rod_app_matching(Some(MatchPolicy::Exact))
+        .start_on(&server, NoFlags {})
+        .await
+        .unwrap();
+    let pp = PostParams::default();
+    let hubs: Api<v2::Rod> = Api::namespaced(operator.client().clone(), "default");
+    let spokes: Api<v1::Rod> = Api::namespaced(operator.client().clone(), "default");
+
+    let long = spokes
+        .create(
+            &pp,
+            &v1::Rod::new("long-v1", v1::RodSpec { centimetres: 900 }),
+        )
+        .await
+        .expect("the v2 validator is not called for v1");
+    assert_eq!(long.spec.centimetres, 900);
+    let unset = spokes
+        .create(
+            &pp,
+            &v1::Rod::new("unset-v1", v1::RodSpec { centimetres: 0 }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(unset.spec.centimetres, 0, "nor the v2 defaulter");
+    assert_eq!(hubs.get("unset-v1").await.unwrap().spec.millimetres, 0);
+
+    let defaulted = hubs
+        .create(&pp, &v2::Rod::new("plain", v2::RodSpec { millimetres: 0 }))
+        .await
+        .unwrap();
+    assert_eq!(defaulted.spec.millimetres, 1000);
+    let err = hubs
+        .create(
+            &pp,
+            &v2::Rod::new("long", v2::RodSpec { millimetres: 9000 }),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.status().expect("a Status").code, 422);
+    operator.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn manifests_carry_the_match_policy_set() {
+    let files = rod_app_matching(Some(MatchPolicy::Exact))
+        .manifests(&ManifestOptions::default(), &NoFlags {})
+        .await
+        .unwrap();
+    let webhooks = files
+        .iter()
+        .find(|f| f.path.display().to_string() == "webhook/manifests.yaml")
+        .expect("webhook/manifests.yaml");
+    let docs = documents(&webhooks.contents);
+    assert_eq!(docs[0]["kind"], "MutatingWebhookConfiguration");
+    assert_eq!(docs[0]["webhooks"][0]["matchPolicy"], "Exact");
+    assert_eq!(docs[1]["kind"], "ValidatingWebhookConfiguration");
+    assert_eq!(docs[1]["webhooks"][0]["matchPolicy"], "Exact");
+
+    let files = rod_app_matching(Some(MatchPolicy::Equivalent))
+        .manifests(&ManifestOptions::default(), &NoFlags {})
+        .await
+        .unwrap();
+    let webhooks = files
+        .iter()
+        .find(|f| f.path.display().to_string() == "webhook/manifests.yaml")
+        .expect("webhook/manifests.yaml");
+    let docs = documents(&webhooks.contents);
+    assert_eq!(docs[1]["webhooks"][0]["matchPolicy"], "Equivalent");
 }
 
 #[tokio::test]

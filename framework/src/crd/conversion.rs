@@ -57,8 +57,10 @@ pub enum ConversionError {
         /// The encoding error.
         source: serde_json::Error,
     },
-    /// A conversion function refused the object.
-    #[error("conversion failed: {0}")]
+    /// A conversion function refused the object. The message is the whole
+    /// of what the API server is told (controller-runtime answers with the
+    /// conversion's `err.Error()` as is), so it says what was wrong itself.
+    #[error("{0}")]
     Failed(String),
 }
 

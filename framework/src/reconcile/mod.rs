@@ -6,10 +6,10 @@
 //! - [`CachedClient`]: reads from the shared cache, writes to the API
 //!   server, reads its own writes. Its methods are the one set of write
 //!   helpers: `create`, `replace`, `patch`, `delete`, server-side `apply`,
-//!   `patch_status` and `apply_status`, `create_or_update`, `add_finalizer`
-//!   and `remove_finalizer`, and the `finalizer` flow. Every one records
-//!   the object the server answered with, so a cached read right after it
-//!   never returns an older state. (Not to be confused with the plain
+//!   `patch_status`, `replace_status` and `apply_status`,
+//!   `create_or_update`, `add_finalizer` and `remove_finalizer`, and the
+//!   `finalizer` flow. Every one records the object the server answered
+//!   with, so a cached read right after it never returns an older state. (Not to be confused with the plain
 //!   [`Client`](crate::Client) it wraps.)
 //! - [`finalizer`](mod@finalizer): the finalizer flow's decision
 //!   ([`finalizer::plan`]), its guarded JSON patches and in-memory edits.

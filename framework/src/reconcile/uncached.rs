@@ -5,8 +5,9 @@
 //!
 //! In a reconcile use the [`CachedClient`](super::CachedClient) methods of
 //! the same names (`ctx.client().apply(..)`, `create_or_update`,
-//! `patch_status`, `apply_status`, `ctx.finalizer(..)`, `add_finalizer`,
-//! `remove_finalizer`): they send the same requests and record the answer.
+//! `patch_status`, `replace_status`, `apply_status`, `ctx.finalizer(..)`,
+//! `add_finalizer`, `remove_finalizer`): they send the same requests and
+//! record the answer.
 //! These functions are for code that has no cache (a command-line tool, a
 //! one-off migration), for types described at run time (the `_with`
 //! variants take a `DynamicObject`'s `ApiResource`), or for a write that
@@ -23,7 +24,9 @@
 //! - [`apply`] and [`apply_status`] send server-side apply patches
 //!   (`application/apply-patch+yaml`) with a field manager; `force` takes
 //!   over fields other managers own. [`patch_status`] sends a JSON merge
-//!   patch of `{"status": ...}` to `/status`.
+//!   patch of `{"status": ...}` to `/status`; [`replace_status`] PUTs the
+//!   whole object there, conditional on its `resourceVersion`, so omitted
+//!   status fields are cleared.
 //! - [`finalizer`] runs the finalizer flow (see
 //!   [`finalizer`](mod@super::finalizer) for the cases), adding and removing
 //!   the finalizer with [`add_finalizer`] and [`remove_finalizer`].
@@ -202,6 +205,20 @@ where
     api.patch_status(name, &PatchParams::default(), &Patch::Merge(body))
         .await
         .map_err(|e| Error::api(format!("patch status of {}", qualified(api, name)), e))
+}
+
+/// Replaces the `status` subresource of `obj` (PUT to `/status`): the
+/// server keeps `obj`'s status whole, so a field left out is cleared, which
+/// [`patch_status`] cannot do. `obj`'s `resourceVersion`, when set, makes
+/// the write conditional (409 Conflict if the object changed since).
+pub async fn replace_status<K>(api: &Api<K>, obj: &K) -> Result<K, Error>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize,
+{
+    let name = require_name(obj)?;
+    api.replace_status(name, &PostParams::default(), obj)
+        .await
+        .map_err(|e| Error::api(format!("update status of {}", qualified(api, name)), e))
 }
 
 /// Server-side applies `status` to the `status` subresource of `name`,

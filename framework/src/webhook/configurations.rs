@@ -100,6 +100,7 @@ pub fn mutating(
             admission_review_versions: vec!["v1".into()],
             client_config: target.admission_client_config(&entry.path),
             failure_policy: Some(entry.failure_policy),
+            match_policy: entry.match_policy.map(|p| p.as_str().to_owned()),
             rules: Some(entry.rules),
             side_effects: "None".into(),
             ..Default::default()
@@ -126,6 +127,7 @@ pub fn validating(
             admission_review_versions: vec!["v1".into()],
             client_config: target.admission_client_config(&entry.path),
             failure_policy: Some(entry.failure_policy),
+            match_policy: entry.match_policy.map(|p| p.as_str().to_owned()),
             rules: Some(entry.rules),
             side_effects: "None".into(),
             ..Default::default()

@@ -5,7 +5,9 @@
 //! hub. The answer follows the rules kube-apiserver checks: the request's
 //! uid, every object in order at the desired apiVersion with its kind and
 //! metadata (only labels and annotations may change), or `result.status:
-//! Failure` with a message naming the object that failed.
+//! Failure` with the conversion function's message as is (as
+//! controller-runtime answers), or, when the framework itself could not
+//! convert, a message naming the object.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -96,9 +98,13 @@ impl Conversions {
                         "{what}: no conversion is registered for {kind} in group {desired_group:?}"
                     )
                 })?;
-            let object = converter
-                .convert(object, &desired)
-                .map_err(|e| format!("{what}: {e}"))?;
+            // A conversion function's refusal is its message as is, as
+            // controller-runtime answers; the framework's own failures
+            // name the object.
+            let object = converter.convert(object, &desired).map_err(|e| match e {
+                ConversionError::Failed(message) => message,
+                e => format!("{what}: {e}"),
+            })?;
             converted.push(object);
         }
         Ok(converted)

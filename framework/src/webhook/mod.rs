@@ -66,7 +66,7 @@ pub use admission::{
 pub use certs::CertWatcher;
 pub use conversion::CONVERT_PATH;
 pub use paths::{default_name, default_path};
-pub use registry::{WebhookEntry, WebhookOptions, WebhookType, Webhooks};
+pub use registry::{MatchPolicy, WebhookEntry, WebhookOptions, WebhookType, Webhooks};
 pub use server::{
     default_cert_dir, WebhookServer, WebhookServerOptions, DEFAULT_CERT_NAME,
     DEFAULT_CERT_POLL_INTERVAL, DEFAULT_KEY_NAME, DEFAULT_WEBHOOK_PORT, MAX_BODY_BYTES,

@@ -41,6 +41,40 @@ pub struct WebhookEntry {
     pub rules: Vec<RuleWithOperations>,
     /// `Fail` (the default) or `Ignore`.
     pub failure_policy: String,
+    /// `matchPolicy`, when set; `None` renders none, which the API server
+    /// defaults to [`MatchPolicy::Equivalent`] (as controller-gen leaves it
+    /// out when the marker does not set it).
+    pub match_policy: Option<MatchPolicy>,
+}
+
+/// admissionregistration/v1's `matchPolicy`: whether a webhook whose rules
+/// name one version of a resource is also called for requests made at its
+/// other versions (the object converted to the version the rules name).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MatchPolicy {
+    /// Only requests that match a rule exactly.
+    Exact,
+    /// Also requests for the same resource at another version (or an
+    /// equivalent resource in another group), converted to the version a
+    /// rule names. The API server's default.
+    #[default]
+    Equivalent,
+}
+
+impl MatchPolicy {
+    /// The value in a webhook configuration: `Exact` or `Equivalent`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MatchPolicy::Exact => "Exact",
+            MatchPolicy::Equivalent => "Equivalent",
+        }
+    }
+}
+
+impl std::fmt::Display for MatchPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Settings of one typed registration; every one has kubebuilder's default.
@@ -50,6 +84,7 @@ pub struct WebhookOptions {
     name: Option<String>,
     operations: Option<Vec<Operation>>,
     failure_policy: Option<String>,
+    match_policy: Option<MatchPolicy>,
 }
 
 impl WebhookOptions {
@@ -78,6 +113,18 @@ impl WebhookOptions {
     /// `Fail` (default) or `Ignore` when the webhook cannot be called.
     pub fn failure_policy(mut self, policy: impl Into<String>) -> Self {
         self.failure_policy = Some(policy.into());
+        self
+    }
+
+    /// The configuration's `matchPolicy` (kubebuilder's `matchPolicy`
+    /// marker). Unset, none is rendered and the API server applies
+    /// [`MatchPolicy::Equivalent`]: a webhook for one version of a
+    /// multi-version kind is then also called for requests at the others,
+    /// with the object converted to its version, so a conversion that fails
+    /// fails those requests. [`MatchPolicy::Exact`] keeps each version's
+    /// webhooks to their own version.
+    pub fn match_policy(mut self, policy: MatchPolicy) -> Self {
+        self.match_policy = Some(policy);
         self
     }
 }
@@ -277,5 +324,6 @@ fn typed_entry<K: Resource<DynamicType = ()>>(
             scope: None,
         }],
         failure_policy: options.failure_policy.unwrap_or_else(|| "Fail".into()),
+        match_policy: options.match_policy,
     }
 }

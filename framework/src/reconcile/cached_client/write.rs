@@ -209,6 +209,27 @@ impl CachedClient {
         self.send(req, what).await
     }
 
+    /// Replaces the `status` subresource of `obj` (PUT to `/status`, as
+    /// controller-runtime's `Status().Update`): the server keeps `obj`'s
+    /// status whole and ignores the rest, so a field left out is cleared,
+    /// which a merge patch cannot do. `obj`'s `resourceVersion`, when set,
+    /// makes the write conditional (409 Conflict if the object changed
+    /// since it was read).
+    pub async fn replace_status<K: CachedObject + Serialize>(&self, obj: &K) -> Result<K, Error> {
+        let ns = obj.meta().namespace.as_deref();
+        let name = name_of(obj)?;
+        let what = || format!("update status of {}", describe::<K>(ns, name));
+        let req = request::<K>(ns)
+            .replace_subresource(
+                "status",
+                name,
+                &PostParams::default(),
+                serialize(obj, what)?,
+            )
+            .map_err(|e| Error::api(what(), e.into()))?;
+        self.send(req, what).await
+    }
+
     /// Server-side applies `status` to the `status` subresource of `obj` as
     /// this client's field manager, with `force`.
     pub async fn apply_status<K, S>(&self, obj: &K, status: &S) -> Result<K, Error>
