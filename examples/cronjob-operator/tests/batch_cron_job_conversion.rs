@@ -109,7 +109,10 @@ async fn v1_to_v2_and_back_carries_the_spec_and_status_but_not_conditions() {
         }
     );
     assert_eq!(at_v2.spec.starting_deadline_seconds, Some(60));
-    assert_eq!(at_v2.spec.concurrency_policy, created.spec.concurrency_policy);
+    assert_eq!(
+        at_v2.spec.concurrency_policy,
+        created.spec.concurrency_policy
+    );
     assert_eq!(
         at_v2.spec.successful_jobs_history_limit,
         created.spec.successful_jobs_history_limit
@@ -260,7 +263,10 @@ async fn a_schedule_v2_cannot_express_fails_reads_at_v2() {
         .await
         .expect_err("the list at v2 fails");
     let status = err.status().unwrap_or_else(|| panic!("{err}"));
-    assert_eq!((status.code, status.message.as_str()), (500, CANNOT_EXPRESS));
+    assert_eq!(
+        (status.code, status.message.as_str()),
+        (500, CANNOT_EXPRESS)
+    );
     let names: Vec<String> = hubs
         .list(&ListParams::default())
         .await

@@ -67,7 +67,12 @@ impl Operator {
         let kubeconfig = dir.path().join("kubeconfig");
         let log = std::fs::File::create(dir.path().join("operator.log")).expect("log file");
         let mut child = Command::new(env!("CARGO_BIN_EXE_cronjob-operator"))
-            .args(["--embedded", "--listen", "127.0.0.1:0", "--write-kubeconfig"])
+            .args([
+                "--embedded",
+                "--listen",
+                "127.0.0.1:0",
+                "--write-kubeconfig",
+            ])
             .arg(&kubeconfig)
             .args([
                 "--metrics-bind-address",
@@ -190,7 +195,9 @@ impl Operator {
                     .as_array()
                     .into_iter()
                     .flatten()
-                    .any(|r| r["kind"] == "CronJob" && r["name"] == owner && r["controller"] == true)
+                    .any(|r| {
+                        r["kind"] == "CronJob" && r["name"] == owner && r["controller"] == true
+                    })
             })
             .collect()
     }

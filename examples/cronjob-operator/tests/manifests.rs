@@ -153,7 +153,10 @@ async fn the_crd_serves_both_versions_stores_v1_and_converts_as_the_project_reco
             )
         })
         .collect();
-    assert_eq!(versions, [("v1", true, true, true), ("v2", true, false, true)]);
+    assert_eq!(
+        versions,
+        [("v1", true, true, true), ("v2", true, false, true)]
+    );
 
     assert_eq!(converted_versions(), ["v1", "v2"], "kubeforge.toml");
     let conversion = crd.spec.conversion.expect("spec.conversion");
@@ -217,7 +220,10 @@ async fn each_version_has_its_defaulter_and_validator_matching_that_version_only
         assert_eq!(rules.len(), 1, "{rules:?}");
         let rule = &rules[0];
         assert_eq!(rule.api_groups.as_deref(), Some(&[GROUP.to_owned()][..]));
-        assert_eq!(rule.resources.as_deref(), Some(&["cronjobs".to_owned()][..]));
+        assert_eq!(
+            rule.resources.as_deref(),
+            Some(&["cronjobs".to_owned()][..])
+        );
         (
             rule.api_versions.clone().unwrap_or_default(),
             rule.operations.clone().unwrap_or_default(),
