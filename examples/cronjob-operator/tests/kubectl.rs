@@ -400,6 +400,12 @@ async fn kubectl_drives_the_embedded_operator() {
     // v2 cannot express `@every 2s`: reads at v2 fail, v1 serves it.
     let stderr = op.fails(&["get", V2, "fast"]).await;
     assert!(stderr.contains(CANNOT_EXPRESS), "{stderr}");
+    // So does every list at v2, the group's preferred version, which is
+    // what kubectl reads when no version is named.
+    let stderr = op
+        .fails(&["get", "cronjobs.batch.tutorial.kubebuilder.io"])
+        .await;
+    assert!(stderr.contains(CANNOT_EXPRESS), "{stderr}");
 
     // Suspended: the status says so, and no Job is created any more.
     op.ok(&[
