@@ -107,7 +107,11 @@ impl Clock for ScaledClock {
     }
 
     fn until(&self, at: Timestamp) -> Duration {
-        positive(at.duration_since(self.now())) / self.speed
+        // Rounded up: a wait that ends a few virtual nanoseconds early
+        // would find `at` not yet reached.
+        let nanos = positive(at.duration_since(self.now())).as_nanos();
+        let real = nanos.div_ceil(u128::from(self.speed));
+        Duration::from_nanos(u64::try_from(real).unwrap_or(u64::MAX))
     }
 }
 

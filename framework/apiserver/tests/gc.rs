@@ -245,3 +245,62 @@ async fn crds_register_at_once_and_their_deletion_deletes_custom_resources() {
     .await;
     assert_eq!(k.get("/apis/ex.com/v1/gadgets").await.code(), 404);
 }
+
+/// A dependent written after its owner is gone (a controller that read the
+/// owner from its cache before the deletion, then created or re-created the
+/// dependent) is collected too, as kube-controller-manager's collector
+/// verifies an owner it has not seen and, finding it absent, deletes its
+/// dependents. Found as a flaky kube-rs controller test: the collector
+/// removed the ConfigMap, the reconcile in flight applied it again, and it
+/// stayed for good.
+#[tokio::test]
+async fn a_dependent_written_after_its_owner_is_gone_is_collected() {
+    let k = Kube::start().await;
+    let owner = k.configmap("default", "owner", json!({})).await;
+    assert_eq!(k.delete(&format!("{CMS}/owner")).await.code(), 200);
+    assert_eq!(k.get(&format!("{CMS}/owner")).await.code(), 404);
+
+    // Created naming the gone owner.
+    owned(&k, "late", &owner, false).await;
+    eventually("the late dependent collected", async || {
+        k.get(&format!("{CMS}/late")).await.code() == 404
+    })
+    .await;
+
+    // Given a reference to it by an update.
+    k.configmap("default", "adopted", json!({})).await;
+    let r = k
+        .patch(
+            &format!("{CMS}/adopted"),
+            "application/merge-patch+json",
+            &json!({"metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap",
+                "name": "owner", "uid": owner["metadata"]["uid"]}]}}),
+        )
+        .await;
+    assert_eq!(r.code(), 200);
+    eventually("the adopted dependent collected", async || {
+        k.get(&format!("{CMS}/adopted")).await.code() == 404
+    })
+    .await;
+
+    // With another owner alive, only the dangling reference goes.
+    let alive = k.configmap("default", "alive", json!({})).await;
+    let reference = |o: &Value| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "name": o["metadata"]["name"],
+               "uid": o["metadata"]["uid"]})
+    };
+    let r = k
+        .post(
+            CMS,
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shared",
+                "ownerReferences": [reference(&owner), reference(&alive)]}}),
+        )
+        .await;
+    assert_eq!(r.code(), 201);
+    eventually("the dangling reference dropped", async || {
+        let shared = k.get(&format!("{CMS}/shared")).await;
+        shared.code() == 200
+            && shared.json()["metadata"]["ownerReferences"] == json!([reference(&alive)])
+    })
+    .await;
+}

@@ -1,6 +1,7 @@
 //! What runs after every stored write: a CRD's resource is served (or no
 //! longer), and the in-server controllers are told what changed (a new
-//! namespace, an object being deleted, an owner gone) and woken.
+//! namespace, an object being deleted, an owner gone or found absent) and
+//! woken.
 
 use crate::registry::ResourceDef;
 use crate::state::Shared;
@@ -32,8 +33,38 @@ pub(crate) fn after_write(
     if new.deleting() {
         shared.controllers.mark_deleting(def, new);
     }
+    queue_absent_owners(shared, old, new);
     crate::auth::written(shared, def);
     shared.controllers.wake();
+}
+
+/// A reference added to an owner that no longer exists (a controller that
+/// read the owner from its cache before the deletion writes its dependent
+/// after it) is handled as that owner's removal, or the dependent would
+/// outlive it: kube-controller-manager's garbage collector likewise
+/// verifies an owner it has not seen ("virtual" node) and, finding it
+/// absent, collects its dependents. A reference the object already had was
+/// checked when it was added; the owner's later removal queues it anyway.
+fn queue_absent_owners(shared: &Shared, old: Option<&StoredObject>, new: &StoredObject) {
+    let added: Vec<&str> = new
+        .owner_uids()
+        .iter()
+        .map(|uid| &**uid)
+        .filter(|uid| old.is_none_or(|old| !old.owner_uids().iter().any(|o| &**o == *uid)))
+        .collect();
+    if added.is_empty() {
+        return;
+    }
+    let absent: Vec<&str> = {
+        let store = shared.storage.lock();
+        added
+            .into_iter()
+            .filter(|uid| store.by_uid(uid).is_none())
+            .collect()
+    };
+    for uid in absent {
+        shared.controllers.owner_gone(uid);
+    }
 }
 
 /// Runs after every object removal.

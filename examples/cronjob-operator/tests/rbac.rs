@@ -1,0 +1,198 @@
+//! The operator under exactly the RBAC it ships: it runs as its service
+//! account, bound to the roles its own `manifests` derive, on a server that
+//! enforces what those roles exist for (RBAC, and the ownerReferences
+//! check behind `cronjobs/finalizers`), with the Job controller and
+//! simulated nodes running its Jobs. After Jobs have been created,
+//! replaced, finished and pruned, and the CronJob deleted, the server's
+//! permission audit must show no request denied (no rule missing) and no
+//! granted rule unused (no over-privilege); and the same run without one
+//! derived verb must fail with the 403 named.
+//!
+//! The audit works per rule: a verb granted in a rule that is otherwise
+//! used is not reported as unused.
+
+use std::future::Future;
+use std::time::Instant;
+
+use cronjob_operator::api::batch::v1::{ConcurrencyPolicy, CronJob, CronJobSpec};
+use cronjob_operator::app;
+use cronjob_operator::controllers::batch::cron_job::status::DEGRADED;
+use cronjob_operator::controllers::batch::cron_job::{SUCCESSFUL_CREATE, SUCCESSFUL_DELETE};
+use kubeforge::k8s_openapi::api::batch::v1::{Job, JobSpec, JobTemplateSpec};
+use kubeforge::k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
+use kubeforge::k8s_openapi::api::events::v1::Event;
+use kubeforge::prelude::*;
+use kubeforge::rbac::RoleManifests;
+use kubeforge::reconcile::conditions::find_condition;
+use kubeforge::testing::{operator_user, ApiServer, Workloads};
+
+const NS: &str = "default";
+// Up to a minute until the first run, then the work.
+const DEADLINE: Duration = Duration::from_secs(120);
+
+async fn server() -> ApiServer {
+    ApiServer::builder()
+        .workloads(Workloads::fast())
+        .owner_references_permission_enforcement(true)
+        .start()
+        .await
+        .expect("API server starts")
+}
+
+/// Polls `probe` until it returns `Some`, at most [`DEADLINE`].
+async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(value) = probe().await {
+            return value;
+        }
+        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A CronJob every minute (real time: the operator runs on the system
+/// clock) that replaces its running Job and keeps no finished ones: every
+/// write the controller can make. A five-field schedule, which the v2
+/// admission webhooks can convert whatever their match policy.
+fn fast_cron_job() -> CronJob {
+    CronJob::new(
+        "fast",
+        CronJobSpec {
+            schedule: "* * * * *".into(),
+            starting_deadline_seconds: None,
+            concurrency_policy: Some(ConcurrencyPolicy::Replace),
+            suspend: None,
+            job_template: JobTemplateSpec {
+                metadata: None,
+                spec: Some(JobSpec {
+                    template: PodTemplateSpec {
+                        metadata: None,
+                        spec: Some(PodSpec {
+                            containers: vec![Container {
+                                name: "hello".into(),
+                                image: Some("busybox".into()),
+                                ..Default::default()
+                            }],
+                            restart_policy: Some("OnFailure".into()),
+                            ..Default::default()
+                        }),
+                    },
+                    ..Default::default()
+                }),
+            },
+            successful_jobs_history_limit: Some(0),
+            failed_jobs_history_limit: Some(0),
+        },
+    )
+}
+
+async fn has_event(events: &Api<Event>, reason: &str) -> bool {
+    let list = events.list(&Default::default()).await.expect("list events");
+    list.items
+        .iter()
+        .any(|e| e.reason.as_deref() == Some(reason))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_and_delete_cycle_uses_exactly_the_derived_rbac() {
+    let server = server().await;
+    let op = app()
+        .start_as_operator(&server, Default::default())
+        .await
+        .expect("the operator starts as its service account");
+    let cronjobs: Api<CronJob> = Api::namespaced(op.client().clone(), NS);
+    let jobs: Api<Job> = Api::namespaced(op.client().clone(), NS);
+    let events: Api<Event> = Api::namespaced(op.client().clone(), NS);
+    cronjobs
+        .create(&PostParams::default(), &fast_cron_job())
+        .await
+        .expect("create CronJob");
+    // Jobs are created, finished Jobs pruned.
+    eventually("Jobs created and finished ones deleted", || async {
+        (has_event(&events, SUCCESSFUL_CREATE).await && has_event(&events, SUCCESSFUL_DELETE).await)
+            .then_some(())
+    })
+    .await;
+    cronjobs
+        .delete("fast", &DeleteParams::default())
+        .await
+        .expect("delete CronJob");
+    // The garbage collector takes its Jobs.
+    eventually("the CronJob and its Jobs gone", || async {
+        let cj = cronjobs.get_opt("fast").await.expect("get CronJob");
+        let left = jobs.list(&Default::default()).await.expect("list Jobs");
+        (cj.is_none() && left.items.is_empty()).then_some(())
+    })
+    .await;
+    op.stop().await.expect("the operator stops cleanly");
+
+    let audit = server.permission_audit(&operator_user());
+    println!("{audit}");
+    assert!(
+        !audit.requests.is_empty(),
+        "the operator's requests are recorded"
+    );
+    assert!(audit.denied.is_empty(), "rules missing:\n{audit}");
+    assert!(
+        audit.unused.is_empty(),
+        "rules granted and never used:\n{audit}"
+    );
+}
+
+/// Removes `verb` from the derived rules on `resource`.
+fn without(rbac: &mut RoleManifests, resource: &str, verb: &str) {
+    let role = rbac
+        .cluster_role
+        .as_mut()
+        .expect("the manager's ClusterRole");
+    let rule = role
+        .rules
+        .iter_mut()
+        .flatten()
+        .find(|r| r.resources.as_deref() == Some(&[resource.to_owned()][..]))
+        .expect("a derived rule on the resource");
+    let before = rule.verbs.len();
+    rule.verbs.retain(|v| v != verb);
+    assert_eq!(rule.verbs.len(), before - 1, "{verb} was derived");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_jobs_create_the_cron_job_is_degraded_with_the_403_named() {
+    let server = server().await;
+    let op = app()
+        .start_as_operator_with(&server, Default::default(), |rbac| {
+            without(rbac, "jobs", "create")
+        })
+        .await
+        .expect("the operator starts as its service account");
+    let cronjobs: Api<CronJob> = Api::namespaced(op.client().clone(), NS);
+    cronjobs
+        .create(&PostParams::default(), &fast_cron_job())
+        .await
+        .expect("create CronJob");
+    let user = operator_user();
+    let denial = format!(
+        r#"jobs.batch is forbidden: User "{user}" cannot create resource "jobs" in API group "batch" in the namespace "default""#
+    );
+    let message = eventually("Degraded=True/JobCreationFailed", || async {
+        let cj = cronjobs.get("fast").await.expect("get CronJob");
+        let status = cj.status?;
+        let degraded = find_condition(&status.conditions, DEGRADED)?;
+        (degraded.reason == "JobCreationFailed").then(|| degraded.message.clone())
+    })
+    .await;
+    assert!(message.contains(&denial), "{message}");
+    op.stop().await.expect("the operator stops cleanly");
+
+    // The audit names the rule to add back.
+    let audit = server.permission_audit(&user);
+    let denied: Vec<String> = audit.denied.iter().map(ToString::to_string).collect();
+    assert_eq!(denied.len(), 1, "{audit}");
+    assert!(denied[0].contains(r#"resources: ["jobs"]"#), "{audit}");
+    assert!(denied[0].contains(r#"verbs: ["create"]"#), "{audit}");
+}
