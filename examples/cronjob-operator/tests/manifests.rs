@@ -2,7 +2,8 @@
 //! (the CRD with its conversion webhook, the manager and leader-election
 //! roles with their bindings, and the webhook configurations) are exactly
 //! what the operator's `manifests` command produces — what `kubeforge
-//! generate` writes — each API version's admission webhooks match that
+//! generate` writes — the manager role grants what the controller uses,
+//! each API version's admission webhooks match that
 //! version only (`matchPolicy: Exact`), the CRD converts through `/convert`
 //! as `kubeforge.toml` records, and kustomize renders the whole with the
 //! names and certificate annotations wired together.
@@ -14,6 +15,7 @@ use kubeforge::app::ManifestOptions;
 use kubeforge::k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, RuleWithOperations, ValidatingWebhookConfiguration,
 };
+use kubeforge::k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
 use kubeforge::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
 
@@ -130,6 +132,63 @@ async fn the_generated_files_are_what_the_code_produces() {
         })
         .collect();
     assert_eq!(bases, [CRD_FILE]);
+}
+
+/// `(group, resource, verb)` for every grant of `rules`.
+fn grants(rules: &[PolicyRule]) -> BTreeSet<(String, String, String)> {
+    let mut out = BTreeSet::new();
+    for rule in rules {
+        for group in rule.api_groups.iter().flatten() {
+            for resource in rule.resources.iter().flatten() {
+                for verb in &rule.verbs {
+                    out.insert((group.clone(), resource.clone(), verb.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn set(group: &str, resource: &str, verbs: &[&str]) -> Vec<(String, String, String)> {
+    verbs
+        .iter()
+        .map(|v| (group.to_owned(), resource.to_owned(), v.to_string()))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_manager_role_grants_what_the_controller_uses() {
+    let role: ClusterRole = one(&generated_file("rbac/role.yaml").await, "ClusterRole");
+    assert_eq!(role.metadata.name.as_deref(), Some("manager-role"));
+    let expected: BTreeSet<_> = [
+        // The primary: cached, and update/patch, which every kubeforge
+        // controller gets for finalizers (this one adds none: the grant is
+        // per rule, not per verb); no create or delete, which the
+        // tutorial's markers grant.
+        set(
+            GROUP,
+            "cronjobs",
+            &["get", "list", "watch", "update", "patch"],
+        ),
+        set(GROUP, "cronjobs/status", &["get", "update", "patch"]),
+        // blockOwnerDeletion on the Jobs it owns.
+        set(GROUP, "cronjobs/finalizers", &["update"]),
+        // Owned: cached, created, deleted (history, Replace); no
+        // `jobs/status get`: the status comes with the Job.
+        set(
+            "batch",
+            "jobs",
+            &[
+                "get", "list", "watch", "create", "update", "patch", "delete",
+            ],
+        ),
+        // SuccessfulCreate and SuccessfulDelete.
+        set("events.k8s.io", "events", &["create", "patch"]),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    assert_eq!(grants(role.rules.as_deref().unwrap_or_default()), expected);
 }
 
 #[tokio::test]
