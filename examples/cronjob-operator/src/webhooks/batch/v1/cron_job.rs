@@ -5,7 +5,9 @@
 //! configurations to `config/webhook/manifests.yaml`.
 
 use kubeforge::prelude::ResourceExt as _;
-use kubeforge::webhook::{AdmissionRequest, AdmissionResult, Defaulter, Denial, Validator};
+use kubeforge::webhook::{
+    AdmissionRequest, AdmissionResult, Defaulter, Denial, MatchPolicy, Validator, WebhookOptions,
+};
 use kubeforge::Manager;
 
 use crate::api::batch::v1::{ConcurrencyPolicy, CronJob};
@@ -56,9 +58,14 @@ pub fn register(mgr: &Manager) {
     let webhook = CronJobWebhook {
         defaults: CronJobDefaults::default(),
     };
+    // Each version's webhooks see requests at that version only: with the
+    // API server's default (Equivalent), a request at the other version
+    // would be converted first, and a schedule that version cannot express
+    // would fail the conversion before the validator could answer.
+    let exact = WebhookOptions::default().match_policy(MatchPolicy::Exact);
     mgr.webhooks()
-        .defaulter::<CronJob, _>(webhook.clone())
-        .validator::<CronJob, _>(webhook);
+        .defaulter_with::<CronJob, _>(webhook.clone(), exact.clone())
+        .validator_with::<CronJob, _>(webhook, exact);
 }
 
 impl Defaulter<CronJob> for CronJobWebhook {
