@@ -222,8 +222,13 @@ pub(crate) fn banner(
         Some(path) => {
             let kubectl = format!("KUBECONFIG={} kubectl", path.display());
             out.push_str(&format!("kubeconfig written to {}; try:\n", path.display()));
+            // Qualified by group: a plural a built-in kind also has
+            // (`cronjobs`) names the built-in one to kubectl.
             for crd in crds {
-                out.push_str(&format!("  {kubectl} get {}\n", crd.spec.names.plural));
+                out.push_str(&format!(
+                    "  {kubectl} get {}.{}\n",
+                    crd.spec.names.plural, crd.spec.group
+                ));
             }
             out.push_str(&format!("  {kubectl} get events\n"));
         }
