@@ -6,8 +6,8 @@
 //! identities that RBAC governs (the server's own kubeconfig is an admin
 //! in `system:masters`) and write a kubeconfig for each. `--audit` prints
 //! the server's permission audit of an identity when the server stops:
-//! what it was denied (the rules it lacks) and the rules it was granted
-//! and never used. A flag rather than an endpoint: the server keeps
+//! what it was denied (the rules it lacks), the rules it was granted
+//! and never used, and the verbs of used rules it never used. A flag rather than an endpoint: the server keeps
 //! serving only the paths kube-apiserver serves (no extra path for
 //! discovery, RBAC or a client to trip over), and the audit is read once
 //! the session's requests are made, where the developer stops the server.
@@ -56,7 +56,8 @@ pub struct Args {
     service_accounts: Vec<((String, String), PathBuf)>,
     /// Prints the permission audit of IDENTITY when the server stops (on
     /// SIGINT or SIGTERM): the requests it was denied, as the RBAC rules
-    /// it lacks, and the rules granted to it that it never used. IDENTITY
+    /// it lacks, the rules granted to it that it never used, and the
+    /// verbs of the rules it used that it never used. IDENTITY
     /// is a user name, `NAMESPACE/NAME` for a service account, or `*` for
     /// every identity seen; repeatable.
     #[arg(long = "audit", value_name = "IDENTITY")]

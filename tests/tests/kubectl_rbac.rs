@@ -517,6 +517,11 @@ async fn dev_server_adds_users_and_service_accounts_with_kubeconfigs() {
         rest.contains("denied (rules missing):\n# in namespace default\n- apiGroups: [\"\"]\n  resources: [\"pods\"]\n  verbs: [\"list\"]\n"),
         "{rest}"
     );
+    // Granted nothing, it used every verb it was granted.
+    assert!(
+        rest.contains("verbs granted and never used: none\n"),
+        "{rest}"
+    );
     let status = tokio::time::timeout(Duration::from_secs(10), server.wait())
         .await
         .expect("exits")

@@ -95,7 +95,7 @@ mod watch;
 mod webhooks;
 mod work;
 
-pub use auth::audit::{AuditRule, AuditedRequest, PermissionAudit, PolicyRule};
+pub use auth::audit::{AuditRule, AuditedRequest, PermissionAudit, PolicyRule, UnusedVerbs};
 pub use auth::{Credentials, User};
 pub use cluster::{
     PodBehavior, PodPolicy, Readiness, SimNode, SimulatedNodes, Workloads, ANNOTATION_EXIT_AFTER,

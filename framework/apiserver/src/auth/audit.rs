@@ -9,9 +9,11 @@
 //! identity, requests are counted as dropped, not stored.
 //!
 //! [`PermissionAudit`] compares what an identity asked for with what it
-//! was granted: the requests denied (the rules it is missing) and the
-//! granted rules that never allowed a request (over-privilege), each
-//! printed as an RBAC rule to paste into a Role. `audit2rbac` derives
+//! was granted: the requests denied (the rules it is missing), the
+//! granted rules that never allowed a request (over-privilege), and, of
+//! the rules that did, the verbs (per resource) that never allowed one
+//! (over-privilege within a used rule), each printed as an RBAC rule to
+//! paste into a Role. `audit2rbac` derives
 //! rules from an audit log the same way; this keeps only the distinct
 //! attributes, so it costs nothing to leave on.
 
@@ -217,9 +219,13 @@ impl AuditLog {
             None => implied_groups(user),
         };
         let mut requests = Vec::new();
-        let mut used: BTreeSet<RuleRef> = BTreeSet::new();
+        let mut used: BTreeMap<RuleRef, BTreeSet<Allowed>> = BTreeMap::new();
         for entry in identity.iter().flat_map(|i| i.entries.values().flatten()) {
-            used.extend(entry.allowed_by.iter().cloned());
+            for by in &entry.allowed_by {
+                used.entry(by.clone())
+                    .or_default()
+                    .insert(Allowed::of(&entry.key));
+            }
             requests.push(AuditedRequest::of(entry));
         }
         requests.sort();
@@ -230,14 +236,16 @@ impl AuditLog {
             groups,
             ..UserInfo::default()
         };
+        let (unused, unused_verbs) = if info.is_master() {
+            (Vec::new(), Vec::new())
+        } else {
+            unused_grants(index, &info, &used)
+        };
         PermissionAudit {
             user: user.to_owned(),
             denied: missing_rules(&requests),
-            unused: if info.is_master() {
-                Vec::new()
-            } else {
-                unused_rules(index, &info, &used)
-            },
+            unused,
+            unused_verbs,
             requests,
             dropped,
         }
@@ -267,30 +275,186 @@ fn implicit_group(group: &str) -> bool {
         || group.starts_with("system:serviceaccounts:")
 }
 
+/// What one request a rule allowed asked for, as a rule can name it: the
+/// API group, the resource (`res` or `res/sub`) or non-resource path, and
+/// the verb.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Allowed {
+    group: String,
+    /// `res`, `res/sub`, or the path of a non-resource request.
+    what: String,
+    verb: String,
+}
+
+impl Allowed {
+    fn of(key: &Key) -> Self {
+        let what = if !key.resource_request {
+            key.path.clone()
+        } else if key.subresource.is_empty() {
+            key.resource.clone()
+        } else {
+            format!("{}/{}", key.resource, key.subresource)
+        };
+        Self {
+            group: key.group.clone(),
+            what,
+            verb: key.verb.clone(),
+        }
+    }
+}
+
 /// The granted rules (through bindings naming the identity or one of its
-/// explicit groups) that allowed no recorded request.
-fn unused_rules(index: &Index, user: &UserInfo, used: &BTreeSet<RuleRef>) -> Vec<AuditRule> {
+/// explicit groups) that allowed no recorded request, and the verbs of
+/// the others that allowed none.
+fn unused_grants(
+    index: &Index,
+    user: &UserInfo,
+    used: &BTreeMap<RuleRef, BTreeSet<Allowed>>,
+) -> (Vec<AuditRule>, Vec<UnusedVerbs>) {
     let explicit = user.groups.iter().filter(|g| !implicit_group(g));
     let grants = index
         .grants_to_user(&user.name)
         .chain(explicit.flat_map(|g| index.grants_to_group(g)));
-    let mut out = Vec::new();
+    let (mut rules, mut verbs) = (Vec::new(), Vec::new());
     for grant in grants {
         for (i, rule) in grant.rules.iter().enumerate() {
             let this = RuleRef {
                 source: grant.source.clone(),
                 rule: i,
             };
-            if !used.contains(&this) {
-                out.push(AuditRule {
+            match used.get(&this) {
+                None => rules.push(AuditRule {
                     namespace: grant.namespace.clone(),
                     granted_by: Some(grant.source.to_string()),
                     rule: PolicyRule::from(rule),
-                });
+                }),
+                Some(allowed) => verbs.extend(unused_verbs(grant, rule, allowed)),
             }
         }
     }
-    out
+    (rules, verbs)
+}
+
+/// Whether a rule names what it grants only through wildcards somewhere
+/// (`*` verbs, groups or resources, `*/sub`, a `prefix*` URL): then what
+/// it grants cannot be listed verb by verb.
+fn has_wildcard(rule: &Rule) -> bool {
+    rule.verbs.iter().any(|v| v == "*")
+        || rule.api_groups.iter().any(|g| g == "*")
+        || rule
+            .resources
+            .iter()
+            .any(|r| r == "*" || r.starts_with("*/"))
+        || rule.non_resource_urls.iter().any(|u| u.ends_with('*'))
+}
+
+/// The parts of a used rule that allowed nothing: for each group and
+/// resource (or URL) it names, the verbs no request used there. `None`
+/// when every verb was used.
+fn unused_verbs(grant: &Grant, rule: &Rule, allowed: &BTreeSet<Allowed>) -> Option<UnusedVerbs> {
+    let granted = PolicyRule::from(rule);
+    let entry = |unused, wildcard_allowed| UnusedVerbs {
+        namespace: grant.namespace.clone(),
+        granted_by: grant.source.to_string(),
+        granted: granted.clone(),
+        unused,
+        wildcard_allowed,
+    };
+    if has_wildcard(rule) {
+        return Some(entry(Vec::new(), Some(allowed_rules(rule, allowed))));
+    }
+    // (group, resource or URL) -> verbs never used on it.
+    let mut idle: BTreeMap<(Option<&str>, &str), Vec<String>> = BTreeMap::new();
+    let targets: Vec<(Option<&str>, &str)> = if rule.non_resource_urls.is_empty() {
+        let groups = rule.api_groups.iter().map(|g| Some(g.as_str()));
+        groups
+            .flat_map(|g| rule.resources.iter().map(move |r| (g, r.as_str())))
+            .collect()
+    } else {
+        rule.non_resource_urls
+            .iter()
+            .map(|u| (None, u.as_str()))
+            .collect()
+    };
+    for (group, what) in targets {
+        for verb in &rule.verbs {
+            let hit = allowed
+                .iter()
+                .any(|a| a.verb == *verb && a.what == what && group.is_none_or(|g| a.group == g));
+            if !hit {
+                idle.entry((group, what)).or_default().push(verb.clone());
+            }
+        }
+    }
+    if idle.is_empty() {
+        return None;
+    }
+    // One rule per group and set of idle verbs, listing its resources.
+    let mut compact: BTreeMap<(Option<&str>, Vec<String>), Vec<String>> = BTreeMap::new();
+    for ((group, what), verbs) in idle {
+        compact
+            .entry((group, verbs))
+            .or_default()
+            .push(what.to_owned());
+    }
+    let mut unused: Vec<PolicyRule> = compact
+        .into_iter()
+        .map(|((group, verbs), whats)| match group {
+            Some(group) => PolicyRule {
+                verbs,
+                api_groups: vec![group.to_owned()],
+                resources: whats,
+                resource_names: rule.resource_names.clone(),
+                ..PolicyRule::default()
+            },
+            None => PolicyRule {
+                verbs,
+                non_resource_urls: whats,
+                ..PolicyRule::default()
+            },
+        })
+        .collect();
+    unused.sort_by(|a, b| {
+        (&a.api_groups, &a.resources, &a.non_resource_urls).cmp(&(
+            &b.api_groups,
+            &b.resources,
+            &b.non_resource_urls,
+        ))
+    });
+    Some(entry(unused, None))
+}
+
+/// What a rule allowed, as the narrower rules that would have allowed
+/// exactly that: one per group and resource (or URL), with its verbs.
+fn allowed_rules(rule: &Rule, allowed: &BTreeSet<Allowed>) -> Vec<PolicyRule> {
+    let resource_rule = rule.non_resource_urls.is_empty();
+    let mut by_target: BTreeMap<(&str, &str), Vec<String>> = BTreeMap::new();
+    for a in allowed {
+        by_target
+            .entry((a.group.as_str(), a.what.as_str()))
+            .or_default()
+            .push(a.verb.clone());
+    }
+    by_target
+        .into_iter()
+        .map(|((group, what), verbs)| {
+            if resource_rule {
+                PolicyRule {
+                    verbs,
+                    api_groups: vec![group.to_owned()],
+                    resources: vec![what.to_owned()],
+                    resource_names: rule.resource_names.clone(),
+                    ..PolicyRule::default()
+                }
+            } else {
+                PolicyRule {
+                    verbs,
+                    non_resource_urls: vec![what.to_owned()],
+                    ..PolicyRule::default()
+                }
+            }
+        })
+        .collect()
 }
 
 /// The denied requests as the rules that would allow them: one per scope
@@ -427,6 +591,69 @@ pub struct AuditRule {
     pub rule: PolicyRule,
 }
 
+/// A granted rule that allowed some requests, and the part of it that
+/// allowed none: verbs granted on a resource (or URL) and never used
+/// there.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct UnusedVerbs {
+    /// Where the rule applies: the namespace of the RoleBinding that
+    /// grants it, or `None` for a ClusterRoleBinding.
+    pub namespace: Option<String>,
+    /// The binding and role the rule comes from
+    /// (`ClusterRoleBinding "b" of ClusterRole "r"`).
+    pub granted_by: String,
+    /// The rule as granted.
+    pub granted: PolicyRule,
+    /// Its verbs never used, per group and resource (resources sharing
+    /// the same idle verbs in one rule). Empty when the rule grants a
+    /// wildcard.
+    pub unused: Vec<PolicyRule>,
+    /// For a rule granting through a wildcard (`*` verbs, groups or
+    /// resources, `*/sub`, a `prefix*` URL), which cannot be reported
+    /// verb by verb: the requests it did allow, as the rules that would
+    /// allow exactly those (what to replace it with). `None` otherwise.
+    pub wildcard_allowed: Option<Vec<PolicyRule>>,
+}
+
+impl fmt::Display for UnusedVerbs {
+    /// A comment naming the granted rule, then either the part of it never
+    /// used or, for a wildcard, what it allowed.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scope = match &self.namespace {
+            Some(ns) => format!("in namespace {ns}"),
+            None => "cluster-wide".to_owned(),
+        };
+        let granted = self.granted.to_string();
+        let granted: Vec<&str> = granted
+            .lines()
+            .map(|l| l.trim_start_matches("- ").trim())
+            .collect();
+        writeln!(f, "# {scope}, granted by {}:", self.granted_by)?;
+        writeln!(f, "#   {}", granted.join(", "))?;
+        match &self.wildcard_allowed {
+            Some(allowed) => {
+                writeln!(
+                    f,
+                    "# it grants a wildcard, so its unused verbs cannot be listed one by one; it allowed only:"
+                )?;
+                if allowed.is_empty() {
+                    writeln!(f, "# (nothing)")?;
+                }
+                for rule in allowed {
+                    write!(f, "{rule}")?;
+                }
+            }
+            None => {
+                writeln!(f, "# never used of it:")?;
+                for rule in &self.unused {
+                    write!(f, "{rule}")?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 fn quoted(items: &[String]) -> String {
     let items: Vec<String> = items
         .iter()
@@ -492,15 +719,21 @@ pub struct PermissionAudit {
     /// identity gets) that allowed none of its requests: over-privilege.
     /// Empty for `system:masters`, which RBAC does not govern.
     pub unused: Vec<AuditRule>,
+    /// Of the granted rules that did allow requests, those with verbs
+    /// that never allowed one on some resource they name (or that grant
+    /// wildcards, which cannot be checked verb by verb): over-privilege
+    /// within a used rule. Empty for `system:masters`.
+    pub unused_verbs: Vec<UnusedVerbs>,
     /// Requests not recorded because the audit was full.
     pub dropped: u64,
 }
 
 impl PermissionAudit {
-    /// Whether the identity was denied nothing and used every rule it was
-    /// granted: its RBAC is exactly what it needed.
+    /// Whether the identity was denied nothing and used every verb of
+    /// every rule it was granted (and was granted no wildcard): its RBAC
+    /// is exactly what it needed.
     pub fn is_least_privilege(&self) -> bool {
-        self.denied.is_empty() && self.unused.is_empty()
+        self.denied.is_empty() && self.unused.is_empty() && self.unused_verbs.is_empty()
     }
 }
 
@@ -535,6 +768,17 @@ impl fmt::Display for PermissionAudit {
             writeln!(f, "granted and never used (over-privilege):")?;
             for rule in &self.unused {
                 write!(f, "{rule}")?;
+            }
+        }
+        if self.unused_verbs.is_empty() {
+            writeln!(f, "verbs granted and never used: none")?;
+        } else {
+            writeln!(
+                f,
+                "verbs granted and never used (over-privilege in used rules):"
+            )?;
+            for verbs in &self.unused_verbs {
+                write!(f, "{verbs}")?;
             }
         }
         Ok(())
@@ -652,6 +896,137 @@ mod tests {
         assert_eq!(
             audit.unused[0].to_string(),
             "# cluster-wide, granted by ClusterRoleBinding \"b\" of ClusterRole \"r\"\n- apiGroups: [\"apps\"]\n  resources: [\"deployments\"]\n  verbs: [\"delete\"]\n"
+        );
+        assert!(!audit.is_least_privilege());
+        // Of the used configmaps rule, `list` allowed nothing.
+        let verbs: Vec<String> = audit.unused_verbs.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            verbs,
+            ["# cluster-wide, granted by ClusterRoleBinding \"b\" of ClusterRole \"r\":\n#   apiGroups: [\"\"], resources: [\"configmaps\"], verbs: [\"get\", \"list\"]\n# never used of it:\n- apiGroups: [\"\"]\n  resources: [\"configmaps\"]\n  verbs: [\"list\"]\n"],
+            "{audit}"
+        );
+    }
+
+    fn bound(rules: serde_json::Value) -> Index {
+        let role = stored(json!({"metadata": {"name": "r"}, "rules": rules}));
+        let binding = stored(json!({
+            "metadata": {"name": "b"},
+            "roleRef": {"kind": "ClusterRole", "name": "r"},
+            "subjects": [{"kind": "ServiceAccount", "name": "robot", "namespace": "ns1"}],
+        }));
+        Index::build(&[], &[role], &[], &[binding])
+    }
+
+    #[test]
+    fn unused_verbs_are_reported_per_resource_of_a_used_rule() {
+        let index = bound(json!([{
+            "verbs": ["get", "list", "watch", "delete"],
+            "apiGroups": ["apps"],
+            "resources": ["deployments", "replicasets", "deployments/scale"],
+        }]));
+        let (log, user) = (AuditLog::default(), robot());
+        for verb in ["list", "watch"] {
+            for resource in ["deployments", "replicasets"] {
+                let attrs = Attributes::resource(verb, "apps", resource, "ns1");
+                authorize(&log, &index, &user, &attrs);
+            }
+        }
+        let get = Attributes::resource("get", "apps", "deployments", "ns1").named("d");
+        authorize(&log, &index, &user, &get);
+        let audit = log.report(&user.name, &index);
+        assert!(
+            audit.unused.is_empty() && audit.denied.is_empty(),
+            "{audit}"
+        );
+        assert_eq!(audit.unused_verbs.len(), 1, "{audit}");
+        let idle = &audit.unused_verbs[0];
+        assert_eq!(idle.granted.resources.len(), 3);
+        assert!(idle.wildcard_allowed.is_none());
+        let unused: Vec<(Vec<String>, Vec<String>)> = idle
+            .unused
+            .iter()
+            .map(|r| (r.resources.clone(), r.verbs.clone()))
+            .collect();
+        let strings = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            unused,
+            [
+                (strings(&["deployments"]), strings(&["delete"])),
+                (
+                    strings(&["deployments/scale"]),
+                    strings(&["get", "list", "watch", "delete"])
+                ),
+                (strings(&["replicasets"]), strings(&["get", "delete"])),
+            ],
+            "{audit}"
+        );
+        assert!(!audit.is_least_privilege());
+    }
+
+    #[test]
+    fn a_rule_whose_every_verb_was_used_is_not_reported() {
+        let index = bound(json!([
+            {"verbs": ["get"], "apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["c"]},
+            {"verbs": ["get"], "nonResourceURLs": ["/metrics"]},
+        ]));
+        let (log, user) = (AuditLog::default(), robot());
+        let get = Attributes::resource("get", "", "configmaps", "ns1").named("c");
+        authorize(&log, &index, &user, &get);
+        authorize(
+            &log,
+            &index,
+            &user,
+            &Attributes::non_resource("get", "/metrics"),
+        );
+        let audit = log.report(&user.name, &index);
+        assert!(audit.is_least_privilege(), "{audit}");
+        assert!(audit
+            .to_string()
+            .contains("verbs granted and never used: none"));
+    }
+
+    #[test]
+    fn a_wildcard_rule_is_reported_with_what_it_allowed_not_verb_by_verb() {
+        let index = bound(json!([
+            {"verbs": ["*"], "apiGroups": ["apps"], "resources": ["deployments"]},
+            {"verbs": ["get"], "apiGroups": ["*"], "resources": ["*/scale"]},
+            {"verbs": ["get", "post"], "nonResourceURLs": ["/logs/*"]},
+        ]));
+        let (log, user) = (AuditLog::default(), robot());
+        for verb in ["list", "watch"] {
+            let attrs = Attributes::resource(verb, "apps", "deployments", "ns1");
+            authorize(&log, &index, &user, &attrs);
+        }
+        let scale = Attributes::resource("get", "apps", "statefulsets", "ns1")
+            .named("s")
+            .sub("scale");
+        authorize(&log, &index, &user, &scale);
+        authorize(
+            &log,
+            &index,
+            &user,
+            &Attributes::non_resource("get", "/logs/a"),
+        );
+        let audit = log.report(&user.name, &index);
+        assert!(audit.unused.is_empty(), "{audit}");
+        assert_eq!(audit.unused_verbs.len(), 3, "{audit}");
+        for idle in &audit.unused_verbs {
+            assert!(idle.unused.is_empty(), "{audit}");
+        }
+        let allowed: Vec<Vec<PolicyRule>> = audit
+            .unused_verbs
+            .iter()
+            .map(|u| u.wildcard_allowed.clone().expect("a wildcard rule"))
+            .collect();
+        assert_eq!(allowed[0][0].resources, ["deployments"]);
+        assert_eq!(allowed[0][0].verbs, ["list", "watch"]);
+        assert_eq!(allowed[1][0].api_groups, ["apps"]);
+        assert_eq!(allowed[1][0].resources, ["statefulsets/scale"]);
+        assert_eq!(allowed[2][0].non_resource_urls, ["/logs/a"]);
+        let text = audit.to_string();
+        assert!(
+            text.contains("it grants a wildcard, so its unused verbs cannot be listed one by one; it allowed only:"),
+            "{text}"
         );
         assert!(!audit.is_least_privilege());
     }

@@ -96,6 +96,12 @@ async fn the_audit_names_missing_rules_and_unused_grants() {
         "{text}"
     );
     assert!(text.contains("denied (rules missing):"), "{text}");
+    // The configmaps rule's get and list were both used.
+    assert!(audit.unused_verbs.is_empty(), "{text}");
+    assert!(
+        text.contains("verbs granted and never used: none"),
+        "{text}"
+    );
 
     // Granting what was missing and using it: least privilege.
     k.server.clear_permission_audit();
@@ -104,6 +110,14 @@ async fn the_audit_names_missing_rules_and_unused_grants() {
     let audit = k.server.permission_audit(ROBOT);
     assert!(audit.denied.is_empty(), "{audit}");
     assert_eq!(audit.unused.len(), 1, "{audit}");
+    // Only the list was asked for: the rule is used, its get is not.
+    let verbs: Vec<String> = audit.unused_verbs.iter().map(|r| r.to_string()).collect();
+    assert_eq!(
+        verbs,
+        ["# in namespace default, granted by RoleBinding \"default/robot\" of Role \"robot\":\n#   apiGroups: [\"\"], resources: [\"configmaps\"], verbs: [\"get\", \"list\"]\n# never used of it:\n- apiGroups: [\"\"]\n  resources: [\"configmaps\"]\n  verbs: [\"get\"]\n"],
+        "{audit}"
+    );
+    assert!(!audit.is_least_privilege());
 }
 
 #[tokio::test]
@@ -210,7 +224,8 @@ async fn block_owner_deletion_needs_update_on_the_owners_finalizers_when_enforce
         robot.post(CMS, dependent("blocking", true)).await.code(),
         201
     );
-    // Both rules allowed something: nothing is unused.
+    // Both rules allowed something, with every verb: nothing is unused.
     let audit = k.server.permission_audit(ROBOT);
     assert!(audit.unused.is_empty(), "{audit}");
+    assert!(audit.unused_verbs.is_empty(), "{audit}");
 }
