@@ -4,12 +4,16 @@
 //! authorizer's index, rebuilt after RBAC writes. [`check`] also counts the
 //! decision in the permission audit; [`authorize`] (access reviews, which
 //! ask about someone without being their request) does not.
+//! [`check_create_by_patch`] is the second authorization of an apply that
+//! creates its object.
 
 use super::attributes::Attributes;
 use super::audit::Outcome;
 use super::rbac::{self, Decision};
 use super::user::UserInfo;
+use crate::registry::ResourceDef;
 use crate::state::Shared;
+use crate::status::{qualified, ApiError, Details};
 
 /// Decides a request against the server's RBAC objects.
 pub(crate) fn authorize(shared: &Shared, user: &UserInfo, attrs: &Attributes) -> Decision {
@@ -35,6 +39,44 @@ pub(crate) fn check(shared: &Shared, user: &UserInfo, attrs: &Attributes) -> Dec
         None => {
             shared.audit.record(user, attrs, Outcome::Denied);
             rbac::denied(&index, user, attrs)
+        }
+    }
+}
+
+/// kube-apiserver's `withAuthorization` around the create validation of a
+/// patch (`handlers/patch.go`): a server-side apply that creates its
+/// object is authorized for `create` as well as `patch`, as a request of
+/// the patching user (so the permission audit counts it). Denied, it is
+/// `NewForbidden` of the object with the authorizer's reason.
+pub(crate) fn check_create_by_patch(
+    shared: &Shared,
+    user: &UserInfo,
+    def: &ResourceDef,
+    namespace: Option<&str>,
+    name: &str,
+) -> Result<(), ApiError> {
+    let attrs = Attributes {
+        verb: "create".to_owned(),
+        resource_request: true,
+        namespace: namespace.unwrap_or_default().to_owned(),
+        api_group: def.group.clone(),
+        resource: def.plural.clone(),
+        name: name.to_owned(),
+        ..Attributes::default()
+    };
+    match check(shared, user, &attrs) {
+        Decision::Allow(_) => Ok(()),
+        Decision::Deny(reason) => {
+            let what = qualified(&def.plural, &def.group);
+            Err(
+                ApiError::forbidden(format!("{what} \"{name}\" is forbidden: {reason}"))
+                    .with_details(Details {
+                        name: Some(name.to_owned()),
+                        group: Some(def.group.clone()),
+                        kind: Some(def.plural.clone()),
+                        ..Details::default()
+                    }),
+            )
         }
     }
 }

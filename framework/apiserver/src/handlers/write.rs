@@ -13,6 +13,7 @@ use super::ctx::Ctx;
 use super::offload::{add_warnings, admitted};
 use super::read::{parse_rv, render_written};
 use crate::admission::{self, FieldValidation};
+use crate::auth::{self, UserInfo};
 use crate::http::{self as h, Body, Format, Output};
 use crate::objects::admit::Admission;
 use crate::objects::{self, Precondition, Sub, WriteOpts, Written};
@@ -335,6 +336,15 @@ fn patch_with(
                 &util::now(),
             )?;
             check_identity(ctx, &obj)?;
+            if let Some(user) = ctx.parts.extensions.get::<Arc<UserInfo>>() {
+                auth::authz::check_create_by_patch(
+                    &ctx.shared,
+                    user,
+                    &ctx.def,
+                    ctx.path.namespace.as_deref(),
+                    &key.1,
+                )?;
+            }
             match objects::create_admitted(
                 &ctx.shared,
                 &ctx.def,

@@ -229,3 +229,79 @@ async fn block_owner_deletion_needs_update_on_the_owners_finalizers_when_enforce
     assert!(audit.unused.is_empty(), "{audit}");
     assert!(audit.unused_verbs.is_empty(), "{audit}");
 }
+
+#[tokio::test]
+async fn an_apply_that_creates_is_authorized_for_create_too() {
+    let k = Kube::start().await;
+    let robot = As::creds(
+        &k.server,
+        &k.server.add_service_account("default", "robot").unwrap(),
+    );
+    let role = |verbs: &[&str]| {
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "robot"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": verbs}],
+        })
+    };
+    apply(
+        &k,
+        &format!("{RBAC}/namespaces/default/roles"),
+        role(&["patch"]),
+    )
+    .await;
+    apply(
+        &k,
+        &format!("{RBAC}/namespaces/default/rolebindings"),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "robot"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "robot"},
+            "subjects": [{"kind": "ServiceAccount", "name": "robot"}],
+        }),
+    )
+    .await;
+    const CM: &str = "/api/v1/namespaces/default/configmaps/applied";
+    let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"}});
+    // May patch, may not create: the apply of a new object is forbidden
+    // as kube-apiserver's patch handler forbids it (`withAuthorization`).
+    let r = robot.apply(CM, body.clone()).await;
+    assert_eq!(r.code(), 403, "{}", String::from_utf8_lossy(&r.body));
+    let status = r.json();
+    assert_eq!(status["message"], r#"configmaps "applied" is forbidden: "#);
+    assert_eq!(
+        status["details"],
+        json!({"name": "applied", "kind": "configmaps"})
+    );
+    let audit = k.server.permission_audit(ROBOT);
+    assert_eq!(audit.denied.len(), 1, "{audit}");
+    assert_eq!(audit.denied[0].rule.verbs, ["create"], "{audit}");
+    assert_eq!(k.get(CM).await.code(), 404);
+
+    let mut creates = role(&["create"]);
+    creates["metadata"]["name"] = json!("robot-create");
+    apply(&k, &format!("{RBAC}/namespaces/default/roles"), creates).await;
+    apply(
+        &k,
+        &format!("{RBAC}/namespaces/default/rolebindings"),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "robot-create"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "robot-create"},
+            "subjects": [{"kind": "ServiceAccount", "name": "robot"}],
+        }),
+    )
+    .await;
+    k.server.clear_permission_audit();
+    assert_eq!(robot.apply(CM, body.clone()).await.code(), 201);
+    // Applied again: a patch of what exists, no create asked.
+    assert_eq!(robot.apply(CM, body).await.code(), 200);
+    let audit = k.server.permission_audit(ROBOT);
+    let verbs: Vec<(&str, u64)> = audit
+        .requests
+        .iter()
+        .map(|r| (r.verb.as_str(), r.allowed))
+        .collect();
+    assert_eq!(verbs, [("create", 1), ("patch", 2)], "{audit}");
+    assert!(audit.is_least_privilege(), "{audit}");
+}

@@ -105,6 +105,24 @@ impl As {
 
     /// Sends one request and reads the whole answer.
     pub async fn send(&self, method: &str, path: &str, body: Option<Value>) -> Resp {
+        self.send_as(method, path, body, "application/json").await
+    }
+
+    /// A server-side apply of `body` to `path` by field manager `test`.
+    pub async fn apply(&self, path: &str, body: Value) -> Resp {
+        let path = format!("{path}?fieldManager=test");
+        self.send_as("PATCH", &path, Some(body), "application/apply-patch+yaml")
+            .await
+    }
+
+    /// [`send`](Self::send) with a body of media type `content_type`.
+    pub async fn send_as(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        content_type: &str,
+    ) -> Resp {
         let mut b = Request::builder()
             .method(method)
             .uri(format!("{}{path}", self.base));
@@ -116,7 +134,7 @@ impl As {
         }
         let body = match body {
             Some(v) => {
-                b = b.header("content-type", "application/json");
+                b = b.header("content-type", content_type);
                 Bytes::from(v.to_string())
             }
             None => Bytes::new(),
