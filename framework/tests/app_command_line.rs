@@ -120,9 +120,9 @@ async fn manifests_render_the_crd_and_the_rbac_the_controllers_need() {
         [
             r#"[] [] ["/metrics"] ["get"]"#,
             r#"[""] ["secrets"] [] ["get", "list", "watch"]"#,
-            r#"["apps"] ["deployments"] [] ["create", "delete", "get", "list", "patch", "update", "watch"]"#,
+            r#"["apps"] ["deployments"] [] ["create", "delete", "list", "patch", "update", "watch"]"#,
             r#"["events.k8s.io"] ["events"] [] ["create", "patch"]"#,
-            r#"["library.example.com"] ["shelves"] [] ["get", "list", "patch", "update", "watch"]"#,
+            r#"["library.example.com"] ["shelves"] [] ["list", "watch"]"#,
             r#"["library.example.com"] ["shelves/finalizers"] [] ["update"]"#,
             r#"["library.example.com"] ["shelves/status"] [] ["get", "patch", "update"]"#,
         ]

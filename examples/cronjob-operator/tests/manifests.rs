@@ -161,27 +161,17 @@ async fn the_manager_role_grants_what_the_controller_uses() {
     let role: ClusterRole = one(&generated_file("rbac/role.yaml").await, "ClusterRole");
     assert_eq!(role.metadata.name.as_deref(), Some("manager-role"));
     let expected: BTreeSet<_> = [
-        // The primary: cached, and update/patch, which every kubeforge
-        // controller gets for finalizers (this one adds none: the grant is
-        // per rule, not per verb); no create or delete, which the
-        // tutorial's markers grant.
-        set(
-            GROUP,
-            "cronjobs",
-            &["get", "list", "watch", "update", "patch"],
-        ),
-        set(GROUP, "cronjobs/status", &["get", "update", "patch"]),
+        // The primary: cached only (list, watch): it adds no finalizer, so
+        // no update or patch; no create or delete, which the tutorial's
+        // markers grant. Its status replaced (update).
+        set(GROUP, "cronjobs", &["list", "watch"]),
+        set(GROUP, "cronjobs/status", &["update"]),
         // blockOwnerDeletion on the Jobs it owns.
         set(GROUP, "cronjobs/finalizers", &["update"]),
-        // Owned: cached, created, deleted (history, Replace); no
-        // `jobs/status get`: the status comes with the Job.
-        set(
-            "batch",
-            "jobs",
-            &[
-                "get", "list", "watch", "create", "update", "patch", "delete",
-            ],
-        ),
+        // Owned: cached, created, deleted (history, Replace); never got,
+        // updated or patched; no `jobs/status get`: the status comes with
+        // the Job.
+        set("batch", "jobs", &["list", "watch", "create", "delete"]),
         // SuccessfulCreate and SuccessfulDelete.
         set("events.k8s.io", "events", &["create", "patch"]),
     ]

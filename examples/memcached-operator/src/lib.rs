@@ -48,6 +48,7 @@ use kubeforge::crd::CrdError;
 use kubeforge::k8s_openapi::api::apps::v1::Deployment;
 use kubeforge::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kubeforge::prelude::*;
+use kubeforge::rbac::Write;
 
 pub use api::{Memcached, MemcachedSpec, MemcachedStatus};
 pub use controller::{reconcile, Settings, FINALIZER};
@@ -154,11 +155,15 @@ pub fn app() -> App<Flags> {
 
 /// Adds the memcached controller to `mgr`: it reconciles every Memcached
 /// and, through `owns`, every change of a Deployment one of them controls;
-/// at most `concurrency` reconciles run at once.
+/// at most `concurrency` reconciles run at once. It declares what its
+/// reconcile writes (its finalizer, its status and its Deployments, each
+/// by server-side apply), so the RBAC derived from it grants no more.
 pub fn register(mgr: &Manager, settings: Settings, concurrency: usize) {
     mgr.controller::<Memcached>()
         .named(controller::CONTROLLER_NAME)
-        .owns::<Deployment>()
+        .uses_finalizers()
+        .writes_status([Write::Apply])
+        .owns_with::<Deployment>(Owns::new().writes([Write::Apply]))
         .concurrency(concurrency)
         .reconcile(reconcile, settings);
 }

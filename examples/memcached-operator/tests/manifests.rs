@@ -120,27 +120,19 @@ async fn the_manager_role_grants_what_the_controller_watches_and_writes() {
     let role: ClusterRole = one(&files[1].1, "ClusterRole");
     assert_eq!(role.metadata.name.as_deref(), Some("manager-role"));
     let expected: BTreeSet<_> = [
-        // The primary: cached, finalizer added and removed, status written,
-        // and update on /finalizers for blockOwnerDeletion on what it owns.
+        // The primary: cached (list, watch), finalizer added and removed
+        // (patch), status applied (patch), and update on /finalizers for
+        // blockOwnerDeletion on what it owns.
         set(
             "cache.example.com",
             "memcacheds",
-            &["get", "list", "watch", "update", "patch"],
+            &["list", "watch", "patch"],
         ),
-        set(
-            "cache.example.com",
-            "memcacheds/status",
-            &["get", "update", "patch"],
-        ),
+        set("cache.example.com", "memcacheds/status", &["patch"]),
         set("cache.example.com", "memcacheds/finalizers", &["update"]),
-        // Owned: cached and written.
-        set(
-            "apps",
-            "deployments",
-            &[
-                "get", "list", "watch", "create", "update", "patch", "delete",
-            ],
-        ),
+        // Owned: cached and applied (patch, and create for the apply that
+        // creates); never got, updated or deleted.
+        set("apps", "deployments", &["list", "watch", "create", "patch"]),
         // The recorder: create, and patch for series.
         set("events.k8s.io", "events", &["create", "patch"]),
     ]

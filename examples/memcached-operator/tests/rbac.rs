@@ -4,8 +4,10 @@
 //! ownerReferences check behind `memcacheds/finalizers`), with the
 //! workload controllers bringing its pods up. After a full reconcile and
 //! delete cycle the server's permission audit must show no request denied
-//! (no rule missing) and no granted rule unused (no over-privilege); and
-//! the same run without one derived verb must fail with the 403 named.
+//! (no rule missing), no granted rule unused and no granted verb unused
+//! (no over-privilege), but for the two verbs one replica's cycle may not
+//! exercise; and the same run without one derived verb must fail with the
+//! 403 named.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -15,7 +17,7 @@ use kubeforge::k8s_openapi::api::apps::v1::Deployment;
 use kubeforge::kube_core::params::DeleteParams;
 use kubeforge::prelude::*;
 use kubeforge::rbac::RoleManifests;
-use kubeforge::testing::{operator_user, ApiServer, Workloads};
+use kubeforge::testing::{operator_user, ApiServer, PermissionAudit, Workloads};
 use memcached_operator::status::AVAILABLE;
 use memcached_operator::{app, Flags, Memcached, MemcachedSpec};
 
@@ -98,6 +100,41 @@ async fn a_reconcile_and_delete_cycle_uses_exactly_the_derived_rbac() {
         audit.unused.is_empty(),
         "rules granted and never used:\n{audit}"
     );
+    // Verb by verb, too: the Deployments are applied (create, patch), never
+    // got, updated or deleted; the Memcached patched (its finalizer) and
+    // its status applied (patch). Not exercised here, whatever the
+    // derivation: [`UNEXERCISED`].
+    let over: Vec<String> = unused_verbs(&audit)
+        .into_iter()
+        .filter(|v| !UNEXERCISED.contains(&v.as_str()))
+        .collect();
+    assert!(over.is_empty(), "verbs granted and never used:\n{audit}");
+}
+
+/// Verbs the derived RBAC needs that one replica's cycle may not use: the
+/// recorder's patch of a repeated event's series, and the watch that
+/// follows the Lease while another replica leads (used, or not, depending
+/// on when the first election attempt returns).
+const UNEXERCISED: [&str; 2] = [r#"events ["patch"]"#, r#"leases ["watch"]"#];
+
+/// The verbs granted in used rules that the cycle never used, as
+/// `resource ["verb", ...]`, sorted; a rule granting a wildcard, which
+/// cannot be checked verb by verb, shows as `resource *`.
+fn unused_verbs(audit: &PermissionAudit) -> Vec<String> {
+    let mut out: Vec<String> = audit
+        .unused_verbs
+        .iter()
+        .flat_map(|u| match &u.wildcard_allowed {
+            Some(_) => vec![format!("{} *", u.granted.resources.join(","))],
+            None => u
+                .unused
+                .iter()
+                .map(|r| format!("{} {:?}", r.resources.join(","), r.verbs))
+                .collect(),
+        })
+        .collect();
+    out.sort();
+    out
 }
 
 /// Removes `verb` from the derived rules on `resource`.

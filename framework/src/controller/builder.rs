@@ -22,7 +22,7 @@ use super::runner::{Controller, ControllerParts};
 use super::source::{Channel, WatchEnv, WatchSpec};
 use crate::cache::{InformerOptions, ObjectKey};
 use crate::events::Recorder;
-use crate::rbac::Rule;
+use crate::rbac::{Rule, Write};
 use crate::reconcile::{CachedClient, CachedObject, DEFAULT_CACHE_SYNC_TIMEOUT};
 use crate::workqueue::{default_controller_rate_limiter, RateLimiter, WorkQueue};
 
@@ -43,6 +43,7 @@ pub struct Standalone;
 pub struct Owns<M> {
     predicates: Vec<BoxPredicate<M>>,
     every_owner: bool,
+    writes: Option<Vec<Write>>,
 }
 
 impl<M> Default for Owns<M> {
@@ -50,6 +51,7 @@ impl<M> Default for Owns<M> {
         Self {
             predicates: Vec::new(),
             every_owner: false,
+            writes: None,
         }
     }
 }
@@ -59,6 +61,7 @@ impl<M> fmt::Debug for Owns<M> {
         f.debug_struct("Owns")
             .field("predicates", &self.predicates.len())
             .field("every_owner", &self.every_owner)
+            .field("writes", &self.writes)
             .finish()
     }
 }
@@ -80,6 +83,18 @@ impl<M: 'static> Owns<M> {
     /// `OnlyControllerOwner()` left out).
     pub fn every_owner(mut self) -> Self {
         self.every_owner = true;
+        self
+    }
+
+    /// Declares how the reconcile writes the owned objects, so the
+    /// derived RBAC grants those verbs only, besides the cache's list and
+    /// watch: e.g. `[Write::Apply]` (create and patch) for a reconcile that
+    /// server-side applies them, `[Write::Create, Write::Delete]` for one
+    /// that creates and prunes them. Undeclared, every write is granted
+    /// (create, update, patch, delete), as kubebuilder scaffolds. Several
+    /// calls add up.
+    pub fn writes(mut self, writes: impl IntoIterator<Item = Write>) -> Self {
+        self.writes.get_or_insert_with(Vec::new).extend(writes);
         self
     }
 }
@@ -179,9 +194,14 @@ pub(crate) struct BuilderParts<K> {
     recover_panic: bool,
     metrics: Option<ControllerMetrics>,
     recorder: Option<Recorder>,
-    /// What the watches and the primary's writes need, and the extra
-    /// rules declared with [`ControllerBuilder::rule`].
+    /// What the watches need, and the extra rules declared with
+    /// [`ControllerBuilder::rule`] (the primary's own come at the end,
+    /// from the two declarations below).
     rules: Vec<Rule>,
+    /// Whether the reconcile adds and removes finalizers on the primary.
+    finalizers: bool,
+    /// How it writes the primary's status, when declared.
+    status_writes: Option<Vec<Write>>,
 }
 
 impl<K, T: fmt::Debug> fmt::Debug for ControllerBuilder<K, T> {
@@ -227,18 +247,48 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
                 recover_panic: true,
                 metrics: None,
                 recorder: None,
-                rules: Rule::for_primary::<K>(),
+                rules: Vec::new(),
+                finalizers: false,
+                status_writes: None,
             },
         }
     }
 
     /// A rule the reconcile needs beyond what the builder already knows
     /// (what it watches, the primary's status and finalizers, owned
-    /// objects' writes, events): e.g. `Rule::on::<Secret>().reads()` for
-    /// cached reads of Secrets. The operator's `manifests` renders it into
-    /// the manager role (see [`rbac`](crate::rbac)).
+    /// objects' writes, events): e.g. `Rule::on::<Secret>().caches()` for
+    /// cached reads of Secrets, `.verbs([Verb::Get])` for live ones. The
+    /// operator's `manifests` renders it into the manager role (see
+    /// [`rbac`](crate::rbac)).
     pub fn rule(mut self, rule: Rule) -> Self {
         self.parts.rules.push(rule);
+        self
+    }
+
+    /// Declares that the reconcile adds and removes finalizers on its
+    /// primary objects (with [`Context::finalizer`] or the client's
+    /// finalizer helpers, which write a JSON patch), so the derived RBAC
+    /// grants `patch` on the primary type. Without it the controller is
+    /// granted no write of its primary objects themselves (their status
+    /// and `/finalizers` aside), and a finalizer write is a 403 naming
+    /// the verb. Another write of the primary is declared with
+    /// [`rule`](Self::rule).
+    pub fn uses_finalizers(mut self) -> Self {
+        self.parts.finalizers = true;
+        self
+    }
+
+    /// Declares how the reconcile writes its primary objects' status, so
+    /// the derived RBAC grants only those verbs on `/status`:
+    /// `[Write::Apply]` or `[Write::Patch]` (`apply_status`,
+    /// `patch_status`) grant patch, `[Write::Update]` (`replace_status`)
+    /// update. Undeclared, get, update and patch are granted, as
+    /// kubebuilder scaffolds. Several calls add up.
+    pub fn writes_status(mut self, writes: impl IntoIterator<Item = Write>) -> Self {
+        self.parts
+            .status_writes
+            .get_or_insert_with(Vec::new)
+            .extend(writes);
         self
     }
 
@@ -288,7 +338,9 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
 
     /// [`owns`](Self::owns) with predicates, or enqueueing every owner.
     pub fn owns_with<O: CachedObject>(mut self, owns: Owns<PartialObjectMeta<O>>) -> Self {
-        self.parts.rules.push(Rule::for_owned::<O>());
+        self.parts
+            .rules
+            .push(Rule::for_owned::<O>(owns.writes.as_deref()));
         let matcher = owner_match::<K>(owns.every_owner);
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
             let keys: KeysFn<PartialObjectMeta<O>> = Arc::new(move |o| matcher.owners(o));
@@ -322,7 +374,9 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
     /// # }
     /// ```
     pub fn owns_objects<O: CachedObject>(mut self, owns: Owns<O>) -> Self {
-        self.parts.rules.push(Rule::for_owned::<O>());
+        self.parts
+            .rules
+            .push(Rule::for_owned::<O>(owns.writes.as_deref()));
         let matcher = owner_match::<K>(owns.every_owner);
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
             let keys: KeysFn<O> = Arc::new(move |o| matcher.owners(o));
@@ -379,7 +433,7 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
         } else {
             Rule::resource(&resource.group, &resource.plural)
         };
-        self.parts.rules.push(rule.reads());
+        self.parts.rules.push(rule.caches());
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
             let informer = env
                 .client
@@ -583,7 +637,9 @@ impl<K: CachedObject, T: Target<K>> ControllerBuilder<K, T> {
         if let Some(defaults) = target.defaults() {
             parts.default_from(defaults);
         }
-        target.record_rules(&parts.name(), std::mem::take(&mut parts.rules));
+        let mut rules = Rule::for_primary::<K>(parts.finalizers, parts.status_writes.as_deref());
+        rules.append(&mut parts.rules);
+        target.record_rules(&parts.name(), rules);
         let controller = parts.build(reconcile, error_policy, data);
         target.finish(controller)
     }

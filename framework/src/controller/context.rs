@@ -76,7 +76,10 @@ impl<T> Context<T> {
     /// The finalizer flow of [`CachedClient::finalizer`], handing
     /// `reconcile` the event and its own `Arc` of this context, so an
     /// `async move` block owns what it needs and borrows nothing from the
-    /// caller:
+    /// caller. The finalizer is written with a patch of the primary
+    /// object: declare it on the builder with
+    /// [`uses_finalizers`](crate::controller::ControllerBuilder::uses_finalizers)
+    /// so the derived RBAC grants it.
     ///
     /// ```no_run
     /// use std::sync::Arc;

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use kube_core::Resource;
 
-use super::{Rule, Verb};
+use super::{Rule, Verb, Write};
 
 /// The rules one controller needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,45 +88,64 @@ impl Permissions {
 }
 
 impl Rule {
-    /// What a controller needs of its primary type `K`: to cache it (get,
-    /// list, watch), to add and remove finalizers (update, patch), to write
-    /// its status (get, update, patch on `/status`), and to set
-    /// `blockOwnerDeletion` on the objects it owns, which the API server's
-    /// OwnerReferencesPermissionEnforcement admission allows only with
-    /// update on `/finalizers`.
-    pub fn for_primary<K>() -> Vec<Rule>
+    /// What a controller needs of its primary type `K`: to cache it (list,
+    /// watch); with `finalizers`, to add and remove its finalizers (the
+    /// finalizer helpers' JSON patch: patch); to write its status as
+    /// `status` declares (kubebuilder's scaffolded get, update and patch
+    /// when undeclared); and to set `blockOwnerDeletion` on the objects it
+    /// owns, which the API server's OwnerReferencesPermissionEnforcement
+    /// admission allows only with update on `/finalizers`.
+    pub fn for_primary<K>(finalizers: bool, status: Option<&[Write]>) -> Vec<Rule>
     where
         K: Resource<DynamicType = ()>,
         K::Scope: 'static,
     {
-        vec![
-            Rule::on::<K>().reads().verbs([Verb::Update, Verb::Patch]),
-            Rule::on::<K>()
-                .subresource("status")
-                .verbs([Verb::Get, Verb::Update, Verb::Patch]),
+        let mut primary = Rule::on::<K>().caches();
+        if finalizers {
+            primary = primary.verbs([Verb::Patch]);
+        }
+        let status_verbs: Vec<Verb> = match status {
+            Some(writes) => writes
+                .iter()
+                .flat_map(|w| w.subresource_verbs().iter().copied())
+                .collect(),
+            None => vec![Verb::Get, Verb::Update, Verb::Patch],
+        };
+        let mut rules = vec![primary];
+        if !status_verbs.is_empty() {
+            rules.push(Rule::on::<K>().subresource("status").verbs(status_verbs));
+        }
+        rules.push(
             Rule::on::<K>()
                 .subresource("finalizers")
                 .verbs([Verb::Update]),
-        ]
+        );
+        rules
     }
 
-    /// What a controller needs of a type it owns: to cache it and to
-    /// create, update, patch and delete it.
-    pub fn for_owned<K>() -> Rule
+    /// What a controller needs of a type it owns: to cache it (list,
+    /// watch) and to write it as `writes` declares (create, update, patch
+    /// and delete when undeclared, as kubebuilder scaffolds).
+    pub fn for_owned<K>(writes: Option<&[Write]>) -> Rule
     where
         K: Resource<DynamicType = ()>,
         K::Scope: 'static,
     {
-        Rule::on::<K>().reads().writes()
+        let rule = Rule::on::<K>().caches();
+        match writes {
+            Some(writes) => rule.verbs(writes.iter().flat_map(|w| w.verbs().iter().copied())),
+            None => rule.writes(),
+        }
     }
 
-    /// What a controller needs of a type it watches: to cache it.
+    /// What a controller needs of a type it watches: to cache it (list,
+    /// watch).
     pub fn for_watched<K>() -> Rule
     where
         K: Resource<DynamicType = ()>,
         K::Scope: 'static,
     {
-        Rule::on::<K>().reads()
+        Rule::on::<K>().caches()
     }
 
     /// What an event recorder needs: `events.k8s.io` events, created, and

@@ -71,8 +71,11 @@ impl Verb {
         }
     }
 
-    /// `get`, `list` and `watch`: what a cache (an informer) needs.
+    /// `get`, `list` and `watch`: every read.
     pub const READ: [Verb; 3] = [Verb::Get, Verb::List, Verb::Watch];
+
+    /// `list` and `watch`: what a cache (an informer) needs.
+    pub const CACHE: [Verb; 2] = [Verb::List, Verb::Watch];
 
     /// `create`, `update`, `patch` and `delete`: every write of an object.
     pub const WRITE: [Verb; 4] = [Verb::Create, Verb::Update, Verb::Patch, Verb::Delete];
@@ -212,6 +215,11 @@ impl Rule {
     /// Adds `get`, `list` and `watch`.
     pub fn reads(self) -> Self {
         self.verbs(Verb::READ)
+    }
+
+    /// Adds `list` and `watch`: what reading `K` through a cache needs.
+    pub fn caches(self) -> Self {
+        self.verbs(Verb::CACHE)
     }
 
     /// Adds `create`, `update`, `patch` and `delete`.

@@ -18,6 +18,7 @@ use jiff::{SignedDuration, Timestamp};
 use kubeforge::controller::Channel;
 use kubeforge::k8s_openapi::api::batch::v1::Job;
 use kubeforge::prelude::*;
+use kubeforge::rbac::Write;
 use kubeforge::reconcile::conditions::ConditionStatus;
 use kubeforge::reconcile::owner::get_controller_of;
 use kubeforge::reconcile::Error;
@@ -72,10 +73,13 @@ pub fn register_with(
                 .unwrap_or_default()
         })?;
     // Whole Jobs, not metadata: the index lives on the full informer.
+    // Declared writes, so the derived RBAC is what the reconcile uses: its
+    // status replaced, Jobs created and pruned.
     let mut builder = mgr
         .controller::<CronJob>()
         .named(CONTROLLER_NAME)
-        .owns_objects::<Job>(Owns::new());
+        .writes_status([Write::Update])
+        .owns_objects::<Job>(Owns::new().writes([Write::Create, Write::Delete]));
     if let Some(wake) = wake {
         builder = builder.watches_channel(Channel::new(wake));
     }
