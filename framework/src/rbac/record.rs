@@ -154,3 +154,74 @@ impl Rule {
         Rule::resource("events.k8s.io", "events").verbs([Verb::Create, Verb::Patch])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use super::*;
+
+    /// `resource verbs` of each rule, verbs sorted.
+    fn grants(rules: &[Rule]) -> Vec<String> {
+        rules
+            .iter()
+            .map(|r| {
+                let p = r.to_policy_rule();
+                format!(
+                    "{} {}",
+                    p.resources.unwrap_or_default().join(","),
+                    p.verbs.join(",")
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_primary_is_cached_and_written_only_as_declared() {
+        assert_eq!(
+            grants(&Rule::for_primary::<ConfigMap>(false, None)),
+            [
+                "configmaps list,watch",
+                "configmaps/status get,patch,update",
+                "configmaps/finalizers update",
+            ]
+        );
+        assert_eq!(
+            grants(&Rule::for_primary::<ConfigMap>(true, Some(&[Write::Apply]))),
+            [
+                "configmaps list,patch,watch",
+                "configmaps/status patch",
+                "configmaps/finalizers update",
+            ]
+        );
+        // No status write declared: no status rule.
+        assert_eq!(
+            grants(&Rule::for_primary::<ConfigMap>(false, Some(&[]))),
+            ["configmaps list,watch", "configmaps/finalizers update"]
+        );
+    }
+
+    #[test]
+    fn owned_kinds_are_written_as_declared_or_as_kubebuilder_scaffolds() {
+        assert_eq!(
+            grants(&[Rule::for_owned::<Deployment>(None)]),
+            ["deployments create,delete,list,patch,update,watch"]
+        );
+        assert_eq!(
+            grants(&[Rule::for_owned::<Deployment>(Some(&[Write::Apply]))]),
+            ["deployments create,list,patch,watch"]
+        );
+        assert_eq!(
+            grants(&[Rule::for_owned::<Deployment>(Some(&[
+                Write::Create,
+                Write::Delete
+            ]))]),
+            ["deployments create,delete,list,watch"]
+        );
+        assert_eq!(
+            grants(&[Rule::for_watched::<Deployment>()]),
+            ["deployments list,watch"]
+        );
+    }
+}
