@@ -44,6 +44,23 @@ impl Default for CronJobDefaults {
     }
 }
 
+impl CronJobDefaults {
+    /// Sets each of the spec's defaulted fields that is unset; set ones are
+    /// kept. Both versions' specs have these four fields.
+    pub fn fill(
+        &self,
+        concurrency_policy: &mut Option<ConcurrencyPolicy>,
+        suspend: &mut Option<bool>,
+        successful_jobs_history_limit: &mut Option<i32>,
+        failed_jobs_history_limit: &mut Option<i32>,
+    ) {
+        concurrency_policy.get_or_insert(self.concurrency_policy);
+        suspend.get_or_insert(self.suspend);
+        successful_jobs_history_limit.get_or_insert(self.successful_jobs_history_limit);
+        failed_jobs_history_limit.get_or_insert(self.failed_jobs_history_limit);
+    }
+}
+
 /// The CronJob webhooks, with the defaults they apply.
 #[derive(Clone, Debug, Default)]
 pub struct CronJobWebhook {
@@ -72,14 +89,12 @@ impl Defaulter<CronJob> for CronJobWebhook {
     /// Fills in the fields a CronJob leaves unset; set ones are kept.
     async fn default(&self, obj: &mut CronJob, _request: &AdmissionRequest) -> AdmissionResult {
         let spec = &mut obj.spec;
-        let defaults = &self.defaults;
-        spec.concurrency_policy
-            .get_or_insert(defaults.concurrency_policy);
-        spec.suspend.get_or_insert(defaults.suspend);
-        spec.successful_jobs_history_limit
-            .get_or_insert(defaults.successful_jobs_history_limit);
-        spec.failed_jobs_history_limit
-            .get_or_insert(defaults.failed_jobs_history_limit);
+        self.defaults.fill(
+            &mut spec.concurrency_policy,
+            &mut spec.suspend,
+            &mut spec.successful_jobs_history_limit,
+            &mut spec.failed_jobs_history_limit,
+        );
         Ok(vec![])
     }
 }

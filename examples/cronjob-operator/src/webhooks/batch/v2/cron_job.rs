@@ -42,14 +42,12 @@ impl Defaulter<CronJob> for CronJobWebhook {
     /// Fills in the fields a CronJob leaves unset; set ones are kept.
     async fn default(&self, obj: &mut CronJob, _request: &AdmissionRequest) -> AdmissionResult {
         let spec = &mut obj.spec;
-        let defaults = &self.defaults;
-        spec.concurrency_policy
-            .get_or_insert(defaults.concurrency_policy);
-        spec.suspend.get_or_insert(defaults.suspend);
-        spec.successful_jobs_history_limit
-            .get_or_insert(defaults.successful_jobs_history_limit);
-        spec.failed_jobs_history_limit
-            .get_or_insert(defaults.failed_jobs_history_limit);
+        self.defaults.fill(
+            &mut spec.concurrency_policy,
+            &mut spec.suspend,
+            &mut spec.successful_jobs_history_limit,
+            &mut spec.failed_jobs_history_limit,
+        );
         Ok(vec![])
     }
 }
