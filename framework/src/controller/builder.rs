@@ -341,6 +341,7 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
         self.parts
             .rules
             .push(Rule::for_owned::<O>(owns.writes.as_deref()));
+        self.parts.rules.push(Rule::for_owner::<K>());
         let matcher = owner_match::<K>(owns.every_owner);
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
             let keys: KeysFn<PartialObjectMeta<O>> = Arc::new(move |o| matcher.owners(o));
@@ -377,6 +378,7 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
         self.parts
             .rules
             .push(Rule::for_owned::<O>(owns.writes.as_deref()));
+        self.parts.rules.push(Rule::for_owner::<K>());
         let matcher = owner_match::<K>(owns.every_owner);
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
             let keys: KeysFn<O> = Arc::new(move |o| matcher.owners(o));

@@ -90,11 +90,10 @@ impl Permissions {
 impl Rule {
     /// What a controller needs of its primary type `K`: to cache it (list,
     /// watch); with `finalizers`, to add and remove its finalizers (the
-    /// finalizer helpers' JSON patch: patch); to write its status as
+    /// finalizer helpers' JSON patch: patch); and to write its status as
     /// `status` declares (kubebuilder's scaffolded get, update and patch
-    /// when undeclared); and to set `blockOwnerDeletion` on the objects it
-    /// owns, which the API server's OwnerReferencesPermissionEnforcement
-    /// admission allows only with update on `/finalizers`.
+    /// when undeclared). A controller that owns objects needs
+    /// [`for_owner`](Self::for_owner) too.
     pub fn for_primary<K>(finalizers: bool, status: Option<&[Write]>) -> Vec<Rule>
     where
         K: Resource<DynamicType = ()>,
@@ -115,12 +114,24 @@ impl Rule {
         if !status_verbs.is_empty() {
             rules.push(Rule::on::<K>().subresource("status").verbs(status_verbs));
         }
-        rules.push(
-            Rule::on::<K>()
-                .subresource("finalizers")
-                .verbs([Verb::Update]),
-        );
         rules
+    }
+
+    /// What a controller needs to own objects as `K`'s controller: the
+    /// owner references it sets say `blockOwnerDeletion`, which the API
+    /// server's OwnerReferencesPermissionEnforcement admission allows only
+    /// to who may update `K`'s `/finalizers`. Derived with every
+    /// `.owns*` declaration (kubebuilder scaffolds it for every
+    /// controller); add it as an extra rule when a reconciler sets
+    /// controller references on objects written outside of `.owns*`.
+    pub fn for_owner<K>() -> Rule
+    where
+        K: Resource<DynamicType = ()>,
+        K::Scope: 'static,
+    {
+        Rule::on::<K>()
+            .subresource("finalizers")
+            .verbs([Verb::Update])
     }
 
     /// What a controller needs of a type it owns: to cache it (list,
@@ -183,22 +194,21 @@ mod tests {
             grants(&Rule::for_primary::<ConfigMap>(false, None)),
             [
                 "configmaps list,watch",
-                "configmaps/status get,patch,update",
-                "configmaps/finalizers update",
+                "configmaps/status get,patch,update"
             ]
         );
         assert_eq!(
             grants(&Rule::for_primary::<ConfigMap>(true, Some(&[Write::Apply]))),
-            [
-                "configmaps list,patch,watch",
-                "configmaps/status patch",
-                "configmaps/finalizers update",
-            ]
+            ["configmaps list,patch,watch", "configmaps/status patch"]
         );
         // No status write declared: no status rule.
         assert_eq!(
             grants(&Rule::for_primary::<ConfigMap>(false, Some(&[]))),
-            ["configmaps list,watch", "configmaps/finalizers update"]
+            ["configmaps list,watch"]
+        );
+        assert_eq!(
+            grants(&[Rule::for_owner::<ConfigMap>()]),
+            ["configmaps/finalizers update"]
         );
     }
 

@@ -62,6 +62,51 @@ pub struct RoleManifests {
     pub leader_election_role_binding: Option<RoleBinding>,
 }
 
+impl RoleManifests {
+    /// Takes `verb` away from `resource` (`"jobs"`, `"memcacheds/status"`)
+    /// in every role, leaving the rest of each rule granted: to show, in a
+    /// test, that the operator fails with the 403 named without it.
+    /// Whether any role granted it.
+    pub fn remove_verb(&mut self, resource: &str, verb: &str) -> bool {
+        let mut removed = false;
+        let cluster = self.cluster_role.iter_mut().map(|r| &mut r.rules);
+        let namespaced = [&mut self.role, &mut self.leader_election_role]
+            .into_iter()
+            .flatten()
+            .map(|r| &mut r.rules);
+        for rules in cluster.chain(namespaced).flatten() {
+            removed |= remove_verb(rules, resource, verb);
+        }
+        removed
+    }
+}
+
+/// [`RoleManifests::remove_verb`] on one list of rules: a rule naming
+/// `resource` among others is split, so the others keep `verb`.
+fn remove_verb(rules: &mut Vec<PolicyRule>, resource: &str, verb: &str) -> bool {
+    let mut removed = false;
+    let mut split = Vec::new();
+    for rule in rules.iter_mut() {
+        let names = rule.resources.as_deref().unwrap_or_default();
+        if !names.iter().any(|r| r == resource) || !rule.verbs.iter().any(|v| v == verb) {
+            continue;
+        }
+        removed = true;
+        if names.len() > 1 {
+            let mut others = rule.clone();
+            if let Some(list) = others.resources.as_mut() {
+                list.retain(|r| r != resource);
+            }
+            split.push(others);
+            rule.resources = Some(vec![resource.to_owned()]);
+        }
+        rule.verbs.retain(|v| v != verb);
+    }
+    rules.retain(|r| !r.verbs.is_empty());
+    rules.append(&mut split);
+    removed
+}
+
 fn policy_rules(rules: Vec<Rule>) -> Vec<PolicyRule> {
     merge(rules).iter().map(Rule::to_policy_rule).collect()
 }
@@ -164,6 +209,37 @@ mod tests {
     use k8s_openapi::api::core::v1::Namespace;
 
     use super::*;
+
+    #[test]
+    fn a_verb_removed_from_one_resource_stays_granted_on_the_others() {
+        let rule = |resources: &[&str], verbs: &[&str]| PolicyRule {
+            api_groups: Some(vec!["batch".to_owned()]),
+            resources: Some(resources.iter().map(|r| (*r).to_owned()).collect()),
+            verbs: verbs.iter().map(|v| (*v).to_owned()).collect(),
+            ..PolicyRule::default()
+        };
+        let mut rbac = RoleManifests {
+            cluster_role: Some(ClusterRole {
+                rules: Some(vec![
+                    rule(&["cronjobs", "jobs"], &["create", "list"]),
+                    rule(&["jobs/status"], &["get"]),
+                ]),
+                ..ClusterRole::default()
+            }),
+            ..RoleManifests::default()
+        };
+        assert!(rbac.remove_verb("jobs", "create"));
+        assert!(!rbac.remove_verb("jobs", "create"), "already gone");
+        assert!(rbac.remove_verb("jobs/status", "get"));
+        let rules = rbac.cluster_role.and_then(|r| r.rules).unwrap_or_default();
+        assert_eq!(
+            rules,
+            [
+                rule(&["jobs"], &["list"]),
+                rule(&["cronjobs"], &["create", "list"])
+            ]
+        );
+    }
 
     fn permissions() -> Permissions {
         let p = Permissions::new();
