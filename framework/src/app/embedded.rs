@@ -11,7 +11,7 @@
 
 use std::net::SocketAddr;
 
-use kube_core::{DynamicObject, GroupVersionKind, ResourceExt as _};
+use kube_core::{ApiResource, DynamicObject, GroupVersionKind, ResourceExt as _};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube_core::params::PostParams;
@@ -61,6 +61,8 @@ pub(crate) fn install_crds(
 /// A sample the operator created: `kind/name` and its namespace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CreatedSample {
+    /// The sample's resource (group, version, kind, plural).
+    pub resource: ApiResource,
     /// The sample's kind.
     pub kind: String,
     /// Its name.
@@ -140,6 +142,7 @@ async fn create_sample(
         }
     }
     Ok(CreatedSample {
+        resource: registration.api_resource.clone(),
         kind: types.kind,
         name,
         namespace: ns,
@@ -169,6 +172,19 @@ impl Running {
     /// they name a namespace) and says which.
     pub async fn create_samples(&self) -> Result<Vec<CreatedSample>, Error> {
         create_samples(&self.client, &self.scheme, &self.samples, "default").await
+    }
+
+    /// A sample as the server has it now (read as the administrator), to
+    /// see what the operator made of it.
+    pub async fn sample(&self, sample: &CreatedSample) -> Result<DynamicObject, Error> {
+        let api: Api<DynamicObject> = match &sample.namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, &sample.resource),
+            None => Api::all_with(self.client.clone(), &sample.resource),
+        };
+        api.get(&sample.name).await.map_err(|source| Error::Api {
+            what: format!("get sample {}/{}", sample.kind, sample.name),
+            source,
+        })
     }
 
     /// Stops the operator gracefully and returns how its manager ended.

@@ -11,7 +11,8 @@
 //! runs a manager as the operator's service account, bound to the RBAC its
 //! controllers derive, so the server's
 //! [`permission_audit`](ApiServer::permission_audit) can prove that RBAC
-//! is what it needs.
+//! is what it needs, and [`assert_least_privilege`] says so in a test;
+//! [`eventually`] waits for what the operator does.
 //!
 //! ```no_run
 //! # use kubeforge::prelude::*;
@@ -29,15 +30,21 @@
 //! # }
 //! ```
 
+mod least_privilege;
 mod operator;
+mod wait;
 mod webhooks;
 
 pub use kubeforge_apiserver::*;
+pub use least_privilege::{
+    assert_least_privilege, least_privilege_findings, NOT_EXERCISED_BY_ONE_REPLICA,
+};
 pub use operator::{
     config_for, grant, operator_identity, operator_rbac, operator_user, start_operator,
     start_operator_with, OperatorError, RunningOperator, OPERATOR_NAMESPACE,
     OPERATOR_SERVICE_ACCOUNT,
 };
+pub use wait::eventually;
 pub use webhooks::{LocalWebhooks, LocalWebhooksError};
 
 use crate::client::{Auth, Client, Config, SecretString};
