@@ -91,19 +91,12 @@ impl Operator {
 }
 
 /// Polls `probe` until it returns `Some`, at most [`DEADLINE`].
-async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
+async fn eventually<T, F, Fut>(what: &str, probe: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let start = Instant::now();
-    loop {
-        if let Some(value) = probe().await {
-            return value;
-        }
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    kubeforge::testing::eventually(what, DEADLINE, probe).await
 }
 
 fn condition(mc: &Memcached, type_: &str) -> Option<Condition> {

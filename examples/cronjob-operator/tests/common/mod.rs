@@ -8,7 +8,6 @@
 
 use std::future::Future;
 use std::sync::PoisonError;
-use std::time::Instant;
 
 use cronjob_operator::api::batch::v1::{ConcurrencyPolicy, CronJob, CronJobSpec};
 use cronjob_operator::clock::FakeClock;
@@ -345,19 +344,12 @@ pub fn active_names(cj: &CronJob) -> Vec<String> {
 }
 
 /// Polls `probe` until it returns `Some`, at most [`DEADLINE`].
-pub async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
+pub async fn eventually<T, F, Fut>(what: &str, probe: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let start = Instant::now();
-    loop {
-        if let Some(value) = probe().await {
-            return value;
-        }
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    kubeforge::testing::eventually(what, DEADLINE, probe).await
 }
 
 /// Polls until CronJob `name` satisfies `check`, and returns it.
