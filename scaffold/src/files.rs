@@ -137,6 +137,7 @@ impl<'a> Files<'a> {
             ("src/main.rs", "main.rs"),
             ("src/lib.rs", "lib.rs"),
             ("tests/manifests.rs", "manifests_test.rs"),
+            ("tests/rbac.rs", "rbac_test.rs"),
             (
                 "config/default/metrics_service.yaml",
                 "metrics_service.yaml",

@@ -55,6 +55,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("templates/rust/manifests_test.rs.j2"),
     ),
     (
+        "rbac_test.rs",
+        include_str!("templates/rust/rbac_test.rs.j2"),
+    ),
+    (
         "default_kustomization.yaml",
         include_str!("templates/config/default_kustomization.yaml.j2"),
     ),

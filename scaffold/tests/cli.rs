@@ -378,6 +378,7 @@ fn init_writes_kubebuilders_layout_with_the_options_given() {
         "src/api/mod.rs",
         "src/controllers/mod.rs",
         "tests/manifests.rs",
+        "tests/rbac.rs",
         "config/default/kustomization.yaml",
         "config/manager/manager.yaml",
         "config/rbac/kustomization.yaml",
