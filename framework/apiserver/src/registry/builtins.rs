@@ -58,9 +58,12 @@ const SPEC: &[&str] = &["spec"];
 
 macro_rules! builtin {
     ($name:ident, $ty:ty, $gen:expr, $fields:expr, $printer:expr) => {
-        builtin!($name, $ty, $gen, $fields, $printer, false);
+        builtin!($name, $ty, $gen, $fields, $printer, false, false);
     };
     ($name:ident, $ty:ty, $gen:expr, $fields:expr, $printer:expr, $obj:expr) => {
+        builtin!($name, $ty, $gen, $fields, $printer, $obj, false);
+    };
+    ($name:ident, $ty:ty, $gen:expr, $fields:expr, $printer:expr, $obj:expr, $create_on_update:expr) => {
         static $name: Builtin = Builtin {
             validate: decode::<$ty>,
             openapi_schema: openapi_schema::<$ty>,
@@ -69,9 +72,21 @@ macro_rules! builtin {
             printer: $printer,
             delete_returns_object: $obj,
             conversion: None,
+            create_on_update: $create_on_update,
         };
     };
 }
+
+/// Which kinds a PUT creates when the object is missing: the kinds whose
+/// registry strategy answers `AllowCreateOnUpdate() == true` in
+/// kube-apiserver (`pkg/registry/core/event/strategy.go`,
+/// `core/service/strategy.go` (served by the generic store since 1.23),
+/// `coordination/lease/strategy.go`, `rbac/{role,rolebinding,clusterrole,
+/// clusterrolebinding}/strategy.go`). Every other kind served here answers
+/// false: configmaps, secrets, serviceaccounts, namespaces, nodes, pods, the
+/// apps and batch workloads, poddisruptionbudgets, the webhook
+/// configurations, CRDs and custom resources.
+const CREATES_ON_UPDATE: bool = true;
 
 builtin!(
     NAMESPACE,
@@ -99,7 +114,9 @@ builtin!(
     core::v1::Service,
     None,
     NO_FIELDS,
-    Printer::Service
+    Printer::Service,
+    false,
+    CREATES_ON_UPDATE
 );
 builtin!(
     SERVICEACCOUNT,
@@ -166,7 +183,9 @@ builtin!(
         ("source", "source.component"),
         ("type", "type"),
     ],
-    Printer::Event
+    Printer::Event,
+    false,
+    CREATES_ON_UPDATE
 );
 /// Served from the core events storage, so field selectors read core paths.
 static EVENTS_EVENT: Builtin = Builtin {
@@ -186,6 +205,7 @@ static EVENTS_EVENT: Builtin = Builtin {
     printer: Printer::Default,
     delete_returns_object: false,
     conversion: Some(&EVENTS),
+    create_on_update: CREATES_ON_UPDATE,
 };
 builtin!(
     DEPLOYMENT,
@@ -234,7 +254,9 @@ builtin!(
     coordination::v1::Lease,
     None,
     NO_FIELDS,
-    Printer::Lease
+    Printer::Lease,
+    false,
+    CREATES_ON_UPDATE
 );
 builtin!(
     SELF_SUBJECT_REVIEW,
@@ -271,27 +293,41 @@ builtin!(
     NO_FIELDS,
     Printer::Default
 );
-builtin!(ROLE, rbac::v1::Role, None, NO_FIELDS, Printer::Default);
+builtin!(
+    ROLE,
+    rbac::v1::Role,
+    None,
+    NO_FIELDS,
+    Printer::Default,
+    false,
+    CREATES_ON_UPDATE
+);
 builtin!(
     ROLEBINDING,
     rbac::v1::RoleBinding,
     None,
     NO_FIELDS,
-    Printer::RoleBinding
+    Printer::RoleBinding,
+    false,
+    CREATES_ON_UPDATE
 );
 builtin!(
     CLUSTERROLE,
     rbac::v1::ClusterRole,
     None,
     NO_FIELDS,
-    Printer::Default
+    Printer::Default,
+    false,
+    CREATES_ON_UPDATE
 );
 builtin!(
     CLUSTERROLEBINDING,
     rbac::v1::ClusterRoleBinding,
     None,
     NO_FIELDS,
-    Printer::RoleBinding
+    Printer::RoleBinding,
+    false,
+    CREATES_ON_UPDATE
 );
 builtin!(
     CRD,

@@ -152,6 +152,13 @@ impl ResourceDef {
         matches!(self.behavior, Behavior::Custom(_))
     }
 
+    /// Whether a PUT to a missing object of this kind creates it (only a
+    /// built-in kind's strategy allows it; custom resources' strategy,
+    /// apiextensions-apiserver's `customResourceStrategy`, does not).
+    pub fn creates_on_update(&self) -> bool {
+        self.builtin().is_some_and(|b| b.create_on_update)
+    }
+
     pub fn has_verb(&self, verb: &str) -> bool {
         self.verbs.contains(&verb)
     }
@@ -215,6 +222,9 @@ pub(crate) struct Builtin {
     pub delete_returns_object: bool,
     /// Stored as another resource (events.k8s.io Events).
     pub conversion: Option<&'static Conversion>,
+    /// A PUT to a missing object creates it: the registry strategy's
+    /// `AllowCreateOnUpdate()` in kube-apiserver's `pkg/registry`.
+    pub create_on_update: bool,
 }
 
 /// One additional printer column.
