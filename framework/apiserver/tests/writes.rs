@@ -194,9 +194,12 @@ async fn update_conflicts_on_a_stale_resource_version() {
         .unwrap()
         .remove("resourceVersion");
     assert_eq!(k.put(&format!("{CMS}/c"), &blind).await.code(), 200);
-    // No create on update.
+    // No create on update; the UID read with the object is a precondition
+    // a missing object fails first.
     let mut other = blind.clone();
     other["metadata"]["name"] = json!("missing");
+    assert_eq!(k.put(&format!("{CMS}/missing"), &other).await.code(), 409);
+    other["metadata"].as_object_mut().unwrap().remove("uid");
     assert_eq!(k.put(&format!("{CMS}/missing"), &other).await.code(), 404);
     // Name must match the URL.
     assert_eq!(k.put(&format!("{CMS}/c2"), &blind).await.code(), 400);
@@ -250,8 +253,11 @@ async fn a_put_creates_a_missing_object_of_a_kind_that_creates_on_update() {
     assert_eq!(r.code(), 409);
     assert_eq!(
         r.json()["message"],
-        "Operation cannot be fulfilled on leases.coordination.k8s.io \"with-uid\": Precondition failed: UID in precondition: 0b2b7d4e-3c9b-4a7e-9a55-6a3c0d7a1f00, UID in object meta: "
+        "Operation cannot be fulfilled on leases.coordination.k8s.io \"with-uid\": StorageError: invalid object, Code: 4, \
+         Key: /registry/leases/default/with-uid, ResourceVersion: 0, \
+         AdditionalErrorMsg: Precondition failed: UID in precondition: 0b2b7d4e-3c9b-4a7e-9a55-6a3c0d7a1f00, UID in object meta: "
     );
+    assert_eq!(k.get(&format!("{LEASES}/with-uid")).await.code(), 404);
     // The create path's checks: the name must match the URL, the body is
     // validated as on create, and a dry run stores nothing.
     assert_eq!(
@@ -315,6 +321,19 @@ async fn a_put_to_a_missing_object_of_other_kinds_is_not_found() {
         .put(&format!("{DEPLOYS}/gone"), &deployment("gone", 1))
         .await;
     assert_eq!(r.code(), 404);
+    // A UID in the body is an update precondition, checked before the
+    // object is found missing: a 409 quoting the storage error, for every
+    // kind (an update of an object read before it was deleted).
+    let mut read = cm.clone();
+    read["metadata"]["uid"] = json!("u-1");
+    let r = k.put(&format!("{CMS}/gone"), &read).await;
+    assert_eq!(r.code(), 409);
+    assert_eq!(
+        r.json()["message"],
+        "Operation cannot be fulfilled on configmaps \"gone\": StorageError: invalid object, Code: 4, \
+         Key: /registry/configmaps/default/gone, ResourceVersion: 0, \
+         AdditionalErrorMsg: Precondition failed: UID in precondition: u-1, UID in object meta: "
+    );
     // Custom resources never create on update; a missing one is a 404
     // before its resourceVersion is asked for (the store finds nothing
     // first).
@@ -327,6 +346,18 @@ async fn a_put_to_a_missing_object_of_other_kinds_is_not_found() {
     assert_eq!(
         k.put(&format!("{WIDGETS}/gone"), &versioned).await.code(),
         404
+    );
+    let mut read = widget("gone");
+    read["metadata"]["uid"] = json!("u-2");
+    let r = k.put(&format!("{WIDGETS}/gone"), &read).await;
+    assert_eq!(r.code(), 409);
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("Key: /registry/ex.com/widgets/default/gone, ResourceVersion: 0"),
+        "{}",
+        r.json()["message"]
     );
     assert_eq!(k.get(&format!("{WIDGETS}/gone")).await.code(), 404);
     // An existing one still needs its resourceVersion.

@@ -183,7 +183,11 @@ fn update_with(
         None => Precondition::None,
     };
     let key = ctx.key();
-    if ctx.def.creates_on_update() && opts.sub == Sub::Main && !exists(ctx, &key) {
+    let missing = !exists(ctx, &key);
+    if missing {
+        uid_precondition(ctx, &obj)?;
+    }
+    if missing && ctx.def.creates_on_update() && opts.sub == Sub::Main {
         match create_on_update(ctx, obj.clone(), opts, admission) {
             Ok(w) => return written(ctx, 201, &w, admission),
             // Created meanwhile: update what is there now.
@@ -218,6 +222,28 @@ fn update_with(
     written(ctx, 200, &w, admission)
 }
 
+/// The UID in a PUT body is a precondition of the update
+/// (`rest.DefaultUpdatedObjectInfo`) that etcd3's `GuaranteedUpdate` checks
+/// against the stored object before the store looks at it: a missing object
+/// has no UID, so the PUT is a 409 with the storage error quoted, before
+/// any 404 or create on update.
+fn uid_precondition(ctx: &Ctx, obj: &Value) -> Result<(), ApiError> {
+    let Some(uid) = util::meta_str(obj, "uid").filter(|u| !u.is_empty()) else {
+        return Ok(());
+    };
+    let (namespace, name) = ctx.key();
+    let key = ctx.def.etcd_key(&namespace, &name);
+    Err(ApiError::conflict_msg(
+        &ctx.def.plural,
+        &ctx.def.group,
+        &name,
+        &format!(
+            "StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, \
+             AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, UID in object meta: "
+        ),
+    ))
+}
+
 fn exists(ctx: &Ctx, key: &ObjKey) -> bool {
     ctx.shared.storage.lock().get(&ctx.def.key(), key).is_some()
 }
@@ -240,16 +266,6 @@ fn create_on_update(
     opts: &WriteOpts,
     admission: &dyn Admission,
 ) -> Result<Written, ApiError> {
-    // The body's UID is a precondition of the update
-    // (`rest.DefaultUpdatedObjectInfo`); nothing stored has it.
-    if let Some(uid) = util::meta_str(&obj, "uid").filter(|u| !u.is_empty()) {
-        return Err(ApiError::conflict_msg(
-            &ctx.def.plural,
-            &ctx.def.group,
-            &ctx.key().1,
-            &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: "),
-        ));
-    }
     // A resourceVersion is ignored: etcd3's `GuaranteedUpdate` clears it
     // before storing what the store's create branch returns.
     if let Some(meta) = util::meta_mut(&mut obj) {

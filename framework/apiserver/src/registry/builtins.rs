@@ -763,3 +763,67 @@ pub(crate) fn all() -> Vec<ResourceDef> {
         ),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exactly_the_kinds_whose_strategy_allows_it_create_on_update() {
+        let creating: Vec<String> = all()
+            .iter()
+            .filter(|d| d.creates_on_update())
+            .map(|d| format!("{}/{}", d.group, d.plural))
+            .collect();
+        assert_eq!(
+            creating,
+            [
+                "/events",
+                "/services",
+                "events.k8s.io/events",
+                "rbac.authorization.k8s.io/clusterrolebindings",
+                "rbac.authorization.k8s.io/clusterroles",
+                "rbac.authorization.k8s.io/rolebindings",
+                "rbac.authorization.k8s.io/roles",
+                "coordination.k8s.io/leases",
+            ]
+        );
+    }
+
+    #[test]
+    fn etcd_keys_use_kube_apiservers_storage_prefixes() {
+        let key = |group: &str, plural: &str, ns: &str, name: &str| {
+            all()
+                .into_iter()
+                .find(|d| d.group == group && d.plural == plural)
+                .map(|d| d.etcd_key(ns, name))
+                .unwrap()
+        };
+        assert_eq!(
+            key("", "services", "default", "web"),
+            "/registry/services/specs/default/web"
+        );
+        assert_eq!(key("", "nodes", "", "n1"), "/registry/minions/n1");
+        assert_eq!(
+            key("events.k8s.io", "events", "default", "e"),
+            "/registry/events/default/e"
+        );
+        assert_eq!(
+            key("apps", "deployments", "default", "d"),
+            "/registry/deployments/default/d"
+        );
+        assert_eq!(
+            key(
+                "apiextensions.k8s.io",
+                "customresourcedefinitions",
+                "",
+                "widgets.ex.com"
+            ),
+            "/registry/apiextensions.k8s.io/customresourcedefinitions/widgets.ex.com"
+        );
+        assert_eq!(
+            key("rbac.authorization.k8s.io", "clusterroles", "", "admin"),
+            "/registry/clusterroles/admin"
+        );
+    }
+}

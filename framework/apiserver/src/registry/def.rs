@@ -107,6 +107,30 @@ impl ResourceDef {
         }
     }
 
+    /// The etcd key kube-apiserver stores an object of this kind under,
+    /// which some of its errors quote (a failed update precondition's
+    /// `StorageError`): `/registry/` and the resource's storage prefix, the
+    /// plural for built-ins but `services/specs` and `minions` for Services
+    /// and Nodes (`pkg/registry/core/{service,node}/storage`), the group
+    /// too for CRDs and custom resources (apiextensions-apiserver's
+    /// registries), then the namespace and name. events.k8s.io Events are
+    /// core Events in storage.
+    pub fn etcd_key(&self, namespace: &str, name: &str) -> String {
+        let prefix = match (self.group.as_str(), self.plural.as_str()) {
+            ("", "services") => "services/specs".to_owned(),
+            ("", "nodes") => "minions".to_owned(),
+            ("events.k8s.io", "events") => "events".to_owned(),
+            ("apiextensions.k8s.io", plural) => format!("apiextensions.k8s.io/{plural}"),
+            (group, plural) if self.is_custom() => format!("{group}/{plural}"),
+            (_, plural) => plural.to_owned(),
+        };
+        if self.namespaced {
+            format!("/registry/{prefix}/{namespace}/{name}")
+        } else {
+            format!("/registry/{prefix}/{name}")
+        }
+    }
+
     /// Set when this kind is stored as another resource.
     pub fn conversion(&self) -> Option<&'static Conversion> {
         self.builtin().and_then(|b| b.conversion)
