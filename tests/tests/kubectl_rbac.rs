@@ -2,7 +2,8 @@
 //! whoami`, `auth can-i` (namespaced, cluster-scoped, subresource,
 //! non-resource, `--list`, `-A`, `--as`), `create token` and using the
 //! token, impersonation with `--as`/`--as-group` allowed and forbidden,
-//! `create role` and `create rolebinding` escalation denied, 403s as
+//! `create role` and `create rolebinding` escalation denied, `replace`
+//! creating a missing Role only with `create`, 403s as
 //! kubectl prints them, and the identities `kubeforge dev-server --user
 //! --service-account` writes kubeconfigs for.
 
@@ -435,6 +436,79 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
         out.stderr,
         "Error from server (Forbidden): secrets is forbidden: User \"alice\" cannot list resource \"secrets\" in API group \"\" in the namespace \"default\": RBAC: role.rbac.authorization.k8s.io \"gone\" not found\n"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replace_creates_a_missing_role_only_with_create() {
+    let (_server, k, admin, alice) = setup().await;
+    let write = |name: &str, text: &str| {
+        let p = k.dir.path().join(name);
+        std::fs::write(&p, text).expect("manifest");
+        p.to_str().expect("utf-8 path").to_owned()
+    };
+    // `kubectl replace` PUTs what it cannot get: a Role is created
+    // (roles create on update), a ConfigMap is not found.
+    let role = write(
+        "role.yaml",
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\n\
+         metadata: {name: cm-read, namespace: default}\n\
+         rules: [{apiGroups: [\"\"], resources: [configmaps], verbs: [get]}]\n",
+    );
+    let out = k.run(&admin, &["replace", "-f", &role]).await;
+    assert!(out.ok, "{out:?}");
+    assert_eq!(
+        out.stdout,
+        "role.rbac.authorization.k8s.io/cm-read replaced\n"
+    );
+    let out = k
+        .run(&admin, &["get", "role", "cm-read", "-o", "name"])
+        .await;
+    assert_eq!(out.stdout, "role.rbac.authorization.k8s.io/cm-read\n");
+    let cm = write(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gone, namespace: default}\n",
+    );
+    let out = k.run(&admin, &["replace", "-f", &cm]).await;
+    assert!(!out.ok);
+    assert_eq!(
+        out.stderr,
+        format!("Error from server (NotFound): error when replacing \"{cm}\": configmaps \"gone\" not found\n")
+    );
+
+    // Alice may update roles but not create them: the create is forbidden.
+    k.apply(
+        &admin,
+        "role-updater",
+        r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: role-updater, namespace: default}
+rules:
+- {apiGroups: [rbac.authorization.k8s.io], resources: [roles], verbs: [get, update]}
+- {apiGroups: [""], resources: [configmaps], verbs: [get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: alice-updates-roles, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: role-updater}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
+"#,
+    )
+    .await;
+    let other = write(
+        "other.yaml",
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\n\
+         metadata: {name: other, namespace: default}\n\
+         rules: [{apiGroups: [\"\"], resources: [configmaps], verbs: [get]}]\n",
+    );
+    let out = k.run(&alice, &["replace", "-f", &other]).await;
+    assert!(!out.ok);
+    assert_eq!(
+        out.stderr,
+        format!("Error from server (Forbidden): error when replacing \"{other}\": roles.rbac.authorization.k8s.io \"other\" is forbidden: \n")
+    );
+    // Replacing what exists needs update only.
+    let out = k.run(&alice, &["replace", "-f", &role]).await;
+    assert!(out.ok, "{out:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

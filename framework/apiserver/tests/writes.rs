@@ -194,12 +194,186 @@ async fn update_conflicts_on_a_stale_resource_version() {
         .unwrap()
         .remove("resourceVersion");
     assert_eq!(k.put(&format!("{CMS}/c"), &blind).await.code(), 200);
-    // No create on update.
+    // No create on update; the UID read with the object is a precondition
+    // a missing object fails first.
     let mut other = blind.clone();
     other["metadata"]["name"] = json!("missing");
+    assert_eq!(k.put(&format!("{CMS}/missing"), &other).await.code(), 409);
+    other["metadata"].as_object_mut().unwrap().remove("uid");
     assert_eq!(k.put(&format!("{CMS}/missing"), &other).await.code(), 404);
     // Name must match the URL.
     assert_eq!(k.put(&format!("{CMS}/c2"), &blind).await.code(), 400);
+}
+
+const LEASES: &str = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+
+fn lease(name: &str) -> Value {
+    json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": name},
+        "spec": {"holderIdentity": "me", "leaseDurationSeconds": 15}})
+}
+
+#[tokio::test]
+async fn a_put_creates_a_missing_object_of_a_kind_that_creates_on_update() {
+    let k = Kube::start().await;
+    // Leases create on update (`leaseStrategy.AllowCreateOnUpdate`): 201
+    // with the server's fields, then the object is there.
+    let r = k.put(&format!("{LEASES}/held"), &lease("held")).await;
+    assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+    let created = r.json();
+    assert_eq!(created["metadata"]["namespace"], "default");
+    assert_eq!(created["metadata"]["uid"].as_str().unwrap().len(), 36);
+    assert!(rv(&created) > 0);
+    assert_eq!(
+        created["metadata"]["managedFields"][0]["operation"],
+        "Update"
+    );
+    let got = k.get(&format!("{LEASES}/held")).await;
+    assert_eq!(got.code(), 200);
+    let got = got.json();
+    assert_eq!(got["metadata"]["uid"], created["metadata"]["uid"]);
+    assert_eq!(got["spec"]["holderIdentity"], "me");
+    // The same PUT again updates it.
+    let mut next = got.clone();
+    next["spec"]["holderIdentity"] = json!("you");
+    let r = k.put(&format!("{LEASES}/held"), &next).await;
+    assert_eq!(r.code(), 200);
+    assert_eq!(r.json()["metadata"]["uid"], created["metadata"]["uid"]);
+
+    // A resourceVersion in the body of a create-on-update is not checked
+    // (etcd3 clears it before storing); a UID is an update precondition
+    // nothing missing meets.
+    let mut versioned = lease("versioned");
+    versioned["metadata"]["resourceVersion"] = json!("999999");
+    let r = k.put(&format!("{LEASES}/versioned"), &versioned).await;
+    assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_ne!(r.json()["metadata"]["resourceVersion"], "999999");
+    let mut with_uid = lease("with-uid");
+    with_uid["metadata"]["uid"] = json!("0b2b7d4e-3c9b-4a7e-9a55-6a3c0d7a1f00");
+    let r = k.put(&format!("{LEASES}/with-uid"), &with_uid).await;
+    assert_eq!(r.code(), 409);
+    assert_eq!(
+        r.json()["message"],
+        "Operation cannot be fulfilled on leases.coordination.k8s.io \"with-uid\": StorageError: invalid object, Code: 4, \
+         Key: /registry/leases/default/with-uid, ResourceVersion: 0, \
+         AdditionalErrorMsg: Precondition failed: UID in precondition: 0b2b7d4e-3c9b-4a7e-9a55-6a3c0d7a1f00, UID in object meta: "
+    );
+    assert_eq!(k.get(&format!("{LEASES}/with-uid")).await.code(), 404);
+    // The create path's checks: the name must match the URL, the body is
+    // validated as on create, and a dry run stores nothing.
+    assert_eq!(
+        k.put(&format!("{LEASES}/other"), &lease("held"))
+            .await
+            .code(),
+        400
+    );
+    let mut bad = lease("bad");
+    bad["spec"]["leaseDurationSeconds"] = json!("long");
+    assert_eq!(k.put(&format!("{LEASES}/bad"), &bad).await.code(), 400);
+    let r = k
+        .put(&format!("{LEASES}/dry?dryRun=All"), &lease("dry"))
+        .await;
+    assert_eq!(r.code(), 201);
+    assert_eq!(k.get(&format!("{LEASES}/dry")).await.code(), 404);
+    // Not in a namespace that does not exist.
+    let r = k
+        .put(
+            "/apis/coordination.k8s.io/v1/namespaces/nowhere/leases/l",
+            &lease("l"),
+        )
+        .await;
+    assert_eq!(r.code(), 404);
+    assert_eq!(r.json()["message"], "namespaces \"nowhere\" not found");
+
+    // Services too, through the create defaults (a cluster IP); their
+    // status subresource never creates.
+    let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+        "spec": {"ports": [{"port": 80}]}});
+    let r = k
+        .put("/api/v1/namespaces/default/services/web/status", &svc)
+        .await;
+    assert_eq!(r.code(), 404);
+    let r = k.put("/api/v1/namespaces/default/services/web", &svc).await;
+    assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+    assert!(r.json()["spec"]["clusterIP"].as_str().is_some());
+    // Events of both groups.
+    let event = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e"},
+        "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "c", "reportingInstance": "i",
+        "action": "Act", "reason": "Why", "type": "Normal",
+        "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}});
+    let r = k
+        .put("/apis/events.k8s.io/v1/namespaces/default/events/e", &event)
+        .await;
+    assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(
+        k.get("/api/v1/namespaces/default/events/e").await.code(),
+        200
+    );
+}
+
+#[tokio::test]
+async fn a_put_to_a_missing_object_of_other_kinds_is_not_found() {
+    let k = Kube::start().await;
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gone"}});
+    let r = k.put(&format!("{CMS}/gone"), &cm).await;
+    assert_eq!(r.code(), 404);
+    assert_eq!(r.json()["message"], "configmaps \"gone\" not found");
+    let r = k
+        .put(&format!("{DEPLOYS}/gone"), &deployment("gone", 1))
+        .await;
+    assert_eq!(r.code(), 404);
+    // A UID in the body is an update precondition, checked before the
+    // object is found missing: a 409 quoting the storage error, for every
+    // kind (an update of an object read before it was deleted).
+    let mut read = cm.clone();
+    read["metadata"]["uid"] = json!("u-1");
+    let r = k.put(&format!("{CMS}/gone"), &read).await;
+    assert_eq!(r.code(), 409);
+    assert_eq!(
+        r.json()["message"],
+        "Operation cannot be fulfilled on configmaps \"gone\": StorageError: invalid object, Code: 4, \
+         Key: /registry/configmaps/default/gone, ResourceVersion: 0, \
+         AdditionalErrorMsg: Precondition failed: UID in precondition: u-1, UID in object meta: "
+    );
+    // Custom resources never create on update; a missing one is a 404
+    // before its resourceVersion is asked for (the store finds nothing
+    // first).
+    widget_crd(&k).await;
+    let r = k.put(&format!("{WIDGETS}/gone"), &widget("gone")).await;
+    assert_eq!(r.code(), 404, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["message"], "widgets.ex.com \"gone\" not found");
+    let mut versioned = widget("gone");
+    versioned["metadata"]["resourceVersion"] = json!("5");
+    assert_eq!(
+        k.put(&format!("{WIDGETS}/gone"), &versioned).await.code(),
+        404
+    );
+    let mut read = widget("gone");
+    read["metadata"]["uid"] = json!("u-2");
+    let r = k.put(&format!("{WIDGETS}/gone"), &read).await;
+    assert_eq!(r.code(), 409);
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("Key: /registry/ex.com/widgets/default/gone, ResourceVersion: 0"),
+        "{}",
+        r.json()["message"]
+    );
+    assert_eq!(k.get(&format!("{WIDGETS}/gone")).await.code(), 404);
+    // An existing one still needs its resourceVersion.
+    let created = k.post(WIDGETS, &widget("here")).await;
+    assert_eq!(created.code(), 201);
+    let mut blind = created.json();
+    blind["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("resourceVersion");
+    let r = k.put(&format!("{WIDGETS}/here"), &blind).await;
+    assert_eq!(r.code(), 422);
+    assert_eq!(
+        r.json()["details"]["causes"][0]["message"],
+        "Invalid value: 0x0: must be specified for an update"
+    );
 }
 
 #[tokio::test]

@@ -1,7 +1,7 @@
 //! create (POST), update (PUT) and patch (PATCH) over HTTP: body decoding
 //! (JSON, YAML), write options (`dryRun`, `fieldManager`,
 //! `fieldValidation`, `force`), the one place that dispatches on the patch
-//! content type, and `Warning` headers.
+//! content type, a PUT that creates its object, and `Warning` headers.
 
 use std::sync::Arc;
 
@@ -18,6 +18,7 @@ use crate::http::{self as h, Body, Format, Output};
 use crate::objects::admit::Admission;
 use crate::objects::{self, Precondition, Sub, WriteOpts, Written};
 use crate::status::{ApiError, Cause};
+use crate::storage::ObjKey;
 use crate::util;
 
 const PATCH_TYPES: &[&str] = &[
@@ -179,29 +180,110 @@ fn update_with(
     check_identity(ctx, &obj)?;
     let pre = match util::meta_str(&obj, "resourceVersion").filter(|s| !s.is_empty()) {
         Some(rv) => Precondition::Rv(parse_rv(rv)?),
-        None if ctx.def.is_custom() => {
-            return Err(ApiError::invalid(
-                &ctx.def.kind,
-                &ctx.def.group,
-                &ctx.key().1,
-                vec![Cause::invalid(
-                    "metadata.resourceVersion",
-                    "Invalid value: 0x0: must be specified for an update",
-                )],
-            ))
-        }
         None => Precondition::None,
     };
     let key = ctx.key();
+    let missing = !exists(ctx, &key);
+    if missing {
+        uid_precondition(ctx, &obj)?;
+    }
+    if missing && ctx.def.creates_on_update() && opts.sub == Sub::Main {
+        match create_on_update(ctx, obj.clone(), opts, admission) {
+            Ok(w) => return written(ctx, 201, &w, admission),
+            // Created meanwhile: update what is there now.
+            Err(e) if e.code == 409 && e.reason == "AlreadyExists" => {}
+            Err(e) => return Err(e),
+        }
+    }
     let w = objects::update_admitted(
         &ctx.shared,
         &ctx.def,
         &key,
         opts,
-        |_| Ok((obj.clone(), pre)),
+        |_| {
+            // Custom resources allow no unconditional update; the check
+            // comes after the object is found, as in the registry store's
+            // `Update` (a missing one is a 404, not this 422).
+            if pre == Precondition::None && ctx.def.is_custom() {
+                return Err(ApiError::invalid(
+                    &ctx.def.kind,
+                    &ctx.def.group,
+                    &key.1,
+                    vec![Cause::invalid(
+                        "metadata.resourceVersion",
+                        "Invalid value: 0x0: must be specified for an update",
+                    )],
+                ));
+            }
+            Ok((obj.clone(), pre))
+        },
         admission,
     )?;
     written(ctx, 200, &w, admission)
+}
+
+/// The UID in a PUT body is a precondition of the update
+/// (`rest.DefaultUpdatedObjectInfo`) that etcd3's `GuaranteedUpdate` checks
+/// against the stored object before the store looks at it: a missing object
+/// has no UID, so the PUT is a 409 with the storage error quoted, before
+/// any 404 or create on update.
+fn uid_precondition(ctx: &Ctx, obj: &Value) -> Result<(), ApiError> {
+    let Some(uid) = util::meta_str(obj, "uid").filter(|u| !u.is_empty()) else {
+        return Ok(());
+    };
+    let (namespace, name) = ctx.key();
+    let key = ctx.def.etcd_key(&namespace, &name);
+    Err(ApiError::conflict_msg(
+        &ctx.def.plural,
+        &ctx.def.group,
+        &name,
+        &format!(
+            "StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, \
+             AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, UID in object meta: "
+        ),
+    ))
+}
+
+fn exists(ctx: &Ctx, key: &ObjKey) -> bool {
+    ctx.shared.storage.lock().get(&ctx.def.key(), key).is_some()
+}
+
+/// The user a request is made as, when the server authenticates.
+fn requester(ctx: &Ctx) -> Option<&UserInfo> {
+    ctx.parts
+        .extensions
+        .get::<Arc<UserInfo>>()
+        .map(|user| &**user)
+}
+
+/// A PUT of a missing object of a kind that creates on update: the
+/// registry store's `Update` creates it through the create strategy and
+/// the create admission (operation `CREATE`, `CreateOptions`), authorized
+/// for `create` as well (`handlers/update.go`).
+fn create_on_update(
+    ctx: &Ctx,
+    mut obj: Value,
+    opts: &WriteOpts,
+    admission: &dyn Admission,
+) -> Result<Written, ApiError> {
+    // A resourceVersion is ignored: etcd3's `GuaranteedUpdate` clears it
+    // before storing what the store's create branch returns.
+    if let Some(meta) = util::meta_mut(&mut obj) {
+        meta.remove("resourceVersion");
+    }
+    let authorized = auth::authz::CreateAuthorized {
+        inner: admission,
+        shared: &ctx.shared,
+        user: requester(ctx),
+    };
+    objects::create_admitted(
+        &ctx.shared,
+        &ctx.def,
+        ctx.path.namespace.as_deref(),
+        obj,
+        opts,
+        &authorized,
+    )
 }
 
 /// A patch, parsed by content type.
@@ -319,13 +401,7 @@ fn patch_with(
     let key = ctx.key();
     if let Patch::Apply(config) = &patch {
         // Apply creates what does not exist yet.
-        let exists = ctx
-            .shared
-            .storage
-            .lock()
-            .get(&ctx.def.key(), &key)
-            .is_some();
-        if !exists && opts.sub == Sub::Main {
+        if opts.sub == Sub::Main && !exists(ctx, &key) {
             let obj = admission::server_side_apply(
                 &ctx.def,
                 None,
@@ -336,22 +412,18 @@ fn patch_with(
                 &util::now(),
             )?;
             check_identity(ctx, &obj)?;
-            if let Some(user) = ctx.parts.extensions.get::<Arc<UserInfo>>() {
-                auth::authz::check_create_by_patch(
-                    &ctx.shared,
-                    user,
-                    &ctx.def,
-                    ctx.path.namespace.as_deref(),
-                    &key.1,
-                )?;
-            }
+            let authorized = auth::authz::CreateAuthorized {
+                inner: admission,
+                shared: &ctx.shared,
+                user: requester(ctx),
+            };
             match objects::create_admitted(
                 &ctx.shared,
                 &ctx.def,
                 ctx.path.namespace.as_deref(),
                 obj,
                 &opts,
-                admission,
+                &authorized,
             ) {
                 Ok(w) => return written(ctx, 201, &w, admission),
                 // Created meanwhile: apply to what is there now.

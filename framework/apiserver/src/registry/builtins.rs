@@ -58,9 +58,12 @@ const SPEC: &[&str] = &["spec"];
 
 macro_rules! builtin {
     ($name:ident, $ty:ty, $gen:expr, $fields:expr, $printer:expr) => {
-        builtin!($name, $ty, $gen, $fields, $printer, false);
+        builtin!($name, $ty, $gen, $fields, $printer, false, false);
     };
     ($name:ident, $ty:ty, $gen:expr, $fields:expr, $printer:expr, $obj:expr) => {
+        builtin!($name, $ty, $gen, $fields, $printer, $obj, false);
+    };
+    ($name:ident, $ty:ty, $gen:expr, $fields:expr, $printer:expr, $obj:expr, $create_on_update:expr) => {
         static $name: Builtin = Builtin {
             validate: decode::<$ty>,
             openapi_schema: openapi_schema::<$ty>,
@@ -69,9 +72,21 @@ macro_rules! builtin {
             printer: $printer,
             delete_returns_object: $obj,
             conversion: None,
+            create_on_update: $create_on_update,
         };
     };
 }
+
+/// Which kinds a PUT creates when the object is missing: the kinds whose
+/// registry strategy answers `AllowCreateOnUpdate() == true` in
+/// kube-apiserver (`pkg/registry/core/event/strategy.go`,
+/// `core/service/strategy.go` (served by the generic store since 1.23),
+/// `coordination/lease/strategy.go`, `rbac/{role,rolebinding,clusterrole,
+/// clusterrolebinding}/strategy.go`). Every other kind served here answers
+/// false: configmaps, secrets, serviceaccounts, namespaces, nodes, pods, the
+/// apps and batch workloads, poddisruptionbudgets, the webhook
+/// configurations, CRDs and custom resources.
+const CREATES_ON_UPDATE: bool = true;
 
 builtin!(
     NAMESPACE,
@@ -99,7 +114,9 @@ builtin!(
     core::v1::Service,
     None,
     NO_FIELDS,
-    Printer::Service
+    Printer::Service,
+    false,
+    CREATES_ON_UPDATE
 );
 builtin!(
     SERVICEACCOUNT,
@@ -166,7 +183,9 @@ builtin!(
         ("source", "source.component"),
         ("type", "type"),
     ],
-    Printer::Event
+    Printer::Event,
+    false,
+    CREATES_ON_UPDATE
 );
 /// Served from the core events storage, so field selectors read core paths.
 static EVENTS_EVENT: Builtin = Builtin {
@@ -186,6 +205,7 @@ static EVENTS_EVENT: Builtin = Builtin {
     printer: Printer::Default,
     delete_returns_object: false,
     conversion: Some(&EVENTS),
+    create_on_update: CREATES_ON_UPDATE,
 };
 builtin!(
     DEPLOYMENT,
@@ -234,7 +254,9 @@ builtin!(
     coordination::v1::Lease,
     None,
     NO_FIELDS,
-    Printer::Lease
+    Printer::Lease,
+    false,
+    CREATES_ON_UPDATE
 );
 builtin!(
     SELF_SUBJECT_REVIEW,
@@ -271,27 +293,41 @@ builtin!(
     NO_FIELDS,
     Printer::Default
 );
-builtin!(ROLE, rbac::v1::Role, None, NO_FIELDS, Printer::Default);
+builtin!(
+    ROLE,
+    rbac::v1::Role,
+    None,
+    NO_FIELDS,
+    Printer::Default,
+    false,
+    CREATES_ON_UPDATE
+);
 builtin!(
     ROLEBINDING,
     rbac::v1::RoleBinding,
     None,
     NO_FIELDS,
-    Printer::RoleBinding
+    Printer::RoleBinding,
+    false,
+    CREATES_ON_UPDATE
 );
 builtin!(
     CLUSTERROLE,
     rbac::v1::ClusterRole,
     None,
     NO_FIELDS,
-    Printer::Default
+    Printer::Default,
+    false,
+    CREATES_ON_UPDATE
 );
 builtin!(
     CLUSTERROLEBINDING,
     rbac::v1::ClusterRoleBinding,
     None,
     NO_FIELDS,
-    Printer::RoleBinding
+    Printer::RoleBinding,
+    false,
+    CREATES_ON_UPDATE
 );
 builtin!(
     CRD,
@@ -726,4 +762,68 @@ pub(crate) fn all() -> Vec<ResourceDef> {
             &LEASE,
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exactly_the_kinds_whose_strategy_allows_it_create_on_update() {
+        let creating: Vec<String> = all()
+            .iter()
+            .filter(|d| d.creates_on_update())
+            .map(|d| format!("{}/{}", d.group, d.plural))
+            .collect();
+        assert_eq!(
+            creating,
+            [
+                "/events",
+                "/services",
+                "events.k8s.io/events",
+                "rbac.authorization.k8s.io/clusterrolebindings",
+                "rbac.authorization.k8s.io/clusterroles",
+                "rbac.authorization.k8s.io/rolebindings",
+                "rbac.authorization.k8s.io/roles",
+                "coordination.k8s.io/leases",
+            ]
+        );
+    }
+
+    #[test]
+    fn etcd_keys_use_kube_apiservers_storage_prefixes() {
+        let key = |group: &str, plural: &str, ns: &str, name: &str| {
+            all()
+                .into_iter()
+                .find(|d| d.group == group && d.plural == plural)
+                .map(|d| d.etcd_key(ns, name))
+                .unwrap()
+        };
+        assert_eq!(
+            key("", "services", "default", "web"),
+            "/registry/services/specs/default/web"
+        );
+        assert_eq!(key("", "nodes", "", "n1"), "/registry/minions/n1");
+        assert_eq!(
+            key("events.k8s.io", "events", "default", "e"),
+            "/registry/events/default/e"
+        );
+        assert_eq!(
+            key("apps", "deployments", "default", "d"),
+            "/registry/deployments/default/d"
+        );
+        assert_eq!(
+            key(
+                "apiextensions.k8s.io",
+                "customresourcedefinitions",
+                "",
+                "widgets.ex.com"
+            ),
+            "/registry/apiextensions.k8s.io/customresourcedefinitions/widgets.ex.com"
+        );
+        assert_eq!(
+            key("rbac.authorization.k8s.io", "clusterroles", "", "admin"),
+            "/registry/clusterroles/admin"
+        );
+    }
 }

@@ -107,6 +107,30 @@ impl ResourceDef {
         }
     }
 
+    /// The etcd key kube-apiserver stores an object of this kind under,
+    /// which some of its errors quote (a failed update precondition's
+    /// `StorageError`): `/registry/` and the resource's storage prefix, the
+    /// plural for built-ins but `services/specs` and `minions` for Services
+    /// and Nodes (`pkg/registry/core/{service,node}/storage`), the group
+    /// too for CRDs and custom resources (apiextensions-apiserver's
+    /// registries), then the namespace and name. events.k8s.io Events are
+    /// core Events in storage.
+    pub fn etcd_key(&self, namespace: &str, name: &str) -> String {
+        let prefix = match (self.group.as_str(), self.plural.as_str()) {
+            ("", "services") => "services/specs".to_owned(),
+            ("", "nodes") => "minions".to_owned(),
+            ("events.k8s.io", "events") => "events".to_owned(),
+            ("apiextensions.k8s.io", plural) => format!("apiextensions.k8s.io/{plural}"),
+            (group, plural) if self.is_custom() => format!("{group}/{plural}"),
+            (_, plural) => plural.to_owned(),
+        };
+        if self.namespaced {
+            format!("/registry/{prefix}/{namespace}/{name}")
+        } else {
+            format!("/registry/{prefix}/{name}")
+        }
+    }
+
     /// Set when this kind is stored as another resource.
     pub fn conversion(&self) -> Option<&'static Conversion> {
         self.builtin().and_then(|b| b.conversion)
@@ -150,6 +174,13 @@ impl ResourceDef {
 
     pub fn is_custom(&self) -> bool {
         matches!(self.behavior, Behavior::Custom(_))
+    }
+
+    /// Whether a PUT to a missing object of this kind creates it (only a
+    /// built-in kind's strategy allows it; custom resources' strategy,
+    /// apiextensions-apiserver's `customResourceStrategy`, does not).
+    pub fn creates_on_update(&self) -> bool {
+        self.builtin().is_some_and(|b| b.create_on_update)
     }
 
     pub fn has_verb(&self, verb: &str) -> bool {
@@ -215,6 +246,9 @@ pub(crate) struct Builtin {
     pub delete_returns_object: bool,
     /// Stored as another resource (events.k8s.io Events).
     pub conversion: Option<&'static Conversion>,
+    /// A PUT to a missing object creates it: the registry strategy's
+    /// `AllowCreateOnUpdate()` in kube-apiserver's `pkg/registry`.
+    pub create_on_update: bool,
 }
 
 /// One additional printer column.

@@ -305,3 +305,146 @@ async fn an_apply_that_creates_is_authorized_for_create_too() {
     assert_eq!(verbs, [("create", 1), ("patch", 2)], "{audit}");
     assert!(audit.is_least_privilege(), "{audit}");
 }
+
+#[tokio::test]
+async fn a_put_that_creates_is_authorized_for_create_too() {
+    let k = Kube::start().await;
+    let robot = As::creds(
+        &k.server,
+        &k.server.add_service_account("default", "robot").unwrap(),
+    );
+    let grant = |name: &str, verbs: &[&str]| {
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": name},
+            "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": verbs}],
+        })
+    };
+    let bind = |name: &str| {
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": "robot"}],
+        })
+    };
+    let roles = format!("{RBAC}/namespaces/default/roles");
+    let bindings = format!("{RBAC}/namespaces/default/rolebindings");
+    apply(&k, &roles, grant("robot", &["update"])).await;
+    apply(&k, &bindings, bind("robot")).await;
+    const LEASE: &str = "/apis/coordination.k8s.io/v1/namespaces/default/leases/held";
+    let body = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "held"}, "spec": {"holderIdentity": "robot"}});
+    // May update, may not create: the PUT of a missing lease is forbidden
+    // as kube-apiserver's update handler forbids it (`withAuthorization`).
+    let r = robot.send("PUT", LEASE, Some(body.clone())).await;
+    assert_eq!(r.code(), 403, "{}", String::from_utf8_lossy(&r.body));
+    let status = r.json();
+    assert_eq!(status["reason"], "Forbidden");
+    assert_eq!(
+        status["message"],
+        r#"leases.coordination.k8s.io "held" is forbidden: "#
+    );
+    assert_eq!(
+        status["details"],
+        json!({"name": "held", "group": "coordination.k8s.io", "kind": "leases"})
+    );
+    let audit = k.server.permission_audit(ROBOT);
+    let asked: Vec<(&str, u64, u64)> = audit
+        .requests
+        .iter()
+        .map(|r| (r.verb.as_str(), r.allowed, r.denied))
+        .collect();
+    assert_eq!(asked, [("create", 0, 1), ("update", 1, 0)], "{audit}");
+    assert_eq!(audit.denied.len(), 1, "{audit}");
+    assert_eq!(audit.denied[0].rule.verbs, ["create"], "{audit}");
+    assert_eq!(k.get(LEASE).await.code(), 404);
+
+    // With create as well: 201, and the audit counts the create.
+    apply(&k, &roles, grant("robot-create", &["create"])).await;
+    apply(&k, &bindings, bind("robot-create")).await;
+    k.server.clear_permission_audit();
+    let r = robot.send("PUT", LEASE, Some(body.clone())).await;
+    assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+    // Put again: an update of what exists, no create asked.
+    assert_eq!(robot.send("PUT", LEASE, Some(body)).await.code(), 200);
+    let audit = k.server.permission_audit(ROBOT);
+    let verbs: Vec<(&str, u64)> = audit
+        .requests
+        .iter()
+        .map(|r| (r.verb.as_str(), r.allowed))
+        .collect();
+    assert_eq!(verbs, [("create", 1), ("update", 2)], "{audit}");
+    assert!(audit.is_least_privilege(), "{audit}");
+}
+
+#[tokio::test]
+async fn a_role_created_by_a_put_may_not_escalate() {
+    let k = Kube::start().await;
+    let robot = As::creds(
+        &k.server,
+        &k.server.add_service_account("default", "robot").unwrap(),
+    );
+    let roles = format!("{RBAC}/namespaces/default/roles");
+    apply(
+        &k,
+        &roles,
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "robot"},
+            "rules": [
+                {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["create", "update"]},
+                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
+            ],
+        }),
+    )
+    .await;
+    apply(
+        &k,
+        &format!("{RBAC}/namespaces/default/rolebindings"),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "robot"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "robot"},
+            "subjects": [{"kind": "ServiceAccount", "name": "robot"}],
+        }),
+    )
+    .await;
+    let role = |name: &str, verbs: &[&str]| {
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": name},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": verbs}],
+        })
+    };
+    // More than the robot holds: refused with the escalation error, as a
+    // POST of the same Role is, and nothing is stored.
+    let r = robot
+        .send(
+            "PUT",
+            &format!("{roles}/wider"),
+            Some(role("wider", &["get", "delete"])),
+        )
+        .await;
+    assert_eq!(r.code(), 403, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(
+        r.json()["message"],
+        "roles.rbac.authorization.k8s.io \"wider\" is forbidden: user \"system:serviceaccount:default:robot\" \
+         (groups=[\"system:serviceaccounts\" \"system:serviceaccounts:default\" \"system:authenticated\"]) \
+         is attempting to grant RBAC permissions not currently held:\n\
+         {APIGroups:[\"\"], Resources:[\"configmaps\"], Verbs:[\"delete\"]}"
+    );
+    let posted = robot.post(&roles, role("wider", &["get", "delete"])).await;
+    assert_eq!(posted.code(), 403);
+    assert_eq!(posted.json()["message"], r.json()["message"]);
+    assert_eq!(k.get(&format!("{roles}/wider")).await.code(), 404);
+    // Within what it holds: created.
+    let r = robot
+        .send(
+            "PUT",
+            &format!("{roles}/narrow"),
+            Some(role("narrow", &["get"])),
+        )
+        .await;
+    assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+}

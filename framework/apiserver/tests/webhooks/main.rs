@@ -2,7 +2,8 @@
 //! server of the test's own ([`server`]): JSONPatch mutations in both
 //! encodings, denials with kube-apiserver's messages, warnings, failure
 //! policies, timeouts, rule and selector matching, dry run, delete,
-//! reinvocation, and the configuration objects kept out of reach.
+//! reinvocation, a PUT that creates admitted as a create, and the
+//! configuration objects kept out of reach.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -134,6 +135,65 @@ async fn mutating_webhooks_patch_the_object_in_both_patch_encodings() {
     assert_eq!(request["uid"].as_str().map(str::len), Some(36));
     // The second webhook saw the first one's patch.
     assert_eq!(hook.seen("/numbers")[0].1["object"]["data"]["b64"], "yes");
+}
+
+#[tokio::test]
+async fn a_put_that_creates_is_admitted_as_a_create() {
+    let kube = Kube::start().await;
+    let hook = Webhook::start().await;
+    hook.on(
+        "/label",
+        Answer::Patch(
+            json!([{"op": "add", "path": "/metadata/labels", "value": {"admitted": "yes"}}]),
+        ),
+    );
+    let leases = json!({"rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": ["coordination.k8s.io"],
+        "apiVersions": ["v1"], "resources": ["leases"]}]});
+    configure(
+        &kube,
+        MUTATING,
+        "label",
+        vec![webhook(
+            &hook,
+            "label.example.com",
+            "/label",
+            leases.clone(),
+        )],
+    )
+    .await;
+    configure(
+        &kube,
+        VALIDATING,
+        "check",
+        vec![webhook(&hook, "check.example.com", "/check", leases)],
+    )
+    .await;
+    const LEASE: &str = "/apis/coordination.k8s.io/v1/namespaces/default/leases/held";
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "held"}, "spec": {"holderIdentity": "me"}});
+    let r = kube.put(LEASE, &lease).await;
+    assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["metadata"]["labels"], json!({"admitted": "yes"}));
+    for path in ["/label", "/check"] {
+        let seen = hook.seen(path);
+        assert_eq!(seen.len(), 1, "{path}");
+        let request = &seen[0].1;
+        assert_eq!(request["operation"], "CREATE", "{path}");
+        assert_eq!(request["options"]["kind"], "CreateOptions", "{path}");
+        assert_eq!(request["name"], "held", "{path}");
+        assert!(request["oldObject"].is_null(), "{path}");
+    }
+    assert_eq!(
+        hook.seen("/check")[0].1["object"]["metadata"]["labels"]["admitted"],
+        "yes"
+    );
+    // Put again: an update.
+    let r = kube.put(LEASE, &r.json()).await;
+    assert_eq!(r.code(), 200, "{}", String::from_utf8_lossy(&r.body));
+    let seen = hook.seen("/check");
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[1].1["operation"], "UPDATE");
+    assert_eq!(seen[1].1["options"]["kind"], "UpdateOptions");
 }
 
 #[tokio::test]
