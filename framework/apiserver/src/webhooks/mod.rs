@@ -15,6 +15,7 @@ pub(crate) mod call;
 pub(crate) mod conditions;
 pub(crate) mod config;
 mod review;
+pub(crate) mod validate;
 
 use std::borrow::Cow;
 use std::collections::HashSet;
