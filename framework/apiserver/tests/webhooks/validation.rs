@@ -306,14 +306,14 @@ async fn match_conditions_are_named_once_and_compile() {
     assert_eq!(
         fields,
         vec![
-            ("FieldValueDuplicate", "webhooks[0].matchConditions[1].name"),
             (
                 "FieldValueInvalid",
                 "webhooks[0].matchConditions[1].expression"
             ),
+            ("FieldValueDuplicate", "webhooks[0].matchConditions[1].name"),
         ]
     );
-    assert!(causes[1].2.contains("compilation failed"), "{causes:?}");
+    assert!(causes[0].2.contains("compilation failed"), "{causes:?}");
 }
 
 #[tokio::test]
