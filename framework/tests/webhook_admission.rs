@@ -65,11 +65,13 @@ impl Validator<Gadget> for Rules {
     ) -> AdmissionResult {
         assert_eq!(request.operation, Operation::Create);
         match gadget.spec.colour.as_deref() {
-            Some("red") => Err(Denial::invalid("Gadget", request.name.clone()).with_cause(
-                "spec.colour",
-                "FieldValueForbidden",
-                "red gadgets are sold out",
-            )),
+            Some("red") => Err(
+                Denial::invalid("Gadget.shop.example.com", request.name.clone()).with_cause(
+                    "spec.colour",
+                    "FieldValueForbidden",
+                    "red gadgets are sold out",
+                ),
+            ),
             Some("purple") => Ok(vec!["purple is discontinued next year".into()]),
             _ => Ok(vec![]),
         }
@@ -250,7 +252,15 @@ async fn the_api_server_calls_the_managers_defaulter_validator_and_raw_handler()
     assert_eq!(status["reason"], "Invalid");
     assert_eq!(
         status["message"],
-        "admission webhook \"vgadget-v1.kb.io\" denied the request: Gadget \"red\" is invalid: spec.colour: red gadgets are sold out"
+        "admission webhook \"vgadget-v1.kb.io\" denied the request: Gadget.shop.example.com \"red\" is invalid: spec.colour: red gadgets are sold out"
+    );
+    // The details as NewInvalid gives them, the group apart from the kind.
+    assert_eq!(status["details"]["kind"], "Gadget");
+    assert_eq!(status["details"]["group"], "shop.example.com");
+    assert_eq!(status["details"]["name"], "red");
+    assert_eq!(
+        status["details"]["causes"],
+        json!([{"field": "spec.colour", "reason": "FieldValueForbidden", "message": "red gadgets are sold out"}])
     );
     let typed = Api::<Gadget>::namespaced(client.clone(), "default");
     assert!(

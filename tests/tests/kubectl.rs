@@ -1394,3 +1394,41 @@ async fn imperative_creates_send_protobuf_and_are_decoded() {
         .await;
     assert_eq!(job["spec"]["template"]["spec"]["restartPolicy"], "Never");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_of_an_invalid_webhook_configuration_prints_the_field_errors() {
+    // A server of its own: a configuration that got in would reach every
+    // other test's writes.
+    let env = Env::start().await;
+    let manifest = "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: checks
+webhooks:
+- name: checks
+  clientConfig:
+    url: http://hooks.example.com/validate
+  rules:
+  - operations: [GET]
+    apiGroups: ['']
+    apiVersions: [v1]
+    resources: [configmaps]
+  sideEffects: Some
+  admissionReviewVersions: [v1]
+";
+    let out = env.apply("webhooks.yaml", manifest).await;
+    assert!(!out.ok, "{out:?}");
+    let expected = [
+        "The ValidatingWebhookConfiguration \"checks\" is invalid: ",
+        "* webhooks[0].name: Invalid value: \"checks\": should be a domain with at least three segments separated by dots",
+        "* webhooks[0].rules[0].operations[0]: Unsupported value: \"GET\": supported values: \"*\", \"CONNECT\", \"CREATE\", \"DELETE\", \"UPDATE\"",
+        "* webhooks[0].sideEffects: Unsupported value: \"Some\": supported values: \"None\", \"NoneOnDryRun\"",
+        "* webhooks[0].clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme; desired format: https://host[/path]",
+    ];
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines, expected, "{}", out.stderr);
+    let gone = env
+        .run(&["get", "validatingwebhookconfiguration", "checks"])
+        .await;
+    assert!(!gone.ok && gone.stderr.contains("not found"), "{gone:?}");
+}

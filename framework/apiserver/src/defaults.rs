@@ -1,7 +1,8 @@
 //! Kind-specific defaulting and the fields the API server sets itself:
 //! namespace phase and finalizer, the `default` ServiceAccount's home,
 //! Secret `stringData`, Service type and cluster IP, Pod phase, workload
-//! replicas, the CRD cleanup finalizer. Only what clients commonly rely on.
+//! replicas, the CRD cleanup finalizer, the webhook configurations' v1
+//! defaults. Only what clients commonly rely on.
 //! Field defaults run on every write, as kube-apiserver's decoder applies
 //! them; allocation and admission-plugin defaults on create only.
 
@@ -210,6 +211,17 @@ fn field_defaults(def: &ResourceDef, obj: &mut Value) {
                 set_if_absent(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
             }
         }
+    } else if is(
+        def,
+        "admissionregistration.k8s.io",
+        "mutatingwebhookconfigurations",
+    ) || is(
+        def,
+        "admissionregistration.k8s.io",
+        "validatingwebhookconfigurations",
+    ) {
+        let mutating = def.plural == "mutatingwebhookconfigurations";
+        crate::webhooks::validate::default(obj, mutating);
     } else if is(def, "apiextensions.k8s.io", "customresourcedefinitions") {
         if let Some(spec) = ensure_object(obj, &["spec"]) {
             set_if_absent(spec, "conversion", json!({"strategy": "None"}));

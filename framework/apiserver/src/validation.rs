@@ -64,8 +64,9 @@ fn selector_matches_template(obj: &Value, causes: &mut Vec<Cause>, required: boo
     }
 }
 
-/// The field errors kube-apiserver would report for this object.
-pub(crate) fn validate(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+/// The field errors kube-apiserver would report for this object; `old` is
+/// the stored object on an update.
+pub(crate) fn validate(def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
     if def.builtin().is_none() {
         return causes;
@@ -136,13 +137,8 @@ pub(crate) fn validate(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
             "admissionregistration.k8s.io",
             "mutatingwebhookconfigurations" | "validatingwebhookconfigurations",
         ) => {
-            let webhooks = obj.get("webhooks").and_then(Value::as_array);
-            for (i, webhook) in webhooks.into_iter().flatten().enumerate() {
-                causes.extend(crate::webhooks::conditions::validate(
-                    webhook.get("matchConditions"),
-                    &format!("webhooks[{i}].matchConditions"),
-                ));
-            }
+            let mutating = def.plural == "mutatingwebhookconfigurations";
+            causes.extend(crate::webhooks::validate::validate(mutating, obj, old));
         }
         ("coordination.k8s.io", "leases")
             if obj
@@ -171,9 +167,12 @@ mod tests {
         let reg = Registry::with_builtins();
         let def = reg.get("apps", "v1", "deployments").unwrap();
         let ok = json!({"spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
-        assert!(validate(&def, &ok).is_empty());
+        assert!(validate(&def, &ok, None).is_empty());
         let bad = json!({"spec": {"selector": {"matchLabels": {"a": "x"}}, "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c"}]}}}});
-        let fields: Vec<String> = validate(&def, &bad).into_iter().map(|c| c.field).collect();
+        let fields: Vec<String> = validate(&def, &bad, None)
+            .into_iter()
+            .map(|c| c.field)
+            .collect();
         assert_eq!(
             fields,
             [

@@ -9,7 +9,9 @@
 //! defaulted with the target version's schema (the storage codec's
 //! `schemaCoercingConverter`). Any failure is a 500 whose message is the
 //! converter's error, unprefixed, as kube-apiserver's handlers answer a
-//! plain error.
+//! plain error from the storage codec; a conversion an `Equivalent`
+//! admission webhook needs is wrapped as an `InternalError` by
+//! [`crate::webhooks`], as the admission dispatchers wrap it.
 //!
 //! The conversion is async: reads and watches await it on the runtime
 //! (the call never blocks a runtime thread); the write path, which runs

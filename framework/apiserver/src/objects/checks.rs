@@ -161,7 +161,7 @@ pub(super) fn validate(
                 }
             }
         }
-        causes.extend(crate::validation::validate(def, obj));
+        causes.extend(crate::validation::validate(def, obj, old));
         if def.group == "apiextensions.k8s.io" {
             causes.extend(admission::admit_crd(obj, old));
         }

@@ -78,6 +78,7 @@ pub(crate) fn validate(conditions: Option<&Value>, path: &str) -> Vec<Cause> {
         return causes;
     };
     if conditions.len() > MAX_CONDITIONS {
+        // Nothing else is checked past the limit.
         causes.push(Cause {
             reason: "FieldValueTooMany".into(),
             message: format!(
@@ -86,29 +87,18 @@ pub(crate) fn validate(conditions: Option<&Value>, path: &str) -> Vec<Cause> {
             ),
             field: path.to_owned(),
         });
+        return causes;
     }
+    // Per condition as `validateMatchCondition` goes: the expression, the
+    // name, then whether an earlier condition had the name.
     let mut names = HashSet::new();
     for (i, condition) in conditions.iter().enumerate() {
         let at = format!("{path}[{i}]");
-        let name = condition.get("name").and_then(Value::as_str).unwrap_or("");
-        if name.is_empty() {
-            causes.push(Cause::required(format!("{at}.name")));
-        } else if let Err(msg) = qualified_name(name) {
-            causes.push(Cause::invalid(
-                format!("{at}.name"),
-                format!("Invalid value: \"{name}\": {msg}"),
-            ));
-        } else if !names.insert(name) {
-            causes.push(Cause {
-                reason: "FieldValueDuplicate".into(),
-                message: format!("Duplicate value: \"{name}\""),
-                field: format!("{at}.name"),
-            });
-        }
         let expression = condition
             .get("expression")
             .and_then(Value::as_str)
-            .unwrap_or("");
+            .unwrap_or("")
+            .trim();
         if expression.is_empty() {
             causes.push(Cause::required(format!("{at}.expression")));
         } else if let Err(e) = parse_unbound(expression) {
@@ -119,6 +109,24 @@ pub(crate) fn validate(conditions: Option<&Value>, path: &str) -> Vec<Cause> {
                     serde_json::to_string(expression).unwrap_or_default()
                 ),
             ));
+        }
+        let name = condition.get("name").and_then(Value::as_str).unwrap_or("");
+        if name.is_empty() {
+            causes.push(Cause::required(format!("{at}.name")));
+            continue;
+        }
+        if let Err(msg) = qualified_name(name) {
+            causes.push(Cause::invalid(
+                format!("{at}.name"),
+                format!("Invalid value: \"{name}\": {msg}"),
+            ));
+        }
+        if !names.insert(name) {
+            causes.push(Cause {
+                reason: "FieldValueDuplicate".into(),
+                message: format!("Duplicate value: \"{name}\""),
+                field: format!("{at}.name"),
+            });
         }
     }
     causes
@@ -228,22 +236,22 @@ mod tests {
         assert_eq!(
             fields,
             vec![
-                ("webhooks[0].matchConditions[1].name", "FieldValueDuplicate"),
                 (
                     "webhooks[0].matchConditions[1].expression",
                     "FieldValueInvalid"
                 ),
-                ("webhooks[0].matchConditions[2].name", "FieldValueInvalid"),
+                ("webhooks[0].matchConditions[1].name", "FieldValueDuplicate"),
                 (
                     "webhooks[0].matchConditions[2].expression",
                     "FieldValueRequired"
                 ),
+                ("webhooks[0].matchConditions[2].name", "FieldValueInvalid"),
             ]
         );
         assert!(
-            causes[1].message.contains("compilation failed: "),
+            causes[0].message.contains("compilation failed: "),
             "{}",
-            causes[1].message
+            causes[0].message
         );
     }
 }

@@ -15,6 +15,7 @@ pub(crate) mod call;
 pub(crate) mod conditions;
 pub(crate) mod config;
 mod review;
+pub(crate) mod validate;
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -92,7 +93,30 @@ impl Chain {
 
     /// `object` as a webhook registered for `version` sees it: converted
     /// when that is not the request's version (an `Equivalent` match).
+    /// A failed conversion is kube-apiserver's `NewInternalError` of the
+    /// converter's error; the mutating dispatcher's versioned-attribute
+    /// accessor wraps it once more before its caller does, so a mutating
+    /// webhook's reads `Internal error occurred: Internal error occurred:
+    /// ...`.
     fn at_version<'v>(
+        &self,
+        attrs: &Attributes<'_>,
+        object: Option<&'v Value>,
+        version: &str,
+        mutating: bool,
+    ) -> Result<Option<Cow<'v, Value>>, ApiError> {
+        self.converted_for_hook(attrs, object, version)
+            .map_err(|e| {
+                let once = internal_error(&e.message);
+                if mutating {
+                    internal_error(&once.message)
+                } else {
+                    once
+                }
+            })
+    }
+
+    fn converted_for_hook<'v>(
         &self,
         attrs: &Attributes<'_>,
         object: Option<&'v Value>,
@@ -129,8 +153,9 @@ impl Chain {
         let Some(version) = hook.matches(&self.shared, attrs, object.as_deref(), old) else {
             return Ok(None);
         };
-        let old_seen = self.at_version(attrs, old, &version)?;
-        let seen = self.at_version(attrs, object.as_deref(), &version)?;
+        // The old object first, as `NewVersionedAttributes` converts.
+        let old_seen = self.at_version(attrs, old, &version, true)?;
+        let seen = self.at_version(attrs, object.as_deref(), &version, true)?;
         if !self.conditions_hold(hook, attrs, &version, seen.as_deref(), old_seen.as_deref())? {
             return Ok(None);
         }
@@ -149,6 +174,9 @@ impl Chain {
             old_seen.as_deref(),
         )?;
         if let (true, Some(object), Some(converted)) = (changed, object, converted) {
+            // Back to the request's version: kube-apiserver converts the
+            // dirty object back when the dispatch ends, and answers that
+            // conversion's error unwrapped.
             let api_version = attrs.def.api_version(attrs.version);
             *object = self.convert(attrs.def, converted, &api_version)?;
         }
@@ -329,8 +357,8 @@ impl Admission for Chain {
             let Some(version) = hook.matches(&self.shared, attrs, object, old) else {
                 continue;
             };
-            let seen = self.at_version(attrs, object, &version)?;
-            let old_seen = self.at_version(attrs, old, &version)?;
+            let old_seen = self.at_version(attrs, old, &version, false)?;
+            let seen = self.at_version(attrs, object, &version, false)?;
             let (seen, old_seen) = (seen.as_deref(), old_seen.as_deref());
             if !self.conditions_hold(&hook, attrs, &version, seen, old_seen)? {
                 continue;

@@ -396,3 +396,81 @@ async fn equivalent_webhooks_see_the_object_at_the_version_they_registered_for()
     assert_eq!(hook.seen("/exact").len(), 1);
     assert_eq!(hook.seen("/exact")[0].1["requestKind"]["version"], "v2");
 }
+
+#[tokio::test]
+async fn a_conversion_failing_for_an_equivalent_webhook_is_an_internal_error() {
+    let kube = Kube::start().await;
+    let hook = Webhook::start().await;
+    install(&kube, &hook, "/convert", json!(["v1"])).await;
+    hook.on("/convert", Answer::Convert(Convert::Failure("down")));
+    let converter = "conversion webhook for ex.com/v1, Kind=Widget failed: down";
+
+    // A validating webhook registered for v2: the dispatcher's
+    // `NewInternalError` around the converter's error.
+    crate::configure(
+        &kube,
+        crate::VALIDATING,
+        "widgets-v2",
+        vec![widget_hook(
+            &hook,
+            "check.ex.com",
+            "/check",
+            "v2",
+            json!({}),
+        )],
+    )
+    .await;
+    let r = kube.post(V1, &widget("v1", "a", 1)).await;
+    assert_eq!(r.code(), 500, "{}", String::from_utf8_lossy(&r.body));
+    let status = r.json();
+    assert_eq!(status["reason"], "InternalError");
+    assert_eq!(status["code"], 500);
+    assert_eq!(
+        status["message"],
+        format!("Internal error occurred: {converter}")
+    );
+    assert_eq!(status["details"]["causes"], json!([{"message": converter}]));
+    assert!(hook.seen("/check").is_empty());
+    assert_eq!(kube.get(&format!("{V1}/a")).await.code(), 404);
+    let r = kube
+        .delete(&format!("{}/widgets-v2", crate::VALIDATING))
+        .await;
+    assert_eq!(r.code(), 200, "{}", String::from_utf8_lossy(&r.body));
+
+    // A mutating one: its versioned-attribute accessor wraps the error
+    // before the dispatcher does.
+    crate::configure(
+        &kube,
+        crate::MUTATING,
+        "widgets-v2",
+        vec![widget_hook(
+            &hook,
+            "mutate.ex.com",
+            "/mutate",
+            "v2",
+            json!({}),
+        )],
+    )
+    .await;
+    let r = kube.post(V1, &widget("v1", "a", 1)).await;
+    assert_eq!(r.code(), 500, "{}", String::from_utf8_lossy(&r.body));
+    let status = r.json();
+    assert_eq!(status["reason"], "InternalError");
+    assert_eq!(
+        status["message"],
+        format!("Internal error occurred: Internal error occurred: {converter}")
+    );
+    assert_eq!(
+        status["details"]["causes"],
+        json!([{"message": format!("Internal error occurred: {converter}")}])
+    );
+    assert!(hook.seen("/mutate").is_empty());
+
+    // Reads go through the storage codec: a plain error, no reason.
+    hook.on("/convert", Answer::Convert(Convert::Rename));
+    created(&kube.post(V1, &widget("v1", "b", 2)).await);
+    hook.on("/convert", Answer::Convert(Convert::Failure("down")));
+    let r = kube.get(&format!("{V2}/b")).await;
+    assert_eq!(r.code(), 500);
+    assert!(r.json().get("reason").is_none());
+}

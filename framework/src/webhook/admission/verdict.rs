@@ -38,16 +38,28 @@ impl Denial {
         Denial::new(403, "Forbidden", message)
     }
 
-    /// 422 Invalid, as `apierrors.NewInvalid` makes it: the message is
-    /// `<Kind> "<name>" is invalid: ` and the causes (add them with
-    /// [`with_cause`](Self::with_cause)); the message is rewritten as
-    /// causes are added.
-    pub fn invalid(kind: impl Into<String>, name: impl Into<String>) -> Self {
-        let kind = kind.into();
+    /// 422 Invalid, as `apierrors.NewInvalid` makes it: `qualified_kind`
+    /// is the kind with its group (`CronJob.batch.tutorial.kubebuilder.io`,
+    /// or just `Pod` for the core group). The message is
+    /// `<qualified kind> "<name>" is invalid: ` and the causes (add them
+    /// with [`with_cause`](Self::with_cause)); the status details carry the
+    /// kind and the group apart, split at the first dot as
+    /// `schema.ParseGroupKind` splits them.
+    pub fn invalid(qualified_kind: impl Into<String>, name: impl Into<String>) -> Self {
+        let qualified_kind = qualified_kind.into();
         let name = name.into();
-        let mut denial = Denial::new(422, "Invalid", format!("{kind} {name:?} is invalid"));
+        let (kind, group) = match qualified_kind.split_once('.') {
+            Some((kind, group)) => (kind.to_owned(), Some(group.to_owned())),
+            None => (qualified_kind.clone(), None),
+        };
+        let mut denial = Denial::new(
+            422,
+            "Invalid",
+            format!("{qualified_kind} {name:?} is invalid"),
+        );
         denial.status.details = Some(StatusDetails {
             kind: Some(kind),
+            group,
             name: Some(name),
             causes: Some(Vec::new()),
             ..StatusDetails::default()
@@ -80,24 +92,30 @@ impl Denial {
             });
         if self.status.reason.as_deref() == Some("Invalid") {
             let causes = details.causes.as_deref().unwrap_or_default();
-            let listed: Vec<String> = causes
-                .iter()
-                .map(|c| {
-                    format!(
-                        "{}: {}",
-                        c.field.as_deref().unwrap_or_default(),
-                        c.message.as_deref().unwrap_or_default()
-                    )
-                })
-                .collect();
+            // `ErrorList.ToAggregate` lists each message once.
+            let mut listed: Vec<String> = Vec::with_capacity(causes.len());
+            for c in causes {
+                let text = format!(
+                    "{}: {}",
+                    c.field.as_deref().unwrap_or_default(),
+                    c.message.as_deref().unwrap_or_default()
+                );
+                if !listed.contains(&text) {
+                    listed.push(text);
+                }
+            }
             let kind = details.kind.as_deref().unwrap_or_default();
+            let qualified_kind = match details.group.as_deref() {
+                Some(group) if !group.is_empty() => format!("{kind}.{group}"),
+                _ => kind.to_owned(),
+            };
             let name = details.name.as_deref().unwrap_or_default();
             let listed = if listed.len() == 1 {
-                listed[0].clone()
+                listed.swap_remove(0)
             } else {
                 format!("[{}]", listed.join(", "))
             };
-            self.status.message = Some(format!("{kind} {name:?} is invalid: {listed}"));
+            self.status.message = Some(format!("{qualified_kind} {name:?} is invalid: {listed}"));
         }
         self
     }
@@ -161,5 +179,60 @@ impl Verdict {
     pub fn with_warnings(mut self, warnings: impl IntoIterator<Item = String>) -> Self {
         self.warnings.extend(warnings);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_splits_the_group_from_the_kind_as_new_invalid_does() {
+        let denial = Denial::invalid("CronJob.batch.tutorial.kubebuilder.io", "nightly")
+            .with_cause(
+                "spec.schedule",
+                "FieldValueInvalid",
+                "Invalid value: \"x\": bad",
+            )
+            .with_cause("metadata.name", "FieldValueRequired", "Required value")
+            .with_cause("metadata.name", "FieldValueRequired", "Required value");
+        let details = denial.status.details.as_ref().expect("details");
+        assert_eq!(details.kind.as_deref(), Some("CronJob"));
+        assert_eq!(
+            details.group.as_deref(),
+            Some("batch.tutorial.kubebuilder.io")
+        );
+        assert_eq!(details.name.as_deref(), Some("nightly"));
+        assert_eq!(details.causes.as_ref().map(Vec::len), Some(3));
+        assert_eq!(denial.status.code, Some(422));
+        assert_eq!(denial.status.reason.as_deref(), Some("Invalid"));
+        assert_eq!(
+            denial.status.message.as_deref(),
+            Some(
+                "CronJob.batch.tutorial.kubebuilder.io \"nightly\" is invalid: \
+                 [spec.schedule: Invalid value: \"x\": bad, metadata.name: Required value]"
+            )
+        );
+    }
+
+    #[test]
+    fn a_core_kind_has_no_group() {
+        let denial = Denial::invalid("Pod", "p").with_cause(
+            "spec.containers",
+            "FieldValueRequired",
+            "Required value",
+        );
+        let details = denial.status.details.as_ref().expect("details");
+        assert_eq!(details.kind.as_deref(), Some("Pod"));
+        assert_eq!(details.group, None);
+        assert_eq!(
+            denial.status.message.as_deref(),
+            Some("Pod \"p\" is invalid: spec.containers: Required value")
+        );
+        // Before any cause, the message is NewInvalid's without errors.
+        assert_eq!(
+            Denial::invalid("Pod", "p").status.message.as_deref(),
+            Some("Pod \"p\" is invalid")
+        );
     }
 }
