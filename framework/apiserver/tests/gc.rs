@@ -304,3 +304,53 @@ async fn a_dependent_written_after_its_owner_is_gone_is_collected() {
     })
     .await;
 }
+
+/// An owner reference resolves in the dependent's namespace, by group,
+/// kind and name, as kube-controller-manager's collector looks owners up:
+/// the uid of an object in another namespace, or of another kind, or a
+/// namespaced owner of a cluster-scoped dependent, is no owner, and the
+/// dependent is collected. A reference that resolves keeps its dependent.
+#[tokio::test]
+async fn a_reference_to_an_owner_elsewhere_is_dangling() {
+    let k = Kube::start().await;
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}});
+    assert_eq!(k.post("/api/v1/namespaces", &ns).await.code(), 201);
+    let owner = k.configmap("default", "owner", json!({})).await;
+    let reference = |kind: &str| json!([{"apiVersion": "v1", "kind": kind, "name": "owner", "uid": owner["metadata"]["uid"]}]);
+    let k = &k;
+    let create = |path: String, body: Value| async move {
+        let r = k.post(&path, &body).await;
+        assert_eq!(r.code(), 201, "{}", r.json());
+    };
+    let cm = |name: &str, refs: Value| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": name, "ownerReferences": refs}})
+    };
+    create(CMS.to_owned(), cm("kept", reference("ConfigMap"))).await;
+    create(
+        "/api/v1/namespaces/other/configmaps".to_owned(),
+        cm("elsewhere", reference("ConfigMap")),
+    )
+    .await;
+    create(CMS.to_owned(), cm("other-kind", reference("Secret"))).await;
+    create(
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles".to_owned(),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": "cluster-scoped", "ownerReferences": reference("ConfigMap")}}),
+    )
+    .await;
+    eventually("the dependents of no owner collected", async || {
+        k.get("/api/v1/namespaces/other/configmaps/elsewhere")
+            .await
+            .code()
+            == 404
+            && k.get(&format!("{CMS}/other-kind")).await.code() == 404
+            && k.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/cluster-scoped")
+                .await
+                .code()
+                == 404
+    })
+    .await;
+    assert_eq!(k.get(&format!("{CMS}/kept")).await.code(), 200);
+    assert_eq!(k.get(&format!("{CMS}/owner")).await.code(), 200);
+}

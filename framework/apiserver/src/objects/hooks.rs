@@ -40,30 +40,21 @@ pub(crate) fn after_write(
 
 /// A reference added to an owner that no longer exists (a controller that
 /// read the owner from its cache before the deletion writes its dependent
-/// after it) is handled as that owner's removal, or the dependent would
+/// after it), or never existed where the dependent is (another namespace),
+/// is handled as that owner's removal, or the dependent would
 /// outlive it: kube-controller-manager's garbage collector likewise
 /// verifies an owner it has not seen ("virtual" node) and, finding it
 /// absent, collects its dependents. A reference the object already had was
 /// checked when it was added; the owner's later removal queues it anyway.
 fn queue_absent_owners(shared: &Shared, old: Option<&StoredObject>, new: &StoredObject) {
-    let added: Vec<&str> = new
-        .owner_uids()
-        .iter()
-        .map(|uid| &**uid)
-        .filter(|uid| old.is_none_or(|old| !old.owner_uids().iter().any(|o| &**o == *uid)))
-        .collect();
-    if added.is_empty() {
+    let added = |uid: &str| old.is_none_or(|old| !old.owner_uids().iter().any(|o| &**o == uid));
+    if !new.owner_uids().iter().any(|uid| added(uid)) {
         return;
     }
-    let absent: Vec<&str> = {
-        let store = shared.storage.lock();
-        added
-            .into_iter()
-            .filter(|uid| store.by_uid(uid).is_none())
-            .collect()
-    };
-    for uid in absent {
-        shared.controllers.owner_gone(uid);
+    for uid in crate::controllers::dangling_owner_uids(shared, new.namespace(), new.value()) {
+        if added(&uid) {
+            shared.controllers.owner_gone(&uid);
+        }
     }
 }
 
