@@ -15,12 +15,15 @@
 //! (over-privilege within a used rule), each printed as an RBAC rule to
 //! paste into a Role. `audit2rbac` derives
 //! rules from an audit log the same way; this keeps only the distinct
-//! attributes, so it costs nothing to leave on.
+//! attributes, so it costs little to leave on. Recording can still be
+//! switched off (one relaxed atomic load per request then), to measure
+//! that cost or to serve a long-lived dev server without it.
 
 use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::attributes::Attributes;
@@ -119,13 +122,40 @@ struct Identities {
 }
 
 /// The server's permission audit.
-#[derive(Default)]
 pub(crate) struct AuditLog {
     hasher: RandomState,
     identities: Mutex<Identities>,
+    /// Whether [`record`](Self::record) keeps anything; what was recorded
+    /// before it was switched off stays until [`clear`](Self::clear).
+    recording: AtomicBool,
+}
+
+impl Default for AuditLog {
+    fn default() -> Self {
+        Self::new(true)
+    }
 }
 
 impl AuditLog {
+    /// An empty audit, recording or not.
+    pub fn new(recording: bool) -> Self {
+        Self {
+            hasher: RandomState::new(),
+            identities: Mutex::default(),
+            recording: AtomicBool::new(recording),
+        }
+    }
+
+    /// Switches recording on or off.
+    pub fn set_recording(&self, on: bool) {
+        self.recording.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether requests are being recorded.
+    pub fn recording(&self) -> bool {
+        self.recording.load(Ordering::Relaxed)
+    }
+
     fn hash(&self, attrs: &Attributes) -> u64 {
         self.hasher.hash_one((
             attrs.resource_request,
@@ -139,8 +169,12 @@ impl AuditLog {
         ))
     }
 
-    /// Counts one authorization of `attrs` for `user`.
+    /// Counts one authorization of `attrs` for `user`, unless recording
+    /// is off.
     pub fn record(&self, user: &UserInfo, attrs: &Attributes, outcome: Outcome<'_>) {
+        if !self.recording() {
+            return;
+        }
         let hash = self.hash(attrs);
         let mut all = self.identities.lock().unwrap_or_else(|e| e.into_inner());
         let all = &mut *all;
@@ -1036,6 +1070,36 @@ mod tests {
         let audit = AuditLog::default().report("system:serviceaccount:ns1:robot", &index());
         assert!(audit.requests.is_empty() && audit.denied.is_empty());
         assert_eq!(audit.unused.len(), 2);
+    }
+
+    #[test]
+    fn nothing_is_recorded_while_recording_is_off() {
+        let (log, index, user) = (AuditLog::new(false), index(), robot());
+        let list = Attributes::resource("list", "", "configmaps", "ns1");
+        let secrets = Attributes::resource("get", "", "secrets", "ns1");
+        authorize(&log, &index, &user, &list);
+        authorize(&log, &index, &user, &secrets);
+        assert!(log.identities().is_empty());
+        let audit = log.report(&user.name, &index);
+        assert!(audit.requests.is_empty() && audit.denied.is_empty());
+
+        log.set_recording(true);
+        authorize(&log, &index, &user, &list);
+        let audit = log.report(&user.name, &index);
+        let counts: Vec<(String, u64)> = audit
+            .requests
+            .iter()
+            .map(|r| (r.resource.clone(), r.allowed))
+            .collect();
+        assert_eq!(counts, [("configmaps".to_owned(), 1)]);
+
+        // Off again: what was recorded stays, nothing new is added.
+        log.set_recording(false);
+        authorize(&log, &index, &user, &list);
+        authorize(&log, &index, &user, &secrets);
+        let audit = log.report(&user.name, &index);
+        assert_eq!((audit.requests.len(), audit.requests[0].allowed), (1, 1));
+        assert!(audit.denied.is_empty());
     }
 
     #[test]

@@ -58,7 +58,10 @@ pub(crate) fn authenticate(shared: &Shared, parts: &Parts) -> Result<Arc<UserInf
                 return Ok(user);
             }
             if Signer::looks_like_jwt(token) {
-                let subject = authn.signer.verify(token, now_secs());
+                // Verified from the cache when recently seen; the account
+                // is looked up on every request, so deleting it is a 401 at
+                // once.
+                let subject = authn.signer.authenticate(token, now_secs());
                 if let Some(user) = subject.and_then(|s| live_service_account(shared, &s)) {
                     return Ok(user);
                 }

@@ -31,6 +31,22 @@ impl ApiServer {
         self.shared.audit.identities()
     }
 
+    /// Switches the permission audit's recording on or off while the
+    /// server runs (it starts as
+    /// [`ApiServerBuilder::permission_audit`](super::ApiServerBuilder::permission_audit)
+    /// set it, on by default). Off, requests are authorized as before but
+    /// not recorded, so its cost per request can be measured; what was
+    /// recorded before stays until
+    /// [`clear_permission_audit`](Self::clear_permission_audit).
+    pub fn set_permission_audit(&self, record: bool) {
+        self.shared.audit.set_recording(record);
+    }
+
+    /// Whether the permission audit is recording requests.
+    pub fn permission_audit_recording(&self) -> bool {
+        self.shared.audit.recording()
+    }
+
     /// Forgets what the permission audit recorded (to audit one phase of a
     /// test on its own).
     pub fn clear_permission_audit(&self) {

@@ -60,6 +60,7 @@ pub struct ApiServerBuilder {
     workloads: Option<Workloads>,
     anonymous: bool,
     owner_references_permission_enforcement: bool,
+    permission_audit: bool,
 }
 
 impl Default for ApiServerBuilder {
@@ -76,6 +77,7 @@ impl Default for ApiServerBuilder {
             workloads: None,
             anonymous: false,
             owner_references_permission_enforcement: false,
+            permission_audit: true,
         }
     }
 }
@@ -175,6 +177,15 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Whether the permission audit records requests from the start (on
+    /// by default; see [`ApiServer::permission_audit`]). Off, each request
+    /// skips it after one atomic load;
+    /// [`ApiServer::set_permission_audit`] turns it on later.
+    pub fn permission_audit(mut self, record: bool) -> Self {
+        self.permission_audit = record;
+        self
+    }
+
     /// Starts serving.
     pub async fn start(self) -> Result<ApiServer, Error> {
         let listener = TcpListener::bind(self.bind)
@@ -215,7 +226,7 @@ impl ApiServerBuilder {
             openapi: OpenApiDocs::default(),
             authn: AuthnState::new(certs.ca, self.anonymous)?,
             rbac: RbacCache::default(),
-            audit: AuditLog::default(),
+            audit: AuditLog::new(self.permission_audit),
         });
         seed(&shared)?;
         // The system namespaces have their ServiceAccounts before the first

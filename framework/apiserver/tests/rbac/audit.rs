@@ -448,3 +448,36 @@ async fn a_role_created_by_a_put_may_not_escalate() {
         .await;
     assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
 }
+
+#[tokio::test]
+async fn with_recording_off_requests_are_authorized_but_not_audited() {
+    let k = Kube::with(ApiServer::builder().permission_audit(false)).await;
+    assert!(!k.server.permission_audit_recording());
+    let robot = As::creds(
+        &k.server,
+        &k.server.add_service_account("default", "robot").unwrap(),
+    );
+    let r = robot.get("/api/v1/namespaces/default/secrets/x").await;
+    assert_eq!(r.code(), 403, "authorization does not depend on the audit");
+    assert_eq!(robot.get("/apis").await.code(), 200);
+    assert!(k.server.audited_identities().is_empty());
+    let audit = k.server.permission_audit(ROBOT);
+    assert!(audit.requests.is_empty() && audit.denied.is_empty());
+
+    k.server.set_permission_audit(true);
+    assert!(k.server.permission_audit_recording());
+    let r = robot.get("/api/v1/namespaces/default/secrets/x").await;
+    assert_eq!(r.code(), 403);
+    let audit = k.server.permission_audit(ROBOT);
+    let denied: Vec<(&str, &str, u64)> = audit
+        .requests
+        .iter()
+        .map(|r| (r.verb.as_str(), r.resource.as_str(), r.denied))
+        .collect();
+    assert_eq!(denied, [("get", "secrets", 1)]);
+
+    k.server.set_permission_audit(false);
+    let r = robot.get("/api/v1/namespaces/default/secrets/x").await;
+    assert_eq!(r.code(), 403);
+    assert_eq!(k.server.permission_audit(ROBOT).requests[0].denied, 1);
+}

@@ -84,6 +84,8 @@ async fn token_request_issues_a_jwt_that_authenticates_until_the_account_is_dele
     );
     let robot = As::token(&k.server, &token);
     assert_ne!(robot.get("/version").await.code(), 401);
+    // Verified once, then served from the verified-token cache.
+    assert_ne!(robot.get("/version").await.code(), 401);
 
     // Too short a lifetime is a 422 with kube-apiserver's words.
     let resp = admin
@@ -107,6 +109,8 @@ async fn token_request_issues_a_jwt_that_authenticates_until_the_account_is_dele
         .delete("/api/v1/namespaces/default/serviceaccounts/robot")
         .await;
     assert_eq!(r.code(), 200);
+    // The token is still cached as verified: the account's absence is
+    // what refuses it.
     assert_unauthorized(&robot.get("/version").await);
     // Recreated under the same name, it is another account (new uid).
     let r = k
