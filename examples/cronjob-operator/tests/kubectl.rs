@@ -304,7 +304,9 @@ async fn kubectl_drives_the_embedded_operator() {
     }
 
     // An invalid schedule: the validator refuses it with robfig/cron's
-    // message (kubectl prints an Invalid error from its causes).
+    // message (kubectl prints an Invalid error from its causes, naming the
+    // Status details' kind without its group, as kube's NewInvalid
+    // details say it).
     let invalid = op.file(
         "invalid.yaml",
         &cron_job("invalid", "invalid-cron-schedule"),
@@ -312,7 +314,7 @@ async fn kubectl_drives_the_embedded_operator() {
     let stderr = op.fails(&["apply", "-f", &invalid]).await;
     assert!(
         stderr.contains(
-            "The CronJob.batch.tutorial.kubebuilder.io \"invalid\" is invalid: \
+            "The CronJob \"invalid\" is invalid: \
              spec.schedule: Invalid value: \"invalid-cron-schedule\": \
              Expected exactly 5 fields, found 1: invalid-cron-schedule"
         ),
