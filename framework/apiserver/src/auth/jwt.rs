@@ -6,6 +6,7 @@
 //! for a few seconds by the verified-token [`cache`].
 
 mod cache;
+mod subject;
 
 use std::sync::Arc;
 
@@ -17,22 +18,12 @@ use ring::signature::{EcdsaKeyPair, KeyPair, UnparsedPublicKey, ECDSA_P256_SHA25
 use serde_json::{json, Value};
 
 use self::cache::{Verified, VerifiedTokens};
+pub(crate) use self::subject::TokenSubject;
 use crate::error::Error;
 
 /// The issuer (and default audience) of the tokens, as a kubeadm cluster
 /// configures `--service-account-issuer`.
 pub(crate) const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
-
-/// go-jose's default leeway on `exp`, `nbf` and `iat`.
-const LEEWAY_SECS: i64 = 60;
-
-/// The service account a valid token names.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct TokenSubject {
-    pub namespace: String,
-    pub name: String,
-    pub uid: String,
-}
 
 /// What a token claims about its lifetime and audience.
 #[derive(Clone, Debug)]
@@ -205,6 +196,7 @@ impl Signer {
 #[cfg(test)]
 mod tests {
     use super::cache::SUCCESS_TTL_SECS;
+    use super::subject::LEEWAY_SECS;
     use super::*;
 
     fn subject() -> TokenSubject {

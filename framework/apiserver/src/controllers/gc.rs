@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use super::write::{delete_quietly, owner_refs, ref_uid, remove_finalizer, strip_refs};
+use crate::objects::owners::owner_present;
 use crate::objects::Propagation;
 use crate::registry::ResourceDef;
 use crate::state::Shared;
@@ -35,37 +36,6 @@ pub(crate) fn owner_gone(shared: &Shared, uid: &str) {
             });
         }
     }
-}
-
-/// Whether the owner that reference `r` names exists for a dependent in
-/// `namespace` (`""` when cluster-scoped). kube-controller-manager's
-/// garbage collector looks an owner up by the reference's group, kind and
-/// name in the dependent's namespace (a cluster-scoped dependent's only
-/// among cluster-scoped kinds) and compares uids: the uid's object
-/// elsewhere (in another namespace, of another kind or name) is no owner,
-/// so the reference is dangling (and kube records `OwnerRefInvalidNamespace`
-/// when the namespace is what differs).
-pub(crate) fn owner_present(shared: &Shared, namespace: &str, r: &Value) -> bool {
-    let Some((res, (owner_ns, owner_name))) = shared.storage.lock().by_uid(ref_uid(r)) else {
-        return false;
-    };
-    let Some(def) = shared.registry().by_key(&res) else {
-        return false;
-    };
-    let field = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
-    let group = field("apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
-    let placed = owner_ns.is_empty() || owner_ns == namespace;
-    placed && owner_name == field("name") && def.kind == field("kind") && def.group == group
-}
-
-/// The uids of the owners `obj` (in `namespace`) references that are not
-/// [present](owner_present).
-pub(crate) fn dangling_owner_uids(shared: &Shared, namespace: &str, obj: &Value) -> Vec<String> {
-    owner_refs(obj)
-        .iter()
-        .filter(|r| !owner_present(shared, namespace, r))
-        .map(|r| ref_uid(r).to_owned())
-        .collect()
 }
 
 /// The `orphan` finalizer: dependents lose their reference to `uid`, then

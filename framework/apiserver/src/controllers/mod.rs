@@ -18,8 +18,6 @@ mod serviceaccounts;
 pub(crate) mod workloads;
 mod write;
 
-pub(crate) use gc::dangling_owner_uids;
-
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;

@@ -17,6 +17,7 @@ mod eviction;
 mod graceful;
 mod hooks;
 mod opts;
+pub(crate) mod owners;
 mod tolerations;
 mod update;
 

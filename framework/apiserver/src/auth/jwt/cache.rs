@@ -28,7 +28,7 @@ use std::sync::{Arc, RwLock};
 use ring::hmac;
 use ring::rand::SystemRandom;
 
-use super::{TokenSubject, LEEWAY_SECS};
+use super::subject::{TokenSubject, LEEWAY_SECS};
 use crate::error::Error;
 
 /// How many verified tokens a server remembers.
