@@ -116,7 +116,7 @@ fn check_path_flags(args: &Args) -> anyhow::Result<()> {
         if !args.adds(which) {
             bail!(
                 "--{what}-path sets where the {what} webhook is served, so it needs --{what} (for example `{}`)",
-                example(args, &format!("--{what} --{what}-path {path}"))
+                args.example_with_path(which)
             );
         }
         names::check_webhook_path(which.path_flag(), path, which.example_path())?;
