@@ -13,7 +13,7 @@ use anyhow::{bail, Context as _};
 use crate::files::Files;
 use crate::names;
 use crate::plan::Plan;
-use crate::project::{Project, WebhookRecord, RECORD_FILE};
+use crate::project::{AdmissionWebhook, Project, Resource, WebhookRecord, RECORD_FILE};
 use crate::templates::Templates;
 
 /// `kubeforge create webhook`'s flags.
@@ -42,6 +42,16 @@ pub struct Args {
     #[arg(long)]
     pub validation: bool,
 
+    /// With --defaulting: serve the defaulter at PATH instead of
+    /// `/mutate-<group>-<version>-<kind>` (e.g. `/custom-default`).
+    #[arg(long, value_name = "PATH")]
+    pub defaulting_path: Option<String>,
+
+    /// With --validation: serve the validator at PATH instead of
+    /// `/validate-<group>-<version>-<kind>` (e.g. `/custom-validate`).
+    #[arg(long, value_name = "PATH")]
+    pub validation_path: Option<String>,
+
     /// Conversions between the kind's versions through this one, the hub,
     /// served at /convert.
     #[arg(long)]
@@ -61,6 +71,109 @@ fn example(args: &Args, flags: &str) -> String {
     )
 }
 
+impl Args {
+    /// Whether this command adds `which`.
+    fn adds(&self, which: AdmissionWebhook) -> bool {
+        match which {
+            AdmissionWebhook::Defaulting => self.defaulting,
+            AdmissionWebhook::Validation => self.validation,
+        }
+    }
+
+    /// The path given for `which`, if any.
+    fn path_of(&self, which: AdmissionWebhook) -> Option<&str> {
+        match which {
+            AdmissionWebhook::Defaulting => self.defaulting_path.as_deref(),
+            AdmissionWebhook::Validation => self.validation_path.as_deref(),
+        }
+    }
+
+    /// The command with a valid path for `which`, for errors.
+    fn example_with_path(&self, which: AdmissionWebhook) -> String {
+        let what = which.as_str();
+        example(
+            self,
+            &format!("--{what} --{what}-path {}", which.example_path()),
+        )
+    }
+}
+
+const ADMISSION_WEBHOOKS: [AdmissionWebhook; 2] =
+    [AdmissionWebhook::Defaulting, AdmissionWebhook::Validation];
+
+/// Where the webhook server serves conversions (the framework's
+/// `CONVERT_PATH`, controller-runtime's `/convert`).
+const CONVERT_PATH: &str = "/convert";
+
+/// `--defaulting-path`/`--validation-path`: each only with its webhook (as
+/// kubebuilder's), and a path the API server and a webhook server accept.
+fn check_path_flags(args: &Args) -> anyhow::Result<()> {
+    for which in ADMISSION_WEBHOOKS {
+        let Some(path) = args.path_of(which) else {
+            continue;
+        };
+        let what = which.as_str();
+        if !args.adds(which) {
+            bail!(
+                "--{what}-path sets where the {what} webhook is served, so it needs --{what} (for example `{}`)",
+                args.example_with_path(which)
+            );
+        }
+        names::check_webhook_path(which.path_flag(), path, which.example_path())?;
+        if path == CONVERT_PATH {
+            bail!(
+                "--{what}-path {CONVERT_PATH}: the webhook server serves conversions there; give the {what} webhook a path of its own (for example `{}`)",
+                args.example_with_path(which)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The webhooks this command adds (to `project.resources[index]`, already
+/// recorded) are each served at a path no other webhook of the project
+/// uses: of two registrations at one path only the last would be served.
+fn check_paths_unique(args: &Args, project: &Project, index: usize) -> anyhow::Result<()> {
+    let resource = &project.resources[index];
+    let describe = |r: &Resource, which: AdmissionWebhook| {
+        format!(
+            "the {} webhook of {}/{} {}",
+            which.as_str(),
+            r.api_group(&project.domain),
+            r.version,
+            r.kind
+        )
+    };
+    let mut taken: Vec<(String, String)> = Vec::new();
+    for (i, r) in project.resources.iter().enumerate() {
+        for (which, path) in r.admission_paths(&project.domain) {
+            if i != index || !args.adds(which) {
+                taken.push((path, describe(r, which)));
+            }
+        }
+    }
+    // A default path first, so a custom path that clashes with it is the
+    // one named.
+    let mut new = resource.admission_paths(&project.domain);
+    new.retain(|(which, _)| args.adds(*which));
+    new.sort_by_key(|(which, _)| args.path_of(*which).is_some());
+    for (which, path) in new {
+        if let Some((_, who)) = taken.iter().find(|(p, _)| *p == path) {
+            let what = which.as_str();
+            let at = match args.path_of(which) {
+                Some(custom) => format!("--{what}-path {custom}"),
+                None => format!("the {what} webhook's default path {path}"),
+            };
+            bail!(
+                "{at}: {who} is served there already ({RECORD_FILE}); each webhook needs a path of its own (for example `{}`)",
+                args.example_with_path(which)
+            );
+        }
+        taken.push((path, describe(resource, which)));
+    }
+    Ok(())
+}
+
 pub fn run(args: Args) -> anyhow::Result<()> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let (root, mut project) = Project::find(&cwd)?;
@@ -77,6 +190,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             example(&args, &format!("--conversion --spoke {}", args.spoke.join(",")))
         );
     }
+    check_path_flags(&args)?;
     if !(args.defaulting || args.validation || args.conversion) {
         bail!(
             "no webhook asked for: pass --defaulting, --validation or --conversion with --spoke (for example `{}`)",
@@ -201,12 +315,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let new_hub = args.conversion && !before.conversion;
     let after = WebhookRecord {
         defaulting: before.defaulting || args.defaulting,
+        defaulting_path: before
+            .defaulting_path
+            .clone()
+            .or(args.defaulting_path.clone()),
         validation: before.validation || args.validation,
+        validation_path: before
+            .validation_path
+            .clone()
+            .or(args.validation_path.clone()),
         conversion: before.conversion || args.conversion,
         spokes: before.spokes.iter().chain(&new_spokes).cloned().collect(),
     };
     project.resources[index].webhooks = Some(after);
     let resource = project.resources[index].clone();
+    check_paths_unique(&args, &project, index)?;
 
     let templates = Templates::new().context("the CLI's templates")?;
     let files = Files::new(&project, &templates);

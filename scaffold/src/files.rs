@@ -480,9 +480,19 @@ impl<'a> Files<'a> {
     /// webhook module and its test.
     pub fn admission_webhook(&self, plan: &mut Plan, r: &Resource) -> Result<(), FilesError> {
         let record = r.webhooks.clone().unwrap_or_default();
+        let paths: BTreeMap<&str, String> = r
+            .admission_paths(&self.project.domain)
+            .into_iter()
+            .map(|(which, path)| (which.as_str(), path))
+            .collect();
         let ctx = context! {
             defaulting => record.defaulting,
             validation => record.validation,
+            // Set only for a path the record gives (not kubebuilder's).
+            defaulting_path => record.defaulting_path,
+            validation_path => record.validation_path,
+            // Where each is served, custom or default.
+            paths,
             ..self.resource_context(r)
         };
         plan.create(

@@ -87,6 +87,74 @@ fn dns1123_subdomain_problem(name: &str) -> Option<String> {
         .find_map(|label| dns1123_label_problem(label).map(|p| format!("label {label:?}: {p}")))
 }
 
+const WEBHOOK_PATH: &str = "a webhook path must be '/' and '/'-separated segments of lowercase letters, digits and '-', each starting and ending with a letter or digit (the API server checks each segment of a webhook's service path as a DNS-1123 name; controller-runtime allows no '.', '?' or '#')";
+
+/// What is wrong with a webhook's service path, by kube-apiserver's rule
+/// (`ValidateWebhookService`: it starts with '/', no segment is empty, each
+/// segment is a DNS-1123 subdomain) narrowed by controller-runtime's
+/// (`^((/[a-zA-Z0-9-_]+)+|/)$`: no '.'), so the path is valid for both.
+fn webhook_path_problem(path: &str) -> Option<String> {
+    if path.is_empty() {
+        return Some("it is empty".to_owned());
+    }
+    if !path.starts_with('/') {
+        return Some("it does not start with '/'".to_owned());
+    }
+    if let Some(c) = path.chars().find(|c| c.is_whitespace()) {
+        return Some(format!("it contains whitespace ({c:?})"));
+    }
+    if path.contains('?') {
+        return Some("it has a query ('?...')".to_owned());
+    }
+    if path.contains('#') {
+        return Some("it has a fragment ('#...')".to_owned());
+    }
+    if path == "/" {
+        return None;
+    }
+    for (i, segment) in path[1..].split('/').enumerate() {
+        if segment.is_empty() {
+            return Some(format!("segment {i} is empty ('//' or a trailing '/')"));
+        }
+        if segment.len() > 253 {
+            return Some(format!(
+                "segment {segment:?} is {} characters long, more than 253",
+                segment.len()
+            ));
+        }
+        if let Some(c) = segment
+            .chars()
+            .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
+        {
+            return Some(format!(
+                "segment {segment:?}: {c:?} is not a lowercase letter, digit or '-'"
+            ));
+        }
+        if segment.starts_with('-') || segment.ends_with('-') {
+            return Some(format!("segment {segment:?} starts or ends with '-'"));
+        }
+    }
+    None
+}
+
+/// `--defaulting-path`/`--validation-path` (`what`): a path the API server
+/// accepts in a webhook configuration and a webhook server can route.
+pub fn check_webhook_path(
+    what: &'static str,
+    path: &str,
+    example: &'static str,
+) -> Result<(), InvalidName> {
+    match webhook_path_problem(path) {
+        Some(problem) => Err(invalid(
+            what,
+            path,
+            format!("{WEBHOOK_PATH}; {problem}"),
+            example,
+        )),
+        None => Ok(()),
+    }
+}
+
 /// `--domain`: a DNS-1123 subdomain (the API groups end with it).
 pub fn check_domain(domain: &str) -> Result<(), InvalidName> {
     match dns1123_subdomain_problem(domain) {
@@ -265,6 +333,52 @@ pub fn crate_name(project: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn webhook_paths_follow_the_api_servers_and_controller_runtimes_rules() {
+        for ok in [
+            "/custom-default",
+            "/webhooks/v1/mutate-guestbook",
+            "/a",
+            "/0-x-9",
+            "/",
+        ] {
+            assert_eq!(webhook_path_problem(ok), None, "{ok}");
+        }
+        for (bad, problem) in [
+            ("", "it is empty"),
+            ("custom", "it does not start with '/'"),
+            ("/custom path", "it contains whitespace (' ')"),
+            ("/custom?x=1", "it has a query ('?...')"),
+            ("/custom#top", "it has a fragment ('#...')"),
+            ("//custom", "segment 0 is empty"),
+            ("/custom/", "segment 1 is empty"),
+            ("/a//b", "segment 1 is empty"),
+            (
+                "/Custom",
+                "segment \"Custom\": 'C' is not a lowercase letter",
+            ),
+            ("/custom_path", "segment \"custom_path\": '_' is not"),
+            ("/custom.path", "'.' is not"),
+            ("/%41", "'%' is not"),
+            ("/-custom", "starts or ends with '-'"),
+        ] {
+            let found = webhook_path_problem(bad).unwrap_or_default();
+            assert!(found.contains(problem), "{bad:?}: {found}");
+        }
+        let long = format!("/{}", "a".repeat(254));
+        assert!(webhook_path_problem(&long)
+            .unwrap_or_default()
+            .contains("more than 253"));
+        let err = check_webhook_path("defaulting path", "custom", "/custom-default")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("invalid defaulting path \"custom\": a webhook path must be '/' and")
+                && err.ends_with("it does not start with '/' (for example \"/custom-default\")"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn versions_follow_the_kubernetes_format() {

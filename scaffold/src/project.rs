@@ -92,15 +92,58 @@ pub struct WebhookRecord {
     /// A defaulter (mutating webhook) for this version.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub defaulting: bool,
+    /// The defaulter's path when it is not kubebuilder's
+    /// `/mutate-<group>-<version>-<kind>` (kubebuilder's `defaultingPath`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defaulting_path: Option<String>,
     /// A validator (validating webhook) for this version.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub validation: bool,
+    /// The validator's path when it is not kubebuilder's
+    /// `/validate-<group>-<version>-<kind>` (kubebuilder's `validationPath`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation_path: Option<String>,
     /// This version is the hub of the kind's conversions.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub conversion: bool,
     /// The versions converted to and from this hub.
     #[serde(default, rename = "spoke", skip_serializing_if = "Vec::is_empty")]
     pub spokes: Vec<String>,
+}
+
+/// A defaulter or a validator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdmissionWebhook {
+    /// The defaulter (mutating webhook).
+    Defaulting,
+    /// The validator (validating webhook).
+    Validation,
+}
+
+impl AdmissionWebhook {
+    /// `defaulting` or `validation`, as the flags and the record say.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AdmissionWebhook::Defaulting => "defaulting",
+            AdmissionWebhook::Validation => "validation",
+        }
+    }
+
+    /// The flag that sets its path.
+    pub fn path_flag(self) -> &'static str {
+        match self {
+            AdmissionWebhook::Defaulting => "--defaulting-path",
+            AdmissionWebhook::Validation => "--validation-path",
+        }
+    }
+
+    /// A valid custom path, for examples.
+    pub fn example_path(self) -> &'static str {
+        match self {
+            AdmissionWebhook::Defaulting => "/custom-default",
+            AdmissionWebhook::Validation => "/custom-validate",
+        }
+    }
 }
 
 impl Resource {
@@ -146,6 +189,47 @@ impl Resource {
         self.webhooks
             .as_ref()
             .is_some_and(|w| w.defaulting || w.validation)
+    }
+
+    /// Where the API server calls this version's defaulter and validator,
+    /// as `(which, path)`: the path the record gives, or kubebuilder's
+    /// default `/mutate-...`/`/validate-...`.
+    pub fn admission_paths(&self, domain: &str) -> Vec<(AdmissionWebhook, String)> {
+        let Some(w) = &self.webhooks else {
+            return Vec::new();
+        };
+        let mut paths = Vec::new();
+        if w.defaulting {
+            let path = w.defaulting_path.clone();
+            paths.push((
+                AdmissionWebhook::Defaulting,
+                path.unwrap_or_else(|| self.default_path(AdmissionWebhook::Defaulting, domain)),
+            ));
+        }
+        if w.validation {
+            let path = w.validation_path.clone();
+            paths.push((
+                AdmissionWebhook::Validation,
+                path.unwrap_or_else(|| self.default_path(AdmissionWebhook::Validation, domain)),
+            ));
+        }
+        paths
+    }
+
+    /// kubebuilder's (and the framework's) default path of a webhook:
+    /// `/mutate-<group, dots as dashes>-<version>-<lowercase kind>`, or
+    /// `/validate-...`.
+    pub fn default_path(&self, which: AdmissionWebhook, domain: &str) -> String {
+        let prefix = match which {
+            AdmissionWebhook::Defaulting => "mutate",
+            AdmissionWebhook::Validation => "validate",
+        };
+        format!(
+            "/{prefix}-{}-{}-{}",
+            self.api_group(domain).replace('.', "-"),
+            self.version,
+            self.kind.to_lowercase()
+        )
     }
 
     /// The spokes, when this version is the hub of the kind's conversions.
@@ -288,7 +372,9 @@ mod tests {
                 controller: true,
                 webhooks: Some(WebhookRecord {
                     defaulting: true,
+                    defaulting_path: Some("/custom-default".into()),
                     validation: false,
+                    validation_path: None,
                     conversion: true,
                     spokes: vec!["v2".into()],
                 }),
@@ -306,9 +392,34 @@ mod tests {
         assert!(text.contains("[[resource]]"), "{text}");
         assert!(
             text.contains(
-                "[resource.webhooks]\ndefaulting = true\nconversion = true\nspoke = [\"v2\"]"
+                "[resource.webhooks]\ndefaulting = true\ndefaulting-path = \"/custom-default\"\nconversion = true\nspoke = [\"v2\"]"
             ),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn admission_paths_are_the_recorded_ones_or_kubebuilders_defaults() {
+        let mut r = project().resources.remove(0);
+        assert_eq!(
+            r.admission_paths("my.domain"),
+            [(AdmissionWebhook::Defaulting, "/custom-default".to_owned())]
+        );
+        let w = r.webhooks.as_mut().unwrap();
+        w.defaulting_path = None;
+        w.validation = true;
+        assert_eq!(
+            r.admission_paths("my.domain"),
+            [
+                (
+                    AdmissionWebhook::Defaulting,
+                    "/mutate-webapp-my-domain-v1-guestbook".to_owned()
+                ),
+                (
+                    AdmissionWebhook::Validation,
+                    "/validate-webapp-my-domain-v1-guestbook".to_owned()
+                )
+            ]
         );
     }
 

@@ -595,6 +595,14 @@ fn create_webhook_writes_the_webhooks_registries_record_and_kustomize_pieces() {
             && !webhook.contains("Validator"),
         "{webhook}"
     );
+    // Without --defaulting-path, kubebuilder's path and the plain form.
+    assert!(
+        webhook.contains("at kubebuilder's paths\n/// (`/mutate-webapp-example-com-v1-guestbook`)")
+            && webhook.contains("    mgr.webhooks().defaulter::<Guestbook, _>(GuestbookWebhook);")
+            && !webhook.contains("WebhookOptions::default()")
+            && !webhook.contains("DEFAULTING_PATH"),
+        "{webhook}"
+    );
     assert!(
         read("src/webhooks/mod.rs").contains("webapp::v1::guestbook::register(mgr);"),
         "registered"
@@ -672,5 +680,164 @@ fn create_webhook_writes_the_webhooks_registries_record_and_kustomize_pieces() {
     assert!(
         stderr.contains("Guestbook converts through v1 already (its hub)"),
         "{stderr}"
+    );
+}
+
+#[test]
+fn webhook_path_flags_are_checked_with_the_rule_and_an_example() {
+    let (_tmp, dir) = project();
+    ok(&dir, &args(&create_api("webapp", "v1", "Guestbook")));
+    let before = snapshot(&dir);
+    let cmd = "kubeforge create webhook --group webapp --version v1 --kind Guestbook";
+    let rule = "a webhook path must be '/' and '/'-separated segments of lowercase letters, digits and '-'";
+    for (flags, expected) in [
+        (
+            vec!["--validation", "--defaulting-path", "/custom-default"],
+            format!("--defaulting-path sets where the defaulting webhook is served, so it needs --defaulting (for example `{cmd} --defaulting --defaulting-path /custom-default`)"),
+        ),
+        (
+            vec!["--defaulting", "--validation-path", "/custom-validate"],
+            format!("--validation-path sets where the validation webhook is served, so it needs --validation (for example `{cmd} --validation --validation-path /custom-validate`)"),
+        ),
+        (
+            vec!["--defaulting", "--defaulting-path", "custom-default"],
+            format!("invalid --defaulting-path \"custom-default\": {rule}"),
+        ),
+        (
+            vec!["--defaulting", "--defaulting-path", ""],
+            "it is empty (for example \"/custom-default\")".to_owned(),
+        ),
+        (
+            vec!["--defaulting", "--defaulting-path", "/custom default"],
+            "it contains whitespace (' ') (for example \"/custom-default\")".to_owned(),
+        ),
+        (
+            vec!["--validation", "--validation-path", "/custom-validate?dry=1"],
+            "it has a query ('?...') (for example \"/custom-validate\")".to_owned(),
+        ),
+        (
+            vec!["--validation", "--validation-path", "/custom-validate#top"],
+            "it has a fragment ('#...')".to_owned(),
+        ),
+        (
+            vec!["--validation", "--validation-path", "/Custom"],
+            "segment \"Custom\": 'C' is not a lowercase letter, digit or '-'".to_owned(),
+        ),
+        (
+            vec!["--validation", "--validation-path", "/custom//validate"],
+            "segment 1 is empty ('//' or a trailing '/')".to_owned(),
+        ),
+        (
+            vec!["--defaulting", "--defaulting-path", "/convert"],
+            format!("--defaulting-path /convert: the webhook server serves conversions there; give the defaulting webhook a path of its own (for example `{cmd} --defaulting --defaulting-path /custom-default`)"),
+        ),
+        (
+            vec!["--defaulting", "--validation", "--defaulting-path", "/same", "--validation-path", "/same"],
+            format!("--validation-path /same: the defaulting webhook of webapp.example.com/v1 Guestbook is served there already (kubeforge.toml); each webhook needs a path of its own (for example `{cmd} --validation --validation-path /custom-validate`)"),
+        ),
+        (
+            vec!["--defaulting", "--validation", "--defaulting-path", "/validate-webapp-example-com-v1-guestbook"],
+            "--defaulting-path /validate-webapp-example-com-v1-guestbook: the validation webhook of webapp.example.com/v1 Guestbook is served there already".to_owned(),
+        ),
+    ] {
+        let stderr = fails(&dir, &args(&create_webhook("v1", &flags)));
+        assert!(stderr.contains(&expected), "{flags:?}: {stderr}");
+    }
+    assert_eq!(snapshot(&dir), before, "nothing written");
+}
+
+#[test]
+fn webhook_paths_are_recorded_and_registered_and_another_webhook_cannot_take_them() {
+    let (_tmp, dir) = project();
+    ok(&dir, &args(&create_api("webapp", "v1", "Guestbook")));
+    ok(&dir, &args(&create_api("webapp", "v1", "Shelf")));
+    let read = |path: &str| {
+        std::fs::read_to_string(dir.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    ok(
+        &dir,
+        &args(&create_webhook(
+            "v1",
+            &[
+                "--defaulting",
+                "--validation",
+                "--defaulting-path",
+                "/custom-default",
+                "--validation-path",
+                "/webhooks/custom-validate",
+            ],
+        )),
+    );
+    let record = read("kubeforge.toml");
+    assert!(
+        record.contains(
+            "[resource.webhooks]\ndefaulting = true\ndefaulting-path = \"/custom-default\"\nvalidation = true\nvalidation-path = \"/webhooks/custom-validate\"\n"
+        ),
+        "{record}"
+    );
+    let webhook = read("src/webhooks/webapp/v1/guestbook.rs");
+    for expected in [
+        "use kubeforge::webhook::{\n    AdmissionRequest, AdmissionResult, Defaulter, Denial, Validator, WebhookOptions,\n};",
+        "pub const DEFAULTING_PATH: &str = \"/custom-default\";",
+        "pub const VALIDATION_PATH: &str = \"/webhooks/custom-validate\";",
+        "/// - the defaulter at `/custom-default`,\n/// - the validator at `/webhooks/custom-validate`,\n",
+        "    mgr.webhooks()\n        .defaulter_with::<Guestbook, _>(\n            GuestbookWebhook,\n            WebhookOptions::default().path(DEFAULTING_PATH),\n        )\n        .validator_with::<Guestbook, _>(\n            GuestbookWebhook,\n            WebhookOptions::default().path(VALIDATION_PATH),\n        );\n",
+    ] {
+        assert!(webhook.contains(expected), "{expected}\n---\n{webhook}");
+    }
+
+    // Another kind's webhook may not take a path in use, custom or default.
+    let shelf = |flags: &[&str]| {
+        let mut v: Vec<String> = [
+            "create",
+            "webhook",
+            "--group",
+            "webapp",
+            "--version",
+            "v1",
+            "--kind",
+            "Shelf",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        v.extend(flags.iter().map(|f| (*f).to_owned()));
+        v
+    };
+    let before = snapshot(&dir);
+    let stderr = fails(
+        &dir,
+        &args(&shelf(&[
+            "--defaulting",
+            "--defaulting-path",
+            "/custom-default",
+        ])),
+    );
+    assert!(
+        stderr.contains("--defaulting-path /custom-default: the defaulting webhook of webapp.example.com/v1 Guestbook is served there already (kubeforge.toml)"),
+        "{stderr}"
+    );
+    assert_eq!(snapshot(&dir), before, "nothing written");
+
+    // One path given, the other webhook at kubebuilder's default.
+    ok(
+        &dir,
+        &args(&shelf(&[
+            "--defaulting",
+            "--validation",
+            "--validation-path",
+            "/shelf-validate",
+        ])),
+    );
+    let webhook = read("src/webhooks/webapp/v1/shelf.rs");
+    assert!(
+        webhook.contains("/// - the defaulter at `/mutate-webapp-example-com-v1-shelf`,\n/// - the validator at `/shelf-validate`,\n")
+            && webhook.contains("        .defaulter::<Shelf, _>(ShelfWebhook)\n        .validator_with::<Shelf, _>(\n            ShelfWebhook,\n            WebhookOptions::default().path(VALIDATION_PATH),\n        );")
+            && !webhook.contains("DEFAULTING_PATH"),
+        "{webhook}"
+    );
+    assert!(
+        read("kubeforge.toml")
+            .contains("kind = \"Shelf\"\nplural = \"shelfs\"\nnamespaced = true\napi = true\ncontroller = true\n\n[resource.webhooks]\ndefaulting = true\nvalidation = true\nvalidation-path = \"/shelf-validate\"\n"),
+        "recorded"
     );
 }
