@@ -307,7 +307,13 @@ impl Session {
         }
         let path = req.target.split('?').next().unwrap_or_default();
         let restful = contract::restful(path, &self.builtin_groups);
-        contract::check(&Answer::from_parts(&parts, body), restful, streamed)
+        let openapi_document = path.starts_with("/openapi/v3/");
+        contract::check(
+            &Answer::from_parts(&parts, body),
+            restful,
+            openapi_document,
+            streamed,
+        )
     }
 }
 
