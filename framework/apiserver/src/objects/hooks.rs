@@ -51,10 +51,8 @@ fn queue_absent_owners(shared: &Shared, old: Option<&StoredObject>, new: &Stored
     if !new.owner_uids().iter().any(|uid| added(uid)) {
         return;
     }
-    for uid in super::owners::dangling_owner_uids(shared, new.namespace(), new.value()) {
-        if added(&uid) {
-            shared.controllers.owner_gone(&uid);
-        }
+    for uid in super::owners::dangling_owner_uids(shared, new.namespace(), new.value(), added) {
+        shared.controllers.owner_gone(uid);
     }
 }
 

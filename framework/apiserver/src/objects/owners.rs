@@ -34,15 +34,26 @@ pub(crate) fn owner_present(shared: &Shared, namespace: &str, r: &Value) -> bool
     placed && owner_name == field("name") && def.kind == field("kind") && def.group == group
 }
 
-/// The uids of the owners `obj` (in `namespace`) references that are not
-/// [present](owner_present).
-pub(crate) fn dangling_owner_uids(shared: &Shared, namespace: &str, obj: &Value) -> Vec<String> {
+/// The owner references of `obj`, borrowed.
+fn owner_refs(obj: &Value) -> &[Value] {
     obj.get("metadata")
         .and_then(|m| m.get("ownerReferences"))
         .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|r| !owner_present(shared, namespace, r))
-        .map(|r| ref_uid(r).to_owned())
+        .map_or(&[], Vec::as_slice)
+}
+
+/// The uid of each owner reference of `obj` (in `namespace`) for which
+/// `wanted` holds and whose owner is not [present](owner_present): only
+/// the wanted references are looked up.
+pub(crate) fn dangling_owner_uids<'a>(
+    shared: &Shared,
+    namespace: &str,
+    obj: &'a Value,
+    wanted: impl Fn(&str) -> bool,
+) -> Vec<&'a str> {
+    owner_refs(obj)
+        .iter()
+        .filter(|r| wanted(ref_uid(r)) && !owner_present(shared, namespace, r))
+        .map(ref_uid)
         .collect()
 }

@@ -16,6 +16,22 @@ async fn apply(k: &Kube, path: &str, obj: serde_json::Value) {
     assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
 }
 
+/// Binds the Role `name` in `default` to the `robot` service account, by a
+/// RoleBinding of the same name.
+async fn bind_to_robot(k: &Kube, name: &str) {
+    apply(
+        k,
+        &format!("{RBAC}/namespaces/default/rolebindings"),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": "robot"}],
+        }),
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn the_audit_names_missing_rules_and_unused_grants() {
     let k = Kube::start().await;
@@ -36,17 +52,7 @@ async fn the_audit_names_missing_rules_and_unused_grants() {
         }),
     )
     .await;
-    apply(
-        &k,
-        &format!("{RBAC}/namespaces/default/rolebindings"),
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": "robot"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "robot"},
-            "subjects": [{"kind": "ServiceAccount", "name": "robot"}],
-        }),
-    )
-    .await;
+    bind_to_robot(&k, "robot").await;
 
     for _ in 0..3 {
         let r = robot.get("/api/v1/namespaces/default/configmaps").await;
@@ -175,17 +181,7 @@ async fn block_owner_deletion_needs_update_on_the_owners_finalizers_when_enforce
         }),
     )
     .await;
-    apply(
-        &k,
-        &format!("{RBAC}/namespaces/default/rolebindings"),
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": "robot"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "robot"},
-            "subjects": [{"kind": "ServiceAccount", "name": "robot"}],
-        }),
-    )
-    .await;
+    bind_to_robot(&k, "robot").await;
     let dependent = |name: &str, block: bool| {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
             "name": name,
@@ -213,13 +209,7 @@ async fn block_owner_deletion_needs_update_on_the_owners_finalizers_when_enforce
         "rules": [{"apiGroups": [""], "resources": ["configmaps/finalizers"], "verbs": ["update"]}],
     }))
     .await;
-    apply(&k, &format!("{RBAC}/namespaces/default/rolebindings"), json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": {"name": "robot-finalizers"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "robot-finalizers"},
-        "subjects": [{"kind": "ServiceAccount", "name": "robot"}],
-    }))
-    .await;
+    bind_to_robot(&k, "robot-finalizers").await;
     assert_eq!(
         robot.post(CMS, dependent("blocking", true)).await.code(),
         201
@@ -250,17 +240,7 @@ async fn an_apply_that_creates_is_authorized_for_create_too() {
         role(&["patch"]),
     )
     .await;
-    apply(
-        &k,
-        &format!("{RBAC}/namespaces/default/rolebindings"),
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": "robot"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "robot"},
-            "subjects": [{"kind": "ServiceAccount", "name": "robot"}],
-        }),
-    )
-    .await;
+    bind_to_robot(&k, "robot").await;
     const CM: &str = "/api/v1/namespaces/default/configmaps/applied";
     let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"}});
     // May patch, may not create: the apply of a new object is forbidden
@@ -281,17 +261,7 @@ async fn an_apply_that_creates_is_authorized_for_create_too() {
     let mut creates = role(&["create"]);
     creates["metadata"]["name"] = json!("robot-create");
     apply(&k, &format!("{RBAC}/namespaces/default/roles"), creates).await;
-    apply(
-        &k,
-        &format!("{RBAC}/namespaces/default/rolebindings"),
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": "robot-create"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "robot-create"},
-            "subjects": [{"kind": "ServiceAccount", "name": "robot"}],
-        }),
-    )
-    .await;
+    bind_to_robot(&k, "robot-create").await;
     k.server.clear_permission_audit();
     assert_eq!(robot.apply(CM, body.clone()).await.code(), 201);
     // Applied again: a patch of what exists, no create asked.
@@ -320,18 +290,9 @@ async fn a_put_that_creates_is_authorized_for_create_too() {
             "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": verbs}],
         })
     };
-    let bind = |name: &str| {
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": name},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": "robot"}],
-        })
-    };
     let roles = format!("{RBAC}/namespaces/default/roles");
-    let bindings = format!("{RBAC}/namespaces/default/rolebindings");
     apply(&k, &roles, grant("robot", &["update"])).await;
-    apply(&k, &bindings, bind("robot")).await;
+    bind_to_robot(&k, "robot").await;
     const LEASE: &str = "/apis/coordination.k8s.io/v1/namespaces/default/leases/held";
     let body = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": "held"}, "spec": {"holderIdentity": "robot"}});
@@ -362,7 +323,7 @@ async fn a_put_that_creates_is_authorized_for_create_too() {
 
     // With create as well: 201, and the audit counts the create.
     apply(&k, &roles, grant("robot-create", &["create"])).await;
-    apply(&k, &bindings, bind("robot-create")).await;
+    bind_to_robot(&k, "robot-create").await;
     k.server.clear_permission_audit();
     let r = robot.send("PUT", LEASE, Some(body.clone())).await;
     assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
@@ -399,17 +360,7 @@ async fn a_role_created_by_a_put_may_not_escalate() {
         }),
     )
     .await;
-    apply(
-        &k,
-        &format!("{RBAC}/namespaces/default/rolebindings"),
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": "robot"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "robot"},
-            "subjects": [{"kind": "ServiceAccount", "name": "robot"}],
-        }),
-    )
-    .await;
+    bind_to_robot(&k, "robot").await;
     let role = |name: &str, verbs: &[&str]| {
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
