@@ -14,6 +14,7 @@
 pub(crate) mod call;
 pub(crate) mod conditions;
 pub(crate) mod config;
+pub(crate) mod policy_checks;
 mod review;
 pub(crate) mod validate;
 
