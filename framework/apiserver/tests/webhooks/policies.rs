@@ -7,6 +7,7 @@
 use serde_json::{json, Value};
 
 use crate::common::Kube;
+use crate::CONFIGMAPS;
 
 pub(crate) const POLICIES: &str =
     "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
@@ -409,4 +410,238 @@ async fn binding_writes_are_checked_as_kube_apiserver_checks_them() {
             .await;
         assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
     }
+}
+
+/// Creates a policy and a binding, asserting both were stored.
+async fn install(kube: &Kube, policy: Value, binding: Value) {
+    for (collection, obj) in [(POLICIES, policy), (BINDINGS, binding)] {
+        let r = kube.post(collection, &obj).await;
+        assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+    }
+}
+
+fn warnings(r: &crate::common::Resp) -> Vec<String> {
+    r.headers
+        .get_all(http::header::WARNING)
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_deny_binding_refuses_with_kubes_message_reason_and_cause() {
+    let kube = Kube::start().await;
+    install(
+        &kube,
+        policy(
+            "names",
+            json!({"validations": [
+                {"expression": "object.metadata.name != 'bad'"},
+                {"expression": "!has(object.data) || !('secret' in object.data)",
+                 "message": "  no secrets in configmaps  ", "reason": "Forbidden"},
+            ]}),
+        ),
+        binding("names-binding", "names", json!({})),
+    )
+    .await;
+    let r = kube
+        .post(CONFIGMAPS, &crate::configmap("bad", json!({})))
+        .await;
+    assert_eq!(r.code(), 422, "{}", String::from_utf8_lossy(&r.body));
+    let status = r.json();
+    let denial = "ValidatingAdmissionPolicy 'names' with binding 'names-binding' denied request: failed expression: object.metadata.name != 'bad'";
+    assert_eq!(status["reason"], "Invalid");
+    assert_eq!(
+        status["message"],
+        format!("configmaps \"bad\" is forbidden: {denial}")
+    );
+    assert_eq!(status["details"]["name"], "bad");
+    assert_eq!(status["details"]["kind"], "configmaps");
+    assert_eq!(status["details"]["causes"], json!([{"message": denial}]));
+    assert_eq!(kube.get(&format!("{CONFIGMAPS}/bad")).await.code(), 404);
+
+    // The message and reason of the validation that failed.
+    let mut secret = crate::configmap("leaky", json!({}));
+    secret["data"] = json!({"secret": "x"});
+    let r = kube.post(CONFIGMAPS, &secret).await;
+    assert_eq!(r.code(), 403, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["reason"], "Forbidden");
+    assert_eq!(
+        r.json()["message"],
+        "configmaps \"leaky\" is forbidden: ValidatingAdmissionPolicy 'names' with binding 'names-binding' denied request: no secrets in configmaps"
+    );
+
+    // Anything else passes; an update is judged too, with oldObject.
+    let r = kube
+        .post(CONFIGMAPS, &crate::configmap("good", json!({})))
+        .await;
+    assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+    let mut good = r.json();
+    good["data"] = json!({"secret": "x"});
+    let r = kube.put(&format!("{CONFIGMAPS}/good"), &good).await;
+    assert_eq!(r.code(), 403, "{}", String::from_utf8_lossy(&r.body));
+
+    // Without its binding the policy does nothing.
+    assert_eq!(
+        kube.delete(&format!("{BINDINGS}/names-binding"))
+            .await
+            .code(),
+        200
+    );
+    let r = kube
+        .post(CONFIGMAPS, &crate::configmap("bad", json!({})))
+        .await;
+    assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+}
+
+#[tokio::test]
+async fn a_warn_binding_admits_with_a_warning_header() {
+    let kube = Kube::start().await;
+    install(
+        &kube,
+        policy(
+            "labels",
+            json!({"validations": [{
+                "expression": "has(object.metadata.labels) && 'team' in object.metadata.labels",
+                "messageExpression": "'configmap ' + object.metadata.name + ' has no team label'",
+            }]}),
+        ),
+        binding(
+            "labels-warn",
+            "labels",
+            json!({"validationActions": ["Warn", "Audit"]}),
+        ),
+    )
+    .await;
+    let r = kube
+        .post(CONFIGMAPS, &crate::configmap("orphan", json!({})))
+        .await;
+    assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(
+        warnings(&r),
+        vec!["299 - \"Validation failed for ValidatingAdmissionPolicy 'labels' with binding 'labels-warn': configmap orphan has no team label\"".to_owned()]
+    );
+    let r = kube
+        .post(CONFIGMAPS, &crate::configmap("owned", json!({"team": "a"})))
+        .await;
+    assert_eq!(r.code(), 201);
+    assert!(warnings(&r).is_empty(), "{:?}", warnings(&r));
+}
+
+#[tokio::test]
+async fn match_constraints_selectors_and_binding_resources_pick_the_requests() {
+    let kube = Kube::start().await;
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "guarded", "labels": {"policy": "on"}}});
+    assert_eq!(kube.post("/api/v1/namespaces", &ns).await.code(), 201);
+    install(
+        &kube,
+        policy(
+            "no-x",
+            json!({
+                "matchConstraints": {
+                    "resourceRules": [{"operations": ["CREATE", "DELETE"], "apiGroups": [""],
+                        "apiVersions": ["v1"], "resources": ["configmaps"]}],
+                    "excludeResourceRules": [{"operations": ["*"], "apiGroups": [""],
+                        "apiVersions": ["v1"], "resources": ["configmaps"], "resourceNames": ["exempt"]}],
+                    "objectSelector": {"matchExpressions": [{"key": "skip", "operator": "DoesNotExist"}]},
+                },
+                "validations": [{"expression": "request.operation == 'DELETE' ? oldObject.data.x != 'keep' : object.data.x != 'x'"}],
+            }),
+        ),
+        binding(
+            "no-x-guarded",
+            "no-x",
+            json!({"matchResources": {"namespaceSelector": {"matchLabels": {"policy": "on"}}}}),
+        ),
+    )
+    .await;
+    const GUARDED: &str = "/api/v1/namespaces/guarded/configmaps";
+    let with_x = |name: &str, x: &str, labels: Value| {
+        let mut cm = crate::configmap(name, labels);
+        cm["data"] = json!({"x": x});
+        cm
+    };
+    // The binding's namespaceSelector leaves `default` alone.
+    let r = kube.post(CONFIGMAPS, &with_x("a", "x", json!({}))).await;
+    assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+    // In the guarded namespace it is judged.
+    let r = kube.post(GUARDED, &with_x("a", "x", json!({}))).await;
+    assert_eq!(r.code(), 422, "{}", String::from_utf8_lossy(&r.body));
+    // The excluded name and the objectSelector escape.
+    let r = kube.post(GUARDED, &with_x("exempt", "x", json!({}))).await;
+    assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+    let r = kube
+        .post(GUARDED, &with_x("skipped", "x", json!({"skip": "yes"})))
+        .await;
+    assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+    // A delete is judged by its oldObject (object is null).
+    let r = kube.post(GUARDED, &with_x("kept", "keep", json!({}))).await;
+    assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+    let r = kube.delete(&format!("{GUARDED}/kept")).await;
+    assert_eq!(r.code(), 422, "{}", String::from_utf8_lossy(&r.body));
+    // UPDATE is not among the operations.
+    let mut kept = kube.get(&format!("{GUARDED}/kept")).await.json();
+    kept["data"]["x"] = json!("x");
+    assert_eq!(
+        kube.put(&format!("{GUARDED}/kept"), &kept).await.code(),
+        200
+    );
+}
+
+#[tokio::test]
+async fn failure_policy_match_conditions_and_variables() {
+    let kube = Kube::start().await;
+    // An expression that errors on objects without data.
+    let erroring = json!({
+        "matchConditions": [{"name": "labelled", "expression": "has(object.metadata.labels) && 'checked' in object.metadata.labels"}],
+        "variables": [{"name": "size", "expression": "object.data.size()"}],
+        "validations": [{"expression": "variables.size < 2", "message": "too many keys"}],
+    });
+    let mut ignoring = erroring.clone();
+    ignoring["failurePolicy"] = json!("Ignore");
+    ignoring["matchConditions"][0]["expression"] =
+        json!("has(object.metadata.labels) && 'lenient' in object.metadata.labels");
+    install(
+        &kube,
+        policy("strict", erroring),
+        binding("strict", "strict", json!({})),
+    )
+    .await;
+    install(
+        &kube,
+        policy("lenient", ignoring),
+        binding("lenient", "lenient", json!({})),
+    )
+    .await;
+
+    let mut big = crate::configmap("big", json!({"checked": "yes"}));
+    big["data"] = json!({"a": "1", "b": "2"});
+    let r = kube.post(CONFIGMAPS, &big).await;
+    assert_eq!(r.code(), 422, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(
+        r.json()["details"]["causes"][0]["message"],
+        "ValidatingAdmissionPolicy 'strict' with binding 'strict' denied request: too many keys"
+    );
+    // The match condition leaves unlabelled objects alone.
+    big["metadata"]["labels"] = json!({});
+    assert_eq!(kube.post(CONFIGMAPS, &big).await.code(), 201);
+
+    // No data: the variable fails, so the validation errs: under Fail a
+    // denial naming the expression, under Ignore nothing.
+    let mut empty = crate::configmap("empty", json!({"checked": "yes"}));
+    empty.as_object_mut().map(|o| o.remove("data"));
+    let r = kube.post(CONFIGMAPS, &empty).await;
+    assert_eq!(r.code(), 422, "{}", String::from_utf8_lossy(&r.body));
+    let message = r.json()["details"]["causes"][0]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        message.starts_with("ValidatingAdmissionPolicy 'strict' with binding 'strict' denied request: expression 'variables.size < 2' resulted in error: "),
+        "{message}"
+    );
+    empty["metadata"]["labels"] = json!({"lenient": "yes"});
+    let r = kube.post(CONFIGMAPS, &empty).await;
+    assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
 }
