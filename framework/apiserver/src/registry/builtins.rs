@@ -348,14 +348,14 @@ builtin!(
     admissionregistration::v1::ValidatingAdmissionPolicy,
     Some(SPEC),
     NO_FIELDS,
-    Printer::Default
+    Printer::AdmissionPolicy
 );
 builtin!(
     VAP_BINDING,
     admissionregistration::v1::ValidatingAdmissionPolicyBinding,
     Some(SPEC),
     NO_FIELDS,
-    Printer::Default
+    Printer::AdmissionPolicyBinding
 );
 builtin!(
     MWC,
