@@ -283,3 +283,76 @@ fn name_of(obj: &Value) -> &str {
 fn array(v: Option<&Value>) -> &[Value] {
     v.and_then(Value::as_array).map_or(&[], Vec::as_slice)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn failures(spec: Value, object: Value) -> Vec<(String, Option<String>)> {
+        let request = json!({"operation": "CREATE"});
+        judge(&spec, &request, Some(&object), None)
+            .into_iter()
+            .map(|f| (f.message, f.reason))
+            .collect()
+    }
+
+    #[test]
+    fn messages_come_from_the_expression_the_message_or_the_validation() {
+        let object = json!({"metadata": {"name": "x"}, "data": {"long": "x".repeat(6000)}});
+        let spec = json!({"validations": [
+            {"expression": "false", "messageExpression": "'from ' + object.metadata.name", "message": "fixed"},
+            {"expression": "false", "messageExpression": "'two\\nlines'", "message": " fixed "},
+            {"expression": "false", "messageExpression": "1", "reason": "Forbidden"},
+            {"expression": " false ", "messageExpression": "'   '"},
+            {"expression": "false", "messageExpression": "object.data.long"},
+            {"expression": "false", "messageExpression": "object.data.long.substring(0, 5120)"},
+            {"expression": "true", "message": "never"},
+        ]});
+        assert_eq!(
+            failures(spec, object),
+            vec![
+                ("from x".to_owned(), None),
+                ("fixed".to_owned(), None),
+                (
+                    "failed expression: false".to_owned(),
+                    Some("Forbidden".to_owned())
+                ),
+                ("failed expression: false".to_owned(), None),
+                ("failed expression: false".to_owned(), None),
+                ("x".repeat(5120), None),
+            ]
+        );
+    }
+
+    #[test]
+    fn variables_see_earlier_variables_and_errors_follow_the_failure_policy() {
+        let object = json!({"metadata": {"name": "x"}, "data": {"a": "1", "b": "2"}});
+        let spec = json!({
+            "variables": [
+                {"name": "keys", "expression": "object.data.size()"},
+                {"name": "many", "expression": "variables.keys > 1"},
+                {"name": "broken", "expression": "object.missing.field"},
+            ],
+            "validations": [
+                {"expression": "!variables.many", "message": "too many"},
+                {"expression": "variables.broken == 1"},
+            ],
+        });
+        let got = failures(spec.clone(), object.clone());
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0], ("too many".to_owned(), None));
+        assert!(
+            got[1]
+                .0
+                .starts_with("expression 'variables.broken == 1' resulted in error: "),
+            "{got:?}"
+        );
+        let mut ignoring = spec;
+        ignoring["failurePolicy"] = json!("Ignore");
+        assert_eq!(
+            failures(ignoring, object),
+            vec![("too many".to_owned(), None)]
+        );
+    }
+}
