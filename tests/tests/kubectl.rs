@@ -1432,3 +1432,71 @@ webhooks:
         .await;
     assert!(!gone.ok && gone.stderr.contains("not found"), "{gone:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_applied_admission_policy_denies_a_create_with_its_message() {
+    // A server of its own: the policy would reach every other test's writes.
+    let env = Env::start().await;
+    let manifest = "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: no-bad-names
+spec:
+  matchConstraints:
+    resourceRules:
+    - operations: [CREATE]
+      apiGroups: ['']
+      apiVersions: [v1]
+      resources: [configmaps]
+  validations:
+  - expression: \"!object.metadata.name.startsWith('bad')\"
+    messageExpression: \"'configmap ' + object.metadata.name + ' has a bad name'\"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: no-bad-names-binding
+spec:
+  policyName: no-bad-names
+  validationActions: [Deny]
+";
+    let out = env.apply("policy.yaml", manifest).await;
+    assert!(out.ok, "{out:?}");
+    let denied = env
+        .run(&["create", "configmap", "bad-one", "--from-literal=a=b"])
+        .await;
+    assert!(!denied.ok, "{denied:?}");
+    assert!(
+        denied.stderr.contains("configmaps \"bad-one\" is forbidden: ValidatingAdmissionPolicy 'no-bad-names' with binding 'no-bad-names-binding' denied request: configmap bad-one has a bad name"),
+        "{}",
+        denied.stderr
+    );
+    env.ok(&["create", "configmap", "good-one", "--from-literal=a=b"])
+        .await;
+    let policy = env
+        .json(&["get", "validatingadmissionpolicy", "no-bad-names"])
+        .await;
+    assert_eq!(policy["spec"]["failurePolicy"], "Fail");
+    // kube-apiserver's printer columns.
+    for (resource, header, row) in [
+        (
+            "validatingadmissionpolicies",
+            ["NAME", "VALIDATIONS", "PARAMKIND", "AGE"],
+            ["no-bad-names", "1", "<unset>"],
+        ),
+        (
+            "validatingadmissionpolicybindings",
+            ["NAME", "POLICYNAME", "PARAMREF", "AGE"],
+            ["no-bad-names-binding", "no-bad-names", "<unset>"],
+        ),
+    ] {
+        let table = env.ok(&["get", resource]).await;
+        let lines: Vec<Vec<&str>> = table
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(lines.len(), 2, "{table}");
+        assert_eq!(lines[0], header, "{table}");
+        assert_eq!(lines[1][..3], row, "{table}");
+    }
+}

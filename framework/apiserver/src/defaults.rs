@@ -222,6 +222,18 @@ fn field_defaults(def: &ResourceDef, obj: &mut Value) {
     ) {
         let mutating = def.plural == "mutatingwebhookconfigurations";
         crate::webhooks::validate::default(obj, mutating);
+    } else if is(
+        def,
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicies",
+    ) {
+        crate::webhooks::policy_checks::default(obj, false);
+    } else if is(
+        def,
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicybindings",
+    ) {
+        crate::webhooks::policy_checks::default(obj, true);
     } else if is(def, "apiextensions.k8s.io", "customresourcedefinitions") {
         if let Some(spec) = ensure_object(obj, &["spec"]) {
             set_if_absent(spec, "conversion", json!({"strategy": "None"}));

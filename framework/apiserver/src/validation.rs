@@ -140,6 +140,12 @@ pub(crate) fn validate(def: &ResourceDef, obj: &Value, old: Option<&Value>) -> V
             let mutating = def.plural == "mutatingwebhookconfigurations";
             causes.extend(crate::webhooks::validate::validate(mutating, obj, old));
         }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => {
+            causes.extend(crate::webhooks::policy_checks::validate_policy(obj, old));
+        }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings") => {
+            causes.extend(crate::webhooks::policy_checks::validate_binding(obj));
+        }
         ("coordination.k8s.io", "leases")
             if obj
                 .pointer("/spec/leaseDurationSeconds")

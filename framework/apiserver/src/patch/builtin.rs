@@ -31,6 +31,8 @@ enum Kind {
     Secret,
     CustomResourceDefinition,
     WebhookConfiguration,
+    AdmissionPolicy,
+    AdmissionPolicyBinding,
     Role,
     RoleBinding,
     CoreEvent,
@@ -73,6 +75,12 @@ static CRD: BuiltinSchema = BuiltinSchema {
 static WEBHOOK: BuiltinSchema = BuiltinSchema {
     kind: Kind::WebhookConfiguration,
 };
+static ADMISSION_POLICY: BuiltinSchema = BuiltinSchema {
+    kind: Kind::AdmissionPolicy,
+};
+static ADMISSION_POLICY_BINDING: BuiltinSchema = BuiltinSchema {
+    kind: Kind::AdmissionPolicyBinding,
+};
 static ROLE: BuiltinSchema = BuiltinSchema { kind: Kind::Role };
 static ROLE_BINDING: BuiltinSchema = BuiltinSchema {
     kind: Kind::RoleBinding,
@@ -103,6 +111,10 @@ pub fn builtin_merge_schema(group: &str, kind: &str) -> &'static dyn MergeSchema
             "admissionregistration.k8s.io",
             "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration",
         ) => &WEBHOOK,
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => &ADMISSION_POLICY,
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            &ADMISSION_POLICY_BINDING
+        }
         ("rbac.authorization.k8s.io", "Role" | "ClusterRole") => &ROLE,
         ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => &ROLE_BINDING,
         _ => &GENERIC,
@@ -210,6 +222,13 @@ impl BuiltinSchema {
             (Kind::ServiceAccount, ["secrets"]) => same(keyed(&["name"])),
             (Kind::WebhookConfiguration, ["webhooks"]) => same(keyed(&["name"])),
             (Kind::WebhookConfiguration, ["webhooks", "matchConditions"]) => same(keyed(&["name"])),
+            (Kind::AdmissionPolicy, ["spec", "matchConditions"]) => same(keyed(&["name"])),
+            (Kind::AdmissionPolicy, ["status", "conditions"]) => same(keyed(&["type"])),
+            // ValidationActions: `+listType=set`, no patch strategy.
+            (Kind::AdmissionPolicyBinding, ["spec", "validationActions"]) => Some(ListRule {
+                apply: ListType::Set,
+                patch: ListType::Atomic,
+            }),
             _ => None,
         }
     }
@@ -227,6 +246,15 @@ impl BuiltinSchema {
                 | (Kind::RoleBinding, ["roleRef"])
                 | (Kind::CoreEvent, ["involvedObject" | "related"])
                 | (Kind::Event, ["regarding" | "related"])
+                | (
+                    Kind::AdmissionPolicy,
+                    ["spec", "matchConstraints", "namespaceSelector" | "objectSelector"]
+                )
+                | (
+                    Kind::AdmissionPolicyBinding,
+                    ["spec", "matchResources", "namespaceSelector" | "objectSelector"]
+                        | ["spec", "paramRef", "selector"]
+                )
         )
     }
 

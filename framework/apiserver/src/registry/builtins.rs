@@ -344,6 +344,20 @@ builtin!(
     Printer::Webhook
 );
 builtin!(
+    VAP,
+    admissionregistration::v1::ValidatingAdmissionPolicy,
+    Some(SPEC),
+    NO_FIELDS,
+    Printer::AdmissionPolicy
+);
+builtin!(
+    VAP_BINDING,
+    admissionregistration::v1::ValidatingAdmissionPolicyBinding,
+    Some(SPEC),
+    NO_FIELDS,
+    Printer::AdmissionPolicyBinding
+);
+builtin!(
     MWC,
     admissionregistration::v1::MutatingWebhookConfiguration,
     Some(&["webhooks"]),
@@ -692,6 +706,28 @@ pub(crate) fn all() -> Vec<ResourceDef> {
             ext,
             false,
             &VWC,
+        ),
+        def(
+            "admissionregistration.k8s.io",
+            "validatingadmissionpolicies",
+            "ValidatingAdmissionPolicy",
+            false,
+            ALL_VERBS,
+            &[],
+            ext,
+            true,
+            &VAP,
+        ),
+        def(
+            "admissionregistration.k8s.io",
+            "validatingadmissionpolicybindings",
+            "ValidatingAdmissionPolicyBinding",
+            false,
+            ALL_VERBS,
+            &[],
+            ext,
+            false,
+            &VAP_BINDING,
         ),
         crd,
         // The access reviews: create-only, answered and never stored.

@@ -37,6 +37,8 @@ pub(crate) enum Printer {
     Lease,
     RoleBinding,
     Webhook,
+    AdmissionPolicy,
+    AdmissionPolicyBinding,
 }
 
 /// A subresource beyond status and scale, as discovery lists it.

@@ -1,6 +1,6 @@
 //! The built-in printers: the columns and cells kubectl users know from
 //! kube-apiserver for pods, workloads, services, config maps, secrets,
-//! namespaces, events, leases, bindings and webhooks.
+//! namespaces, events, leases, bindings, webhooks and admission policies.
 
 use serde_json::{json, Value};
 
@@ -126,6 +126,12 @@ pub(super) fn columns(printer: Printer) -> Vec<Value> {
             s("ServiceAccounts", 1),
         ]),
         Printer::Webhook => cols.extend([i("Webhooks", 0), age_col()]),
+        Printer::AdmissionPolicy => {
+            cols.extend([i("Validations", 0), s("ParamKind", 0), age_col()]);
+        }
+        Printer::AdmissionPolicyBinding => {
+            cols.extend([s("PolicyName", 0), s("ParamRef", 0), age_col()]);
+        }
     }
     cols
 }
@@ -378,5 +384,40 @@ pub(super) fn cells(printer: Printer, o: &Value) -> Vec<Value> {
             ]
         }
         Printer::Webhook => vec![name(o), json!(len_at(o, "/webhooks")), age(o)],
+        Printer::AdmissionPolicy => {
+            let param_kind = match o.pointer("/spec/paramKind").filter(|k| !k.is_null()) {
+                Some(k) => format!("{}/{}", str_at(k, "/apiVersion"), str_at(k, "/kind")),
+                None => "<unset>".into(),
+            };
+            vec![
+                name(o),
+                json!(len_at(o, "/spec/validations")),
+                json!(param_kind),
+                age(o),
+            ]
+        }
+        Printer::AdmissionPolicyBinding => {
+            let param_ref = match o.pointer("/spec/paramRef").filter(|r| !r.is_null()) {
+                // Whether the parameter kind is namespaced is not known
+                // here: a name without a namespace gets `*`.
+                Some(r) if !str_at(r, "/name").is_empty() => {
+                    let namespace = match str_at(r, "/namespace") {
+                        "" => "*",
+                        ns => ns,
+                    };
+                    format!("{namespace}/{}", str_at(r, "/name"))
+                }
+                Some(r) if r.get("selector").is_some_and(|s| !s.is_null()) => {
+                    selector(r, "/selector")
+                }
+                _ => "<unset>".into(),
+            };
+            vec![
+                name(o),
+                json!(str_at(o, "/spec/policyName")),
+                json!(param_ref),
+                age(o),
+            ]
+        }
     }
 }

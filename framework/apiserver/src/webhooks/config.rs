@@ -174,6 +174,65 @@ impl Hook {
     }
 }
 
+/// Whether a policy's `matchConstraints` or a binding's `matchResources`
+/// take in this request, as kube-apiserver's generic policy matcher
+/// decides: both selectors, then no `excludeResourceRules` entry, then a
+/// `resourceRules` entry (none: every resource), each rule's
+/// `resourceNames` (when listed) naming the object; `matchPolicy` as for
+/// webhooks.
+pub(crate) fn resources_match(
+    criteria: &Value,
+    shared: &Shared,
+    attrs: &Attributes<'_>,
+    object: Option<&Value>,
+    old: Option<&Value>,
+) -> bool {
+    let named = |rules: &str| -> Value {
+        let rules = criteria.get(rules).and_then(Value::as_array);
+        rules
+            .into_iter()
+            .flatten()
+            .filter(|rule| {
+                rule.get("resourceNames")
+                    .and_then(Value::as_array)
+                    .is_none_or(|names| {
+                        names.is_empty() || names.iter().any(|n| n.as_str() == Some(attrs.name))
+                    })
+            })
+            .cloned()
+            .collect()
+    };
+    let with_rules = |rules: Value| {
+        let mut spec = serde_json::json!({"rules": rules});
+        for field in ["matchPolicy", "namespaceSelector", "objectSelector"] {
+            if let Some(v) = criteria.get(field) {
+                spec[field] = v.clone();
+            }
+        }
+        Hook::from_spec(&spec)
+    };
+    let selectors = with_rules(Value::Array(Vec::new()));
+    if !(selectors.namespace_matches(shared, attrs, object, old)
+        && selectors.object_matches(object, old))
+    {
+        return false;
+    }
+    if with_rules(named("excludeResourceRules"))
+        .matched_version(attrs)
+        .is_some()
+    {
+        return false;
+    }
+    let every_resource = criteria
+        .get("resourceRules")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty);
+    every_resource
+        || with_rules(named("resourceRules"))
+            .matched_version(attrs)
+            .is_some()
+}
+
 /// An absent or `{}` selector selects everything.
 fn is_empty(selector: &Value) -> bool {
     selector.is_null() || selector.as_object().is_some_and(|m| m.is_empty())

@@ -14,6 +14,8 @@
 pub(crate) mod call;
 pub(crate) mod conditions;
 pub(crate) mod config;
+mod policies;
+pub(crate) mod policy_checks;
 mod review;
 pub(crate) mod validate;
 
@@ -352,6 +354,11 @@ impl Admission for Chain {
         if config::exempt(&attrs.def.group, &attrs.def.plural) {
             return Ok(());
         }
+        // The policies first: kube-apiserver's ValidatingAdmissionPolicy
+        // plugin runs before its ValidatingAdmissionWebhook plugin.
+        let (warnings, judged) = policies::admit(&self.shared, attrs, object, old);
+        self.warn(warnings);
+        judged?;
         let mut calls = Vec::new();
         for hook in config::hooks(&self.shared, &config::validating_key()) {
             let Some(version) = hook.matches(&self.shared, attrs, object, old) else {

@@ -17,8 +17,8 @@ use serde_json::{Map, Value};
 use crate::schema::names;
 use crate::status::Cause;
 
-const FAILURE_POLICIES: &[&str] = &["Fail", "Ignore"];
-const MATCH_POLICIES: &[&str] = &["Equivalent", "Exact"];
+pub(super) const FAILURE_POLICIES: &[&str] = &["Fail", "Ignore"];
+pub(super) const MATCH_POLICIES: &[&str] = &["Equivalent", "Exact"];
 const NO_SIDE_EFFECTS: &[&str] = &["None", "NoneOnDryRun"];
 const SIDE_EFFECTS: &[&str] = &["None", "NoneOnDryRun", "Some", "Unknown"];
 const OPERATIONS: &[&str] = &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
@@ -168,7 +168,13 @@ fn webhook(hook: &Value, mutating: bool, opts: &Options, path: &str, out: &mut V
 }
 
 /// An optional enum field: absent, or one of `supported`.
-fn one_of(hook: &Value, field: &str, supported: &[&str], path: &str, out: &mut Vec<Cause>) {
+pub(super) fn one_of(
+    hook: &Value,
+    field: &str,
+    supported: &[&str],
+    path: &str,
+    out: &mut Vec<Cause>,
+) {
     if let Some(v) = str_at(hook, field) {
         if !supported.contains(&v) {
             out.push(not_supported(format!("{path}.{field}"), v, supported));
@@ -195,7 +201,7 @@ fn fully_qualified_name(name: &str, path: &str, out: &mut Vec<Cause>) {
 }
 
 /// `validateRuleWithOperations` and `validateRule` (subresources allowed).
-fn rule_with_operations(rule: &Value, path: &str, out: &mut Vec<Cause>) {
+pub(super) fn rule_with_operations(rule: &Value, path: &str, out: &mut Vec<Cause>) {
     let operations = strings(rule.get("operations"));
     let at = format!("{path}.operations");
     if operations.is_empty() {
@@ -348,7 +354,12 @@ fn review_versions(
 }
 
 /// `metav1validation.ValidateLabelSelector`.
-fn label_selector(selector: &Value, allow_invalid_values: bool, path: &str, out: &mut Vec<Cause>) {
+pub(super) fn label_selector(
+    selector: &Value,
+    allow_invalid_values: bool,
+    path: &str,
+    out: &mut Vec<Cause>,
+) {
     let labels = selector.get("matchLabels").and_then(Value::as_object);
     for (key, value) in labels.into_iter().flatten() {
         let at = format!("{path}.matchLabels");
@@ -572,36 +583,36 @@ fn webhooks_of(obj: &Value) -> &[Value] {
     array(obj.get("webhooks"))
 }
 
-fn array(v: Option<&Value>) -> &[Value] {
+pub(super) fn array(v: Option<&Value>) -> &[Value] {
     v.and_then(Value::as_array).map_or(&[], Vec::as_slice)
 }
 
-fn strings(v: Option<&Value>) -> Vec<&str> {
+pub(super) fn strings(v: Option<&Value>) -> Vec<&str> {
     array(v).iter().map(|s| s.as_str().unwrap_or("")).collect()
 }
 
-fn str_at<'v>(obj: &'v Value, field: &str) -> Option<&'v str> {
+pub(super) fn str_at<'v>(obj: &'v Value, field: &str) -> Option<&'v str> {
     obj.get(field).and_then(Value::as_str)
 }
 
 /// Go's `%q`.
-fn quote(s: &str) -> String {
+pub(super) fn quote(s: &str) -> String {
     format!("{s:?}")
 }
 
 /// Go's `%#v` of a string slice of `elem` type.
-fn go_slice(elem: &str, values: &[&str]) -> String {
+pub(super) fn go_slice(elem: &str, values: &[&str]) -> String {
     let quoted: Vec<String> = values.iter().map(|v| quote(v)).collect();
     format!("[]{elem}{{{}}}", quoted.join(", "))
 }
 
 /// `field.Invalid`; `value` as Go prints it.
-fn invalid(path: impl Into<String>, value: &str, detail: &str) -> Cause {
+pub(super) fn invalid(path: impl Into<String>, value: &str, detail: &str) -> Cause {
     Cause::invalid(path, format!("Invalid value: {value}: {detail}"))
 }
 
 /// `field.Required` with a detail.
-fn required(path: impl Into<String>, detail: &str) -> Cause {
+pub(super) fn required(path: impl Into<String>, detail: &str) -> Cause {
     Cause {
         reason: "FieldValueRequired".into(),
         message: format!("Required value: {detail}"),
@@ -610,7 +621,7 @@ fn required(path: impl Into<String>, detail: &str) -> Cause {
 }
 
 /// `field.NotSupported`.
-fn not_supported(path: impl Into<String>, value: &str, supported: &[&str]) -> Cause {
+pub(super) fn not_supported(path: impl Into<String>, value: &str, supported: &[&str]) -> Cause {
     let quoted: Vec<String> = supported.iter().map(|s| quote(s)).collect();
     Cause {
         reason: "FieldValueNotSupported".into(),
@@ -624,7 +635,7 @@ fn not_supported(path: impl Into<String>, value: &str, supported: &[&str]) -> Ca
 }
 
 /// `field.Duplicate`.
-fn duplicate(path: impl Into<String>, value: &str) -> Cause {
+pub(super) fn duplicate(path: impl Into<String>, value: &str) -> Cause {
     Cause {
         reason: "FieldValueDuplicate".into(),
         message: format!("Duplicate value: {}", quote(value)),
@@ -664,7 +675,7 @@ pub(crate) fn default(obj: &mut Value, mutating: bool) {
     }
 }
 
-fn set_if_absent(map: &mut Map<String, Value>, key: &str, value: Value) {
+pub(super) fn set_if_absent(map: &mut Map<String, Value>, key: &str, value: Value) {
     if map.get(key).is_none_or(Value::is_null) {
         map.insert(key.into(), value);
     }

@@ -9,6 +9,7 @@
 mod common;
 mod conditions;
 mod conversion;
+mod policies;
 mod scale;
 mod server;
 mod validation;

@@ -182,6 +182,26 @@ fn other_builtin_kinds() {
         );
         assert_eq!(wh.list_type(&["webhooks", "rules"]), ListType::Atomic);
     }
+    let policy = builtin_merge_schema("admissionregistration.k8s.io", "ValidatingAdmissionPolicy");
+    assert_eq!(
+        policy.list_type(&["spec", "matchConditions"]),
+        map(&["name"])
+    );
+    assert_eq!(policy.list_type(&["spec", "validations"]), ListType::Atomic);
+    let binding = builtin_merge_schema(
+        "admissionregistration.k8s.io",
+        "ValidatingAdmissionPolicyBinding",
+    );
+    assert_eq!(
+        binding.list_type(&["spec", "validationActions"]),
+        ListType::Set
+    );
+    assert_eq!(
+        binding.strategic_list_type(&["spec", "validationActions"]),
+        ListType::Atomic
+    );
+    assert!(binding.map_is_atomic(&["spec", "matchResources", "objectSelector"]));
+    assert!(policy.map_is_atomic(&["spec", "matchConstraints", "namespaceSelector"]));
     let event = builtin_merge_schema("", "Event");
     assert!(event.map_is_atomic(&["involvedObject"]));
     let event = builtin_merge_schema("events.k8s.io", "Event");

@@ -186,6 +186,73 @@ pub(crate) fn evaluate_bool(
     outcome.unwrap_or_else(|panicked| Err(format!("evaluation failed: {panicked}")))
 }
 
+/// What one of a policy's validations gave.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Checked {
+    Passed,
+    /// False: with the `messageExpression`'s text when it gave a usable
+    /// one (a string of one line, at most 5 KiB, trimmed).
+    Failed(Option<String>),
+    /// The evaluation failed, with why.
+    Error(String),
+}
+
+/// The longest text a `messageExpression` may give
+/// (`MaxEvaluatedMessageExpressionSizeBytes`).
+const MAX_MESSAGE_BYTES: usize = 5 * 1024;
+
+/// Runs a ValidatingAdmissionPolicy's programs for one request in one
+/// scope: `inputs` (object, oldObject, request, params) bound once, then
+/// the `variables` in order, each seeing the earlier ones as
+/// `variables.NAME` (one that fails is left out, so a reference to it
+/// fails), then each validation with its optional messageExpression,
+/// evaluated only when the validation is false.
+pub(crate) fn evaluate_policy(
+    inputs: &[(&str, &Value)],
+    variables: &[(&str, &cel::Program)],
+    validations: &[(&cel::Program, Option<&cel::Program>)],
+) -> Result<Vec<Checked>, String> {
+    let outcome = work::with_large_stack(|| {
+        let mut context = LIBRARY.new_inner_scope();
+        for (name, value) in inputs {
+            let value = cel::to_value(value).map_err(|e| e.to_string())?;
+            context.add_variable_from_value(*name, value);
+        }
+        let mut computed = std::collections::HashMap::new();
+        for (name, program) in variables {
+            context.add_variable_from_value("variables", computed.clone());
+            if let Ok(value) = program.execute(&context) {
+                computed.insert((*name).to_owned(), value);
+            }
+        }
+        context.add_variable_from_value("variables", computed);
+        Ok(validations
+            .iter()
+            .map(|(program, message)| match program.execute(&context) {
+                Ok(cel::Value::Bool(true)) => Checked::Passed,
+                Ok(cel::Value::Bool(false)) => {
+                    Checked::Failed(message.and_then(|m| match m.execute(&context) {
+                        Ok(cel::Value::String(text)) => {
+                            let text = text.trim();
+                            (!text.is_empty()
+                                && text.len() <= MAX_MESSAGE_BYTES
+                                && !text.contains('\n'))
+                            .then(|| text.to_owned())
+                        }
+                        _ => None,
+                    }))
+                }
+                Ok(other) => Checked::Error(format!(
+                    "expected a boolean result, got {:?}",
+                    other.type_of()
+                )),
+                Err(e) => Checked::Error(e.to_string()),
+            })
+            .collect())
+    });
+    outcome.unwrap_or_else(|panicked| Err(format!("evaluation failed: {panicked}")))
+}
+
 /// The places that rules sit at in a schema, each with how to reach it
 /// from the object's root, the declared type of `self` there, and how
 /// many times it may occur in one object (`None`: unbounded), as
