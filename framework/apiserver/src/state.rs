@@ -85,6 +85,9 @@ impl Shared {
 #[derive(Default)]
 struct Pending {
     owners_gone: Vec<String>,
+    /// Dependents given a reference to an object in another namespace:
+    /// `(resource, key, owner uid)`.
+    misplaced_owners: Vec<(ResKey, ObjKey, String)>,
     deleting: BTreeSet<(ResKey, ObjKey)>,
     new_namespaces: Vec<String>,
 }
@@ -135,6 +138,19 @@ impl ControllerQueue {
         if !uid.is_empty() {
             self.lock().owners_gone.push(uid.to_owned());
         }
+    }
+
+    /// `key` was given a reference to `uid`, an object in another
+    /// namespace: the collector records it on the dependent.
+    pub fn owner_misplaced(&self, res: ResKey, key: ObjKey, uid: &str) {
+        self.lock()
+            .misplaced_owners
+            .push((res, key, uid.to_owned()));
+    }
+
+    /// The dependents with misplaced owners queued since the last call.
+    pub fn take_misplaced_owners(&self) -> Vec<(ResKey, ObjKey, String)> {
+        std::mem::take(&mut self.lock().misplaced_owners)
     }
 
     /// The uids of removed owners queued since the last call.

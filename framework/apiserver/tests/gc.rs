@@ -307,16 +307,21 @@ async fn a_dependent_written_after_its_owner_is_gone_is_collected() {
 
 /// An owner reference resolves in the dependent's namespace, by group,
 /// kind and name, as kube-controller-manager's collector looks owners up:
-/// the uid of an object in another namespace, or of another kind, or a
-/// namespaced owner of a cluster-scoped dependent, is no owner, and the
-/// dependent is collected. A reference that resolves keeps its dependent.
+/// the uid of an object in another namespace, or of another kind, is no
+/// owner, and the dependent is collected. A cluster-scoped dependent naming
+/// a namespaced kind cannot be judged and is never collected. A reference
+/// to an object in another namespace is reported on the dependent as kube
+/// reports it (`OwnerRefInvalidNamespace`). A reference that resolves keeps
+/// its dependent.
 #[tokio::test]
 async fn a_reference_to_an_owner_elsewhere_is_dangling() {
     let k = Kube::start().await;
     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}});
     assert_eq!(k.post("/api/v1/namespaces", &ns).await.code(), 201);
     let owner = k.configmap("default", "owner", json!({})).await;
-    let reference = |kind: &str| json!([{"apiVersion": "v1", "kind": kind, "name": "owner", "uid": owner["metadata"]["uid"]}]);
+    let uid = owner["metadata"]["uid"].as_str().unwrap().to_owned();
+    let reference =
+        |kind: &str| json!([{"apiVersion": "v1", "kind": kind, "name": "owner", "uid": uid}]);
     let k = &k;
     let create = |path: String, body: Value| async move {
         let r = k.post(&path, &body).await;
@@ -326,6 +331,7 @@ async fn a_reference_to_an_owner_elsewhere_is_dangling() {
         json!({"apiVersion": "v1", "kind": "ConfigMap",
                "metadata": {"name": name, "ownerReferences": refs}})
     };
+    const ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
     create(CMS.to_owned(), cm("kept", reference("ConfigMap"))).await;
     create(
         "/api/v1/namespaces/other/configmaps".to_owned(),
@@ -334,7 +340,7 @@ async fn a_reference_to_an_owner_elsewhere_is_dangling() {
     .await;
     create(CMS.to_owned(), cm("other-kind", reference("Secret"))).await;
     create(
-        "/apis/rbac.authorization.k8s.io/v1/clusterroles".to_owned(),
+        ROLES.to_owned(),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                "metadata": {"name": "cluster-scoped", "ownerReferences": reference("ConfigMap")}}),
     )
@@ -345,12 +351,55 @@ async fn a_reference_to_an_owner_elsewhere_is_dangling() {
             .code()
             == 404
             && k.get(&format!("{CMS}/other-kind")).await.code() == 404
-            && k.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/cluster-scoped")
-                .await
-                .code()
-                == 404
     })
     .await;
     assert_eq!(k.get(&format!("{CMS}/kept")).await.code(), 200);
     assert_eq!(k.get(&format!("{CMS}/owner")).await.code(), 200);
+
+    // Each misplaced reference reported once, on its dependent.
+    let reported = async |ns: &str| -> Vec<Value> {
+        let events = k
+            .get(&format!(
+                "/api/v1/namespaces/{ns}/events?fieldSelector=reason%3DOwnerRefInvalidNamespace"
+            ))
+            .await
+            .json();
+        events["items"].as_array().cloned().unwrap_or_default()
+    };
+    let expected = |dependent_ns: &str| {
+        format!(
+            "ownerRef [v1/ConfigMap, namespace: {dependent_ns}, name: owner, uid: {uid}] \
+             does not exist in namespace \"{dependent_ns}\""
+        )
+    };
+    eventually("both misplaced references reported", async || {
+        reported("other").await.len() == 1 && reported("default").await.len() == 1
+    })
+    .await;
+    let elsewhere = &reported("other").await[0];
+    assert_eq!(elsewhere["type"], "Warning");
+    assert_eq!(elsewhere["message"], expected("other"));
+    assert_eq!(
+        elsewhere["source"]["component"],
+        "garbage-collector-controller"
+    );
+    assert_eq!(elsewhere["involvedObject"]["kind"], "ConfigMap");
+    assert_eq!(elsewhere["involvedObject"]["name"], "elsewhere");
+    let cluster_scoped = &reported("default").await[0];
+    assert_eq!(cluster_scoped["message"], expected(""));
+    assert_eq!(cluster_scoped["involvedObject"]["kind"], "ClusterRole");
+    assert_eq!(
+        cluster_scoped["involvedObject"]["apiVersion"],
+        "rbac.authorization.k8s.io/v1"
+    );
+
+    // The owner's removal collects its dependent but not the cluster-scoped
+    // object that named it: that reference cannot be judged.
+    assert_eq!(k.delete(&format!("{CMS}/owner")).await.code(), 200);
+    eventually("the owned ConfigMap collected", async || {
+        k.get(&format!("{CMS}/kept")).await.code() == 404
+    })
+    .await;
+    assert_eq!(k.get(&format!("{ROLES}/cluster-scoped")).await.code(), 200);
+    assert_eq!(reported("default").await.len(), 1, "reported again");
 }

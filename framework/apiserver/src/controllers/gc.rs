@@ -4,15 +4,22 @@
 
 use serde_json::Value;
 
-use super::write::{delete_quietly, owner_refs, ref_uid, remove_finalizer, strip_refs};
-use crate::objects::owners::owner_present;
+use super::write::{
+    delete_quietly, record_event, ref_uid, remove_finalizer, strip_refs, Involved, Note,
+};
+use crate::objects::owners::{lookup, owner_refs, Verdict};
 use crate::objects::Propagation;
-use crate::registry::ResourceDef;
+use crate::registry::{ResKey, ResourceDef};
 use crate::state::Shared;
 use crate::storage::ObjKey;
 
-/// Dependents of a removed owner: deleted when no owner is left, otherwise
-/// the dangling reference is removed.
+/// The event source of kube-controller-manager's garbage collector.
+const GC_COMPONENT: &str = "garbage-collector-controller";
+
+/// Dependents of a removed (or absent) owner: deleted when no owner is
+/// left, otherwise the dangling references are removed. A dependent with a
+/// reference that cannot be judged is left alone, as kube's collector
+/// leaves it.
 pub(crate) fn owner_gone(shared: &Shared, uid: &str) {
     let deps = shared.storage.lock().dependents(uid);
     for (res, key) in deps {
@@ -22,20 +29,69 @@ pub(crate) fn owner_gone(shared: &Shared, uid: &str) {
         let Some(obj) = shared.storage.lock().get(&res, &key) else {
             continue;
         };
-        let refs = owner_refs(obj.value());
-        let alive: Vec<String> = refs
-            .iter()
-            .filter(|r| owner_present(shared, obj.namespace(), r))
-            .map(|r| ref_uid(r).to_owned())
-            .collect();
+        let mut alive: Vec<&str> = Vec::new();
+        let mut unresolvable = false;
+        for r in owner_refs(obj.value()) {
+            match lookup(shared, obj.namespace(), r).verdict {
+                Verdict::Present => alive.push(ref_uid(r)),
+                Verdict::Absent => {}
+                Verdict::Unresolvable => unresolvable = true,
+            }
+        }
+        if unresolvable {
+            continue;
+        }
         if alive.is_empty() {
             delete_quietly(shared, &def, &key, Propagation::Background);
         } else {
+            let alive: Vec<String> = alive.into_iter().map(str::to_owned).collect();
             strip_refs(shared, &def, &key, |r| {
                 !alive.iter().any(|u| u == ref_uid(r))
             });
         }
     }
+}
+
+/// kube's `OwnerRefInvalidNamespace` Warning on the dependent at `key`,
+/// given a reference to `uid`, an object in another namespace (a
+/// namespaced owner is looked for only in its dependent's namespace).
+/// Nothing is recorded when the dependent or the reference went meanwhile.
+pub(crate) fn report_misplaced(shared: &Shared, res: &ResKey, key: &ObjKey, uid: &str) {
+    let Some(def) = shared.registry().by_key(res) else {
+        return;
+    };
+    let Some(dependent) = shared.storage.lock().get(res, key) else {
+        return;
+    };
+    let Some(r) = owner_refs(dependent.value())
+        .iter()
+        .find(|r| ref_uid(r) == uid)
+    else {
+        return;
+    };
+    let field = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
+    let ns = dependent.namespace();
+    let message = format!(
+        "ownerRef [{}/{}, namespace: {ns}, name: {}, uid: {}] does not exist in namespace {}",
+        field("apiVersion"),
+        field("kind"),
+        field("name"),
+        field("uid"),
+        crate::util::go_quote(ns),
+    );
+    let api_version = def.api_version(&def.storage_version);
+    let about = Involved {
+        obj: dependent.value(),
+        kind: &def.kind,
+        api_version: &api_version,
+    };
+    let note = Note {
+        ty: "Warning",
+        reason: "OwnerRefInvalidNamespace",
+        message: &message,
+        component: GC_COMPONENT,
+    };
+    record_event(shared, about, note);
 }
 
 /// The `orphan` finalizer: dependents lose their reference to `uid`, then

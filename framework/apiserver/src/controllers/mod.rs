@@ -53,6 +53,11 @@ pub(crate) fn process(shared: &Shared) {
     for ns in shared.controllers.take_new_namespaces() {
         serviceaccounts::ensure_default(shared, &ns);
     }
+    // Reported before the dependents are collected, as kube reports them
+    // when they enter the collector's graph.
+    for (res, key, uid) in shared.controllers.take_misplaced_owners() {
+        gc::report_misplaced(shared, &res, &key, &uid);
+    }
     let gone = shared.controllers.take_owners_gone();
     for uid in gone {
         gc::owner_gone(shared, &uid);

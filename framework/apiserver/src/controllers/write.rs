@@ -86,3 +86,64 @@ pub(crate) fn delete_quietly(
         }
     }
 }
+
+/// The object an Event is about, with its kind and API version.
+pub(crate) struct Involved<'a> {
+    pub obj: &'a Value,
+    pub kind: &'a str,
+    pub api_version: &'a str,
+}
+
+/// What an Event says, and who says it.
+pub(crate) struct Note<'a> {
+    /// `Normal` or `Warning`.
+    pub ty: &'a str,
+    pub reason: &'a str,
+    pub message: &'a str,
+    /// `source.component`, also the write's field manager.
+    pub component: &'a str,
+}
+
+/// Records a core/v1 Event as client-go's recorder does: named after the
+/// involved object and the time, in its namespace (`default` for a
+/// cluster-scoped one). A failure to record is logged, never an error.
+pub(crate) fn record_event(shared: &Shared, about: Involved<'_>, note: Note<'_>) {
+    let Some(def) = shared.registry().get("", "v1", "events") else {
+        return;
+    };
+    let obj = about.obj;
+    let name = util::meta_str(obj, "name").unwrap_or("");
+    let ns = match util::meta_str(obj, "namespace").unwrap_or("") {
+        "" => "default",
+        ns => ns,
+    };
+    let now = util::now();
+    let nanos = jiff::Timestamp::now().as_nanosecond();
+    let event = json!({
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": format!("{name}.{:x}", nanos as u64), "namespace": ns},
+        "involvedObject": {
+            "kind": about.kind,
+            "namespace": util::meta_str(obj, "namespace").unwrap_or(""),
+            "name": name,
+            "uid": util::meta_str(obj, "uid").unwrap_or(""),
+            "apiVersion": about.api_version,
+            "resourceVersion": util::meta_str(obj, "resourceVersion").unwrap_or(""),
+        },
+        "reason": note.reason,
+        "message": note.message,
+        "source": {"component": note.component},
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+        "type": note.ty,
+        "eventTime": null,
+        "reportingComponent": note.component,
+        "reportingInstance": "",
+    });
+    let opts = WriteOpts::internal(&def, note.component);
+    if let Err(e) = objects::create(shared, &def, Some(ns), event, &opts) {
+        tracing::debug!(reason = note.reason, error = %e.message, "event not recorded");
+    }
+}

@@ -3,6 +3,7 @@
 //! namespace, an object being deleted, an owner gone or found absent) and
 //! woken.
 
+use super::owners::{self, Verdict};
 use crate::registry::ResourceDef;
 use crate::state::Shared;
 use crate::storage::StoredObject;
@@ -33,7 +34,7 @@ pub(crate) fn after_write(
     if new.deleting() {
         shared.controllers.mark_deleting(def, new);
     }
-    queue_absent_owners(shared, old, new);
+    queue_absent_owners(shared, def, old, new);
     crate::auth::written(shared, def);
     shared.controllers.wake();
 }
@@ -44,15 +45,34 @@ pub(crate) fn after_write(
 /// is handled as that owner's removal, or the dependent would
 /// outlive it: kube-controller-manager's garbage collector likewise
 /// verifies an owner it has not seen ("virtual" node) and, finding it
-/// absent, collects its dependents. A reference the object already had was
-/// checked when it was added; the owner's later removal queues it anyway.
-fn queue_absent_owners(shared: &Shared, old: Option<&StoredObject>, new: &StoredObject) {
+/// absent, collects its dependents. A reference to an object in another
+/// namespace is queued for the collector to record on the dependent, as
+/// kube's records it when the dependent enters its graph. A reference the
+/// object already had was checked when it was added; the owner's later
+/// removal queues it anyway.
+fn queue_absent_owners(
+    shared: &Shared,
+    def: &ResourceDef,
+    old: Option<&StoredObject>,
+    new: &StoredObject,
+) {
     let added = |uid: &str| old.is_none_or(|old| !old.owner_uids().iter().any(|o| &**o == uid));
     if !new.owner_uids().iter().any(|uid| added(uid)) {
         return;
     }
-    for uid in super::owners::dangling_owner_uids(shared, new.namespace(), new.value(), added) {
-        shared.controllers.owner_gone(uid);
+    for r in owners::owner_refs(new.value()) {
+        let uid = owners::ref_uid(r);
+        if !added(uid) {
+            continue;
+        }
+        let found = owners::lookup(shared, new.namespace(), r);
+        if found.misplaced {
+            let key = (new.namespace().to_owned(), new.name().to_owned());
+            shared.controllers.owner_misplaced(def.key(), key, uid);
+        }
+        if found.verdict == Verdict::Absent {
+            shared.controllers.owner_gone(uid);
+        }
     }
 }
 

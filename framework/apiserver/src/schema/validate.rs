@@ -8,9 +8,10 @@
 
 use serde_json::Value;
 
-use super::field::{format_number, go_float, go_json, go_quote, FieldError, Path};
+use super::field::{format_number, go_float, go_json, FieldError, Path};
 use super::formats;
 use super::node::{AdditionalProperties, Node};
+use crate::util::go_quote;
 
 /// Validates values against nodes, reporting fields under `prefix` (the
 /// `fldPath` kube-apiserver passes: none for a custom resource, the

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::cluster::Workloads;
+use crate::controllers::write::{record_event, Involved, Note};
 use crate::objects::{self, DeleteOpts, Deleted, Precondition, Propagation, Sub, WriteOpts};
 use crate::registry::{ResKey, ResourceDef};
 use crate::state::Shared;
@@ -36,12 +37,6 @@ pub(crate) const NODES: Kind = Kind {
     plural: "nodes",
     api_version: "v1",
     kind: "Node",
-};
-pub(crate) const EVENTS: Kind = Kind {
-    group: "",
-    plural: "events",
-    api_version: "v1",
-    kind: "Event",
 };
 pub(crate) const LEASES: Kind = Kind {
     group: "coordination.k8s.io",
@@ -265,40 +260,18 @@ impl Api {
         if !self.cfg.events {
             return;
         }
-        let (ns, name) = key_of(obj);
-        let ns = if ns.is_empty() {
-            "default".to_owned()
-        } else {
-            ns
+        let about = Involved {
+            obj,
+            kind: kind.kind,
+            api_version: kind.api_version,
         };
-        let now = util::now();
-        let nanos = jiff::Timestamp::now().as_nanosecond();
-        let ev = json!({
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": format!("{name}.{:x}", nanos as u64), "namespace": ns},
-            "involvedObject": {
-                "kind": kind.kind,
-                "namespace": util::meta_str(obj, "namespace").unwrap_or(""),
-                "name": name,
-                "uid": util::meta_str(obj, "uid").unwrap_or(""),
-                "apiVersion": kind.api_version,
-                "resourceVersion": util::meta_str(obj, "resourceVersion").unwrap_or(""),
-            },
-            "reason": reason,
-            "message": message,
-            "source": {"component": component},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-            "type": ty,
-            "eventTime": null,
-            "reportingComponent": component,
-            "reportingInstance": "",
-        });
-        if let Err(e) = self.create(EVENTS, component, ev) {
-            tracing::debug!(error = %e.message, "event not recorded");
-        }
+        let note = Note {
+            ty,
+            reason,
+            message,
+            component,
+        };
+        record_event(&self.shared, about, note);
     }
 }
 
