@@ -445,3 +445,32 @@ async fn a_param_is_seen_at_its_param_kinds_version_through_the_conversion_webho
         "{message}"
     );
 }
+
+#[tokio::test]
+async fn a_binding_without_param_ref_evaluates_with_null_params() {
+    let kube = Kube::start().await;
+    created(
+        &kube,
+        POLICIES,
+        &policy(
+            "unparameterized",
+            json!({"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "validations": [{
+                "expression": "params != null || object.metadata.name != 'bad'",
+                "message": "judged without params",
+            }]}),
+        ),
+    )
+    .await;
+    created(
+        &kube,
+        BINDINGS,
+        &binding("unparameterized", "unparameterized", json!({})),
+    )
+    .await;
+    assert_eq!(
+        refused(&kube, crate::CONFIGMAPS, &with_keys("bad", 1), 422).await,
+        "configmaps \"bad\" is forbidden: ValidatingAdmissionPolicy 'unparameterized' with binding 'unparameterized' denied request: judged without params"
+    );
+    created(&kube, crate::CONFIGMAPS, &with_keys("good", 1)).await;
+}
