@@ -43,6 +43,16 @@ pub(crate) fn decide(
         ("oldObject", old.unwrap_or(&null)),
         ("request", request),
     ];
+    decide_with(conditions, ignore_failures, &variables)
+}
+
+/// [`decide`] over the variables given: a ValidatingAdmissionPolicy's
+/// conditions see its `params` too.
+pub(crate) fn decide_with(
+    conditions: &[Value],
+    ignore_failures: bool,
+    variables: &[(&str, &Value)],
+) -> Decision {
     let mut errors = Vec::new();
     for condition in conditions {
         let expression = condition
@@ -51,7 +61,7 @@ pub(crate) fn decide(
             .unwrap_or("");
         let outcome = parse_unbound(expression)
             .map_err(|e| format!("compilation failed: {e}"))
-            .and_then(|program| evaluate_bool(&program, &variables));
+            .and_then(|program| evaluate_bool(&program, variables));
         match outcome {
             Ok(true) => {}
             Ok(false) => return Decision::Skip,

@@ -1,17 +1,31 @@
 //! ValidatingAdmissionPolicies evaluated in process, as kube-apiserver's
-//! ValidatingAdmissionPolicy plugin (`policy/validating`) evaluates them:
-//! after mutating admission, before the validating webhooks. Each policy
-//! (by name) whose `matchConstraints` take in the request is judged once
-//! per binding naming it (by name) whose `matchResources` do: its
-//! `matchConditions`, then its `variables` and `validations` over
-//! `object`, `oldObject`, `request` and `params` (null: no `paramKind`).
+//! ValidatingAdmissionPolicy plugin (`policy/validating`, over
+//! `policy/generic`) evaluates them: after mutating admission, before the
+//! validating webhooks. Each policy (by name) that has a binding and whose
+//! `matchConstraints` take in the request is judged once per binding
+//! naming it (by name) whose `matchResources` do, and per parameter that
+//! binding selects: its `matchConditions`, then its `variables` and
+//! `validations` over `object`, `oldObject`, `request` and `params`.
+//!
+//! Parameters: the policy's `paramKind` is resolved to a served resource
+//! (built-in or custom) through the registry; one that is not served is a
+//! policy configuration error. The binding's `paramRef` picks one object
+//! by `name` or every object its `selector` matches, in its `namespace`
+//! (else the request's) for a namespaced kind; they are read from storage
+//! when the request is admitted, so a parameter written just before is
+//! seen, and are shown at the `paramKind`'s version (through the CRD's
+//! conversion webhook when it has one). None found is a configuration
+//! error under `parameterNotFoundAction: Deny` and skips the binding under
+//! `Allow`. A binding without `paramRef`, and any policy without
+//! `paramKind`, is evaluated once with `params` null.
+//!
 //! A failed validation is acted on per the binding's `validationActions`:
 //! Deny refuses the request (the first denial answers, with the
 //! validation's `reason`, Invalid by default), Warn adds a `Warning`,
-//! Audit has no audit log to reach here. An evaluation error counts as a
-//! failure under `failurePolicy: Fail` and is ignored under `Ignore`.
-//! A policy with a `paramKind` is refused as a binding configuration
-//! error (under Fail): parameter resources are not read yet.
+//! Audit has no audit log to reach here. An evaluation or configuration
+//! error counts as a failure under `failurePolicy: Fail` (the message
+//! `failed to configure policy: ...` or `failed to configure binding:
+//! ...` for the latter) and is ignored under `Ignore`.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -21,8 +35,9 @@ use serde_json::Value;
 
 use super::conditions::{self, Decision};
 use super::config::resources_match;
-use crate::objects::admit::Attributes;
-use crate::registry::ResKey;
+use crate::controllers::workloads::pods::selector_matches;
+use crate::objects::admit::{Admission, Attributes};
+use crate::registry::{ResKey, ResourceDef};
 use crate::schema::{evaluate_policy, parse_unbound, Checked};
 use crate::state::Shared;
 use crate::status::{ApiError, Cause};
@@ -30,23 +45,68 @@ use crate::storage::{Filter, StoredObject};
 
 const GROUP: &str = "admissionregistration.k8s.io";
 
+/// `params` when there are none.
+static NULL: Value = Value::Null;
+
 /// A failed validation to act on: its text and `reason`.
 struct Failure {
     message: String,
     reason: Option<String>,
 }
 
-/// A denial, with the policy and binding that gave it.
+/// A denial, with the policy and (unless the policy itself is
+/// misconfigured) the binding that gave it.
 struct Denial {
     policy: String,
-    binding: String,
+    binding: Option<String>,
     failure: Failure,
 }
 
+/// A policy's `paramKind` resolved: the resource serving it and the
+/// version its params are shown at.
+struct ParamSource {
+    def: Arc<ResourceDef>,
+    version: String,
+}
+
+/// What a policy's `paramKind` gave.
+enum ParamKind {
+    /// No `paramKind`: `params` is null.
+    Absent,
+    Served(ParamSource),
+    /// An `apiVersion` that does not parse: kube-apiserver leaves such a
+    /// policy out of its hooks (the write checks refuse it first).
+    Unparsable,
+    /// Not served: the configuration error's text.
+    Unresolved(String),
+}
+
+/// One parameter object as a policy sees it.
+enum Param {
+    /// No `paramKind`, or a binding without `paramRef`.
+    Null,
+    /// Stored at the `paramKind`'s version: shared with the store.
+    Stored(Arc<StoredObject>),
+    /// Converted to the `paramKind`'s version.
+    Converted(Value),
+}
+
+impl Param {
+    fn value(&self) -> &Value {
+        match self {
+            Param::Null => &NULL,
+            Param::Stored(obj) => obj.value(),
+            Param::Converted(value) => value,
+        }
+    }
+}
+
 /// Judges a request by every policy bound to it: the warnings to add, and
-/// the denial if any.
+/// the denial if any. `admission` converts parameters of a CRD whose
+/// conversion takes its webhook.
 pub(crate) fn admit(
     shared: &Shared,
+    admission: &dyn Admission,
     attrs: &Attributes<'_>,
     object: Option<&Value>,
     old: Option<&Value>,
@@ -61,18 +121,47 @@ pub(crate) fn admit(
     let mut warnings = Vec::new();
     let mut denials = Vec::new();
     for policy in policies.iter().map(|p| p.value()) {
-        let null = Value::Null;
-        let spec = policy.get("spec").unwrap_or(&null);
-        let constraints = spec.get("matchConstraints").unwrap_or(&null);
-        if !resources_match(constraints, shared, attrs, object, old) {
-            continue;
-        }
+        let spec = policy.get("spec").unwrap_or(&NULL);
         let policy_name = name_of(policy);
-        for binding in bindings
+        let bound: Vec<&Value> = bindings
             .iter()
             .map(|b| b.value())
             .filter(|b| b.pointer("/spec/policyName").and_then(Value::as_str) == Some(policy_name))
-        {
+            .collect();
+        // kube-apiserver builds a hook only for a policy with bindings.
+        if bound.is_empty() {
+            continue;
+        }
+        let constraints = spec.get("matchConstraints").unwrap_or(&NULL);
+        if !resources_match(constraints, shared, attrs, object, old) {
+            continue;
+        }
+        let ignore_failures = spec.get("failurePolicy").and_then(Value::as_str) == Some("Ignore");
+        let configuration_error = |binding: Option<&Value>, why: &str| Denial {
+            policy: policy_name.to_owned(),
+            binding: binding.map(|b| name_of(b).to_owned()),
+            failure: Failure {
+                message: match binding {
+                    None => format!("failed to configure policy: {why}"),
+                    Some(_) => format!("failed to configure binding: {why}"),
+                },
+                reason: None,
+            },
+        };
+        let source = match param_kind(shared, spec) {
+            ParamKind::Absent => None,
+            ParamKind::Served(source) => Some(source),
+            ParamKind::Unparsable => continue,
+            ParamKind::Unresolved(why) => {
+                // Whatever the bindings: the policy itself is misconfigured.
+                if !ignore_failures {
+                    denials.push(configuration_error(None, &why));
+                }
+                continue;
+            }
+        };
+        let mut compiled = None;
+        for binding in bound {
             if let Some(resources) = binding
                 .pointer("/spec/matchResources")
                 .filter(|r| !r.is_null())
@@ -81,26 +170,42 @@ pub(crate) fn admit(
                     continue;
                 }
             }
-            let failures = judge(spec, request, object, old);
+            let param_ref = binding.pointer("/spec/paramRef").filter(|r| !r.is_null());
+            let params = match collect_params(shared, admission, source.as_ref(), param_ref, attrs)
+            {
+                Ok(params) => params,
+                Err(why) => {
+                    if !ignore_failures {
+                        denials.push(configuration_error(Some(binding), &why));
+                    }
+                    continue;
+                }
+            };
+            if params.is_empty() {
+                continue;
+            }
+            let compiled = compiled.get_or_insert_with(|| compile(spec));
             let actions: Vec<&str> = binding
                 .pointer("/spec/validationActions")
                 .and_then(Value::as_array)
                 .map(|a| a.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
-            for failure in failures {
-                if actions.contains(&"Warn") {
-                    warnings.push(format!(
-                        "Validation failed for ValidatingAdmissionPolicy '{policy_name}' with binding '{}': {}",
-                        name_of(binding),
-                        failure.message
-                    ));
-                }
-                if actions.contains(&"Deny") {
-                    denials.push(Denial {
-                        policy: policy_name.to_owned(),
-                        binding: name_of(binding).to_owned(),
-                        failure,
-                    });
+            for param in &params {
+                for failure in judge(spec, compiled, request, object, old, param.value()) {
+                    if actions.contains(&"Warn") {
+                        warnings.push(format!(
+                            "Validation failed for ValidatingAdmissionPolicy '{policy_name}' with binding '{}': {}",
+                            name_of(binding),
+                            failure.message
+                        ));
+                    }
+                    if actions.contains(&"Deny") {
+                        denials.push(Denial {
+                            policy: policy_name.to_owned(),
+                            binding: Some(name_of(binding).to_owned()),
+                            failure,
+                        });
+                    }
                 }
             }
         }
@@ -112,12 +217,130 @@ pub(crate) fn admit(
     (warnings, outcome)
 }
 
-/// The failures one policy's evaluation gave a request.
+/// Resolves a policy's `paramKind` as kube-apiserver's policy source does
+/// (`schema.ParseGroupVersion`, then the REST mapper: the kind served at
+/// that group and version).
+fn param_kind(shared: &Shared, spec: &Value) -> ParamKind {
+    let Some(kind) = spec.get("paramKind").filter(|k| !k.is_null()) else {
+        return ParamKind::Absent;
+    };
+    let field = |f: &str| kind.get(f).and_then(Value::as_str).unwrap_or("");
+    let api_version = field("apiVersion");
+    let (group, version) = match api_version.split_once('/') {
+        None => ("", api_version),
+        Some((_, version)) if version.contains('/') => return ParamKind::Unparsable,
+        Some(split) => split,
+    };
+    let kind = field("kind");
+    match shared.registry().by_kind(group, version, kind) {
+        Some(def) => ParamKind::Served(ParamSource {
+            def,
+            version: version.to_owned(),
+        }),
+        // `schema.GroupVersionKind`'s `String()`.
+        None => ParamKind::Unresolved(format!(
+            "failed to find resource referenced by paramKind: '{group}/{version}, Kind={kind}'"
+        )),
+    }
+}
+
+/// The params one binding evaluates its policy with, as kube-apiserver's
+/// `CollectParams` finds them; an error is a binding configuration error.
+/// Empty: none found under `parameterNotFoundAction: Allow`, nothing to
+/// evaluate.
+fn collect_params(
+    shared: &Shared,
+    admission: &dyn Admission,
+    source: Option<&ParamSource>,
+    param_ref: Option<&Value>,
+    attrs: &Attributes<'_>,
+) -> Result<Vec<Param>, String> {
+    // Without a paramKind a paramRef is ignored; without a paramRef the
+    // policy is evaluated with null params.
+    let (Some(source), Some(param_ref)) = (source, param_ref) else {
+        return Ok(vec![Param::Null]);
+    };
+    let field = |f: &str| param_ref.get(f).and_then(Value::as_str).unwrap_or("");
+    let namespace = match (source.def.namespaced, field("namespace")) {
+        (true, "") if attrs.namespace.is_empty() => {
+            return Err("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources".into());
+        }
+        (true, "") => Some(attrs.namespace),
+        (true, given) => Some(given),
+        (false, "") => None,
+        (false, _) => {
+            return Err(
+                "paramRef.namespace must not be provided for a cluster-scoped `paramKind`".into(),
+            )
+        }
+    };
+    let key = source.def.key();
+    let selector = param_ref.get("selector").filter(|s| !s.is_null());
+    // Read under the lock, converted after it: a conversion may call out.
+    let found: Vec<Arc<StoredObject>> = match (field("name"), selector) {
+        ("", None) => return Err("one of name or selector must be provided".into()),
+        (_, Some(_)) if !field("name").is_empty() => {
+            return Err("paramRef.name and paramRef.selector are mutually exclusive".into());
+        }
+        (name, None) => {
+            let at = (namespace.unwrap_or("").to_owned(), name.to_owned());
+            shared.storage.lock().get(&key, &at).into_iter().collect()
+        }
+        (_, Some(selector)) => {
+            let filter = Filter {
+                namespace: namespace.map(str::to_owned),
+                ..Filter::default()
+            };
+            let page = shared.storage.lock().list(&key, &filter, None, None, None);
+            page.map(|p| p.items)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|obj| {
+                    let labels = obj.labels().map(Value::Object);
+                    selector_matches(selector, labels.as_ref())
+                })
+                .collect()
+        }
+    };
+    if found.is_empty() && field("parameterNotFoundAction") == "Deny" {
+        return Err(
+            "no params found for policy binding with `Deny` parameterNotFoundAction".into(),
+        );
+    }
+    found
+        .into_iter()
+        .map(|obj| at_version(admission, source, obj))
+        .collect()
+}
+
+/// A stored parameter at its `paramKind`'s version, as the param informer
+/// (which lists at that version) holds it.
+fn at_version(
+    admission: &dyn Admission,
+    source: &ParamSource,
+    obj: Arc<StoredObject>,
+) -> Result<Param, String> {
+    let def = &source.def;
+    let api_version = def.api_version(&source.version);
+    if def.conversion().is_none() && obj.api_version() == Some(api_version.as_str()) {
+        return Ok(Param::Stored(obj));
+    }
+    let value = obj.to_value();
+    let value = def.view(&value).unwrap_or(value);
+    admission
+        .convert(def, value, &api_version)
+        .map(Param::Converted)
+        .map_err(|e| e.message)
+}
+
+/// The failures one policy's evaluation with one param gave a request.
 fn judge(
     spec: &Value,
+    compiled: &Result<Compiled, String>,
     request: &Value,
     object: Option<&Value>,
     old: Option<&Value>,
+    params: &Value,
 ) -> Vec<Failure> {
     let ignore_failures = spec.get("failurePolicy").and_then(Value::as_str) == Some("Ignore");
     let error = |message: String| {
@@ -130,21 +353,21 @@ fn judge(
             }]
         }
     };
-    if spec.get("paramKind").is_some_and(|k| !k.is_null()) {
-        return error(
-            "failed to configure binding: policies with a paramKind are not supported by this server"
-                .into(),
-        );
-    }
+    let inputs = [
+        ("object", object.unwrap_or(&NULL)),
+        ("oldObject", old.unwrap_or(&NULL)),
+        ("request", request),
+        ("params", params),
+    ];
     let conditions_given = array(spec.get("matchConditions"));
-    match conditions::decide(conditions_given, ignore_failures, request, object, old) {
+    match conditions::decide_with(conditions_given, ignore_failures, &inputs) {
         Decision::Call => {}
         Decision::Skip => return Vec::new(),
         Decision::Refuse(text) => return error(text),
     }
-    let compiled = match compile(spec) {
+    let compiled = match compiled {
         Ok(c) => c,
-        Err(e) => return error(e),
+        Err(e) => return error(e.clone()),
     };
     let variables: Vec<(&str, &Program)> = compiled
         .variables
@@ -156,13 +379,6 @@ fn judge(
         .iter()
         .map(|(p, m)| (p, m.as_ref()))
         .collect();
-    let null = Value::Null;
-    let inputs = [
-        ("object", object.unwrap_or(&null)),
-        ("oldObject", old.unwrap_or(&null)),
-        ("request", request),
-        ("params", &null),
-    ];
     let results = match evaluate_policy(&inputs, &variables, &validations) {
         Ok(r) => r,
         Err(e) => return error(e),
@@ -239,11 +455,17 @@ fn compile(spec: &Value) -> Result<Compiled, String> {
 /// details, with the validation's reason and its code, and the message as
 /// a cause.
 fn denied(attrs: &Attributes<'_>, denial: Denial) -> ApiError {
-    let message = format!(
-        "ValidatingAdmissionPolicy '{}' with binding '{}' denied request: {}",
-        denial.policy, denial.binding, denial.failure.message
-    );
-    let mut err = super::forbidden(attrs, &message);
+    let message = match &denial.binding {
+        Some(binding) => format!(
+            "ValidatingAdmissionPolicy '{}' with binding '{binding}' denied request: {}",
+            denial.policy, denial.failure.message
+        ),
+        None => format!(
+            "ValidatingAdmissionPolicy '{}' denied request: {}",
+            denial.policy, denial.failure.message
+        ),
+    };
+    let mut err = super::review::forbidden(attrs, &message);
     let (code, reason) = match denial.failure.reason.as_deref() {
         Some("Forbidden") => (403, "Forbidden"),
         Some("Unauthorized") => (401, "Unauthorized"),
@@ -290,11 +512,51 @@ mod tests {
     use serde_json::json;
 
     fn failures(spec: Value, object: Value) -> Vec<(String, Option<String>)> {
+        failures_with(spec, object, &Value::Null)
+    }
+
+    fn failures_with(spec: Value, object: Value, params: &Value) -> Vec<(String, Option<String>)> {
         let request = json!({"operation": "CREATE"});
-        judge(&spec, &request, Some(&object), None)
-            .into_iter()
-            .map(|f| (f.message, f.reason))
-            .collect()
+        judge(
+            &spec,
+            &compile(&spec),
+            &request,
+            Some(&object),
+            None,
+            params,
+        )
+        .into_iter()
+        .map(|f| (f.message, f.reason))
+        .collect()
+    }
+
+    #[test]
+    fn params_reach_conditions_variables_validations_and_messages() {
+        let spec = json!({
+            "matchConditions": [{"name": "enforced", "expression": "params.data.enforce == 'yes'"}],
+            "variables": [{"name": "limit", "expression": "int(params.data.limit)"}],
+            "validations": [{
+                "expression": "size(object.data) <= variables.limit",
+                "messageExpression": "'at most ' + params.data.limit + ' keys, per ' + params.metadata.name",
+            }],
+        });
+        let object = json!({"metadata": {"name": "x"}, "data": {"a": "1", "b": "2"}});
+        let params = |enforce: &str, limit: &str| json!({"metadata": {"name": "limits"}, "data": {"enforce": enforce, "limit": limit}});
+        assert_eq!(
+            failures_with(spec.clone(), object.clone(), &params("yes", "1")),
+            vec![("at most 1 keys, per limits".to_owned(), None)]
+        );
+        assert!(failures_with(spec.clone(), object.clone(), &params("yes", "2")).is_empty());
+        // The condition, over params, leaves the request alone.
+        assert!(failures_with(spec, object.clone(), &params("no", "1")).is_empty());
+        // A binding without paramRef: `params` is null.
+        let null_check =
+            json!({"validations": [{"expression": "params == null", "message": "params set"}]});
+        assert!(failures_with(null_check.clone(), object.clone(), &Value::Null).is_empty());
+        assert_eq!(
+            failures_with(null_check, object, &params("yes", "1")),
+            vec![("params set".to_owned(), None)]
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ const V2: &str = "/apis/ex.com/v2/namespaces/default/widgets";
 
 /// Widgets: `spec.size` at v1 (stored), `spec.replicas` at v2, converted
 /// by `hook` at `path` with these review versions.
-async fn install(kube: &Kube, hook: &Webhook, path: &str, review_versions: Value) {
+pub(crate) async fn install(kube: &Kube, hook: &Webhook, path: &str, review_versions: Value) {
     let schema = |field: &str| {
         json!({"openAPIV3Schema": {"type": "object", "properties": {
             "spec": {"type": "object", "properties": {field: {"type": "integer"}}}}}})
@@ -33,7 +33,7 @@ async fn install(kube: &Kube, hook: &Webhook, path: &str, review_versions: Value
     .await;
 }
 
-fn widget(version: &str, name: &str, size: i64) -> Value {
+pub(crate) fn widget(version: &str, name: &str, size: i64) -> Value {
     let field = if version == "v1" { "size" } else { "replicas" };
     json!({"apiVersion": format!("ex.com/{version}"), "kind": "Widget",
         "metadata": {"name": name, "labels": {"app": "w"}}, "spec": {field: size}})

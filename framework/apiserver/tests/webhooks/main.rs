@@ -10,6 +10,7 @@ mod common;
 mod conditions;
 mod conversion;
 mod policies;
+mod policy_params;
 mod scale;
 mod server;
 mod validation;
