@@ -23,6 +23,7 @@ use super::conditions::{self, Decision};
 use super::config::resources_match;
 use crate::objects::admit::Attributes;
 use crate::registry::ResKey;
+use crate::schema::authz::Session;
 use crate::schema::{evaluate_policy, parse_unbound, Checked};
 use crate::state::Shared;
 use crate::status::{ApiError, Cause};
@@ -50,6 +51,7 @@ pub(crate) fn admit(
     attrs: &Attributes<'_>,
     object: Option<&Value>,
     old: Option<&Value>,
+    authorizer: &Arc<Session>,
 ) -> (Vec<String>, Result<(), ApiError>) {
     let bindings = stored(shared, "validatingadmissionpolicybindings");
     if bindings.is_empty() {
@@ -81,7 +83,7 @@ pub(crate) fn admit(
                     continue;
                 }
             }
-            let failures = judge(spec, request, object, old);
+            let failures = judge(spec, request, object, old, Some(authorizer));
             let actions: Vec<&str> = binding
                 .pointer("/spec/validationActions")
                 .and_then(Value::as_array)
@@ -118,6 +120,7 @@ fn judge(
     request: &Value,
     object: Option<&Value>,
     old: Option<&Value>,
+    authorizer: Option<&Arc<Session>>,
 ) -> Vec<Failure> {
     let ignore_failures = spec.get("failurePolicy").and_then(Value::as_str) == Some("Ignore");
     let error = |message: String| {
@@ -137,7 +140,7 @@ fn judge(
         );
     }
     let conditions_given = array(spec.get("matchConditions"));
-    match conditions::decide(conditions_given, ignore_failures, request, object, old) {
+    match conditions::decide(conditions_given, ignore_failures, request, object, old, authorizer) {
         Decision::Call => {}
         Decision::Skip => return Vec::new(),
         Decision::Refuse(text) => return error(text),
@@ -163,7 +166,7 @@ fn judge(
         ("request", request),
         ("params", &null),
     ];
-    let results = match evaluate_policy(&inputs, &variables, &validations) {
+    let results = match evaluate_policy(&inputs, authorizer, &variables, &validations) {
         Ok(r) => r,
         Err(e) => return error(e),
     };
@@ -291,7 +294,7 @@ mod tests {
 
     fn failures(spec: Value, object: Value) -> Vec<(String, Option<String>)> {
         let request = json!({"operation": "CREATE"});
-        judge(&spec, &request, Some(&object), None)
+        judge(&spec, &request, Some(&object), None, None)
             .into_iter()
             .map(|f| (f.message, f.reason))
             .collect()
