@@ -202,7 +202,14 @@ mod tests {
         let request = json!({"operation": "CREATE", "namespace": "default"});
         let object = json!({"metadata": {"name": "x", "labels": {"a": "1"}}});
         let decide_with = |exprs: &[&str], ignore: bool| {
-            decide(&conditions(exprs), ignore, &request, Some(&object), None, None)
+            decide(
+                &conditions(exprs),
+                ignore,
+                &request,
+                Some(&object),
+                None,
+                None,
+            )
         };
         assert_eq!(
             decide_with(
@@ -453,7 +460,8 @@ mod tests {
         assert_eq!(decide_as(&s, &eight, true), Decision::Skip);
         // Without an authorizer the variable is not there.
         let request = json!({});
-        let Decision::Refuse(text) = decide(&conditions(&[check]), false, &request, None, None, None)
+        let Decision::Refuse(text) =
+            decide(&conditions(&[check]), false, &request, None, None, None)
         else {
             panic!("an unbound authorizer is an error");
         };

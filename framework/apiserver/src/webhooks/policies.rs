@@ -140,7 +140,14 @@ fn judge(
         );
     }
     let conditions_given = array(spec.get("matchConditions"));
-    match conditions::decide(conditions_given, ignore_failures, request, object, old, authorizer) {
+    match conditions::decide(
+        conditions_given,
+        ignore_failures,
+        request,
+        object,
+        old,
+        authorizer,
+    ) {
         Decision::Call => {}
         Decision::Skip => return Vec::new(),
         Decision::Refuse(text) => return error(text),

@@ -123,7 +123,9 @@ impl Session {
     /// The cost of the checks made since the last call, which starts
     /// counting the next expression's.
     pub fn take_cost(&self) -> u64 {
-        self.checks.swap(0, Ordering::Relaxed).saturating_mul(CHECK_COST)
+        self.checks
+            .swap(0, Ordering::Relaxed)
+            .saturating_mul(CHECK_COST)
     }
 }
 
@@ -156,8 +158,7 @@ impl Authorizer {
 
 impl PartialEq for Authorizer {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.session, &other.session)
-            && Arc::ptr_eq(&self.principal, &other.principal)
+        Arc::ptr_eq(&self.session, &other.session) && Arc::ptr_eq(&self.principal, &other.principal)
     }
 }
 impl Eq for Authorizer {}
@@ -292,7 +293,11 @@ fn service_account(
     }))
 }
 
-fn resource(ftx: &FunctionContext, This(this): This<Value>, resource: Arc<String>) -> Result<Value> {
+fn resource(
+    ftx: &FunctionContext,
+    This(this): This<Value>,
+    resource: Arc<String>,
+) -> Result<Value> {
     let group: GroupCheck = receiver(&this)?;
     if resource.trim().is_empty() {
         return Err(ftx.error("resource must not be empty"));
