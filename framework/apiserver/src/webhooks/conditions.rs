@@ -469,6 +469,64 @@ mod tests {
     }
 
     #[test]
+    fn an_expression_is_costed_with_the_sizes_of_what_it_reads() {
+        // `all` within `all`: about 3 per pair of items, so a hundred
+        // items cost some 30000 and eleven hundred over the limit.
+        let nested = "object.items.all(x, object.items.all(y, true))";
+        let request = json!({"operation": "CREATE"});
+        let with_items = |n: usize| json!({"items": vec![1; n]});
+        let small = with_items(100);
+        let large = with_items(1100);
+        let run = |object: &Value, ignore: bool| {
+            decide(
+                &conditions(&[nested]),
+                ignore,
+                &request,
+                Some(object),
+                None,
+                None,
+            )
+        };
+        assert_eq!(run(&small, false), Decision::Call);
+        assert_eq!(
+            run(&large, false),
+            Decision::Refuse(format!(
+                "expression '{nested}' resulted in error: operation cancelled: actual cost limit exceeded"
+            ))
+        );
+        assert_eq!(run(&large, true), Decision::Skip);
+        // Three expressions each near the limit run one webhook's budget
+        // (2500000) out.
+        let near = with_items(560);
+        let three = conditions(&[nested, nested, nested]);
+        assert_eq!(
+            decide(&three[..2], false, &request, Some(&near), None, None),
+            Decision::Call
+        );
+        assert_eq!(
+            decide(&three, false, &request, Some(&near), None, None),
+            Decision::Refuse(
+                "validation failed due to running out of cost budget, no further validation rules will be run"
+                    .into()
+            )
+        );
+        // Strings are measured too: `contains` costs a tenth of each
+        // length multiplied.
+        let long = json!({"s": "x".repeat(200_000), "t": "y".repeat(1_000)});
+        let Decision::Refuse(text) = decide(
+            &conditions(&["object.s.contains(object.t)"]),
+            false,
+            &request,
+            Some(&long),
+            None,
+            None,
+        ) else {
+            panic!("20000 * 100 is over the limit");
+        };
+        assert!(text.ends_with("actual cost limit exceeded"), "{text}");
+    }
+
+    #[test]
     fn configurations_are_checked() {
         let many: Vec<Value> = (0..65)
             .map(|i| json!({"name": format!("c{i}"), "expression": "true"}))

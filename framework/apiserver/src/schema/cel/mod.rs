@@ -178,6 +178,8 @@ pub(crate) const OUT_OF_BUDGET: &str =
 /// once, the `authorizer` when given, and what is left of the budget.
 struct Scope<'a> {
     context: cel::Context<'static>,
+    /// The variables bound, which the cost estimate measures.
+    roots: Vec<(String, cel::Value)>,
     authorizer: Option<&'a Arc<authz::Session>>,
     remaining: u64,
 }
@@ -191,37 +193,60 @@ impl<'a> Scope<'a> {
         authorizer: Option<&'a Arc<authz::Session>>,
         budget: u64,
     ) -> Result<Self, String> {
-        let mut context = LIBRARY.new_inner_scope();
+        let mut scope = Self {
+            context: LIBRARY.new_inner_scope(),
+            roots: Vec::with_capacity(inputs.len() + 1),
+            authorizer,
+            remaining: budget,
+        };
         for (name, value) in inputs {
             let value = cel::to_value(value).map_err(|e| e.to_string())?;
-            context.add_variable_from_value(*name, value);
+            scope.bind(name, value);
         }
         if let Some(session) = authorizer {
             session.take_cost();
-            context.add_variable_from_value("authorizer", session.variable());
+            scope
+                .context
+                .add_variable_from_value("authorizer", session.variable());
         }
-        Ok(Self {
-            context,
-            authorizer,
-            remaining: budget,
-        })
+        Ok(scope)
+    }
+
+    /// Binds (or rebinds) the variable `name`.
+    fn bind(&mut self, name: &str, value: cel::Value) {
+        self.context.add_variable_from_value(name, value.clone());
+        match self.roots.iter_mut().find(|(n, _)| n == name) {
+            Some(root) => root.1 = value,
+            None => self.roots.push((name.to_owned(), value)),
+        }
     }
 
     /// Runs one expression and charges its cost (its authorization
     /// checks) as cel-go's `ForInput` does: over what is left of the
     /// budget ends the evaluation; over the per-expression limit fails
     /// the expression.
+    ///
+    /// The cost is the estimate with the sizes the bound values have
+    /// ([`budget::admission_cost`]) plus the authorization checks made; an
+    /// expression whose estimate alone is over the limit is not run, and
+    /// one over the limit is charged the limit, where cel-go stops it.
     fn run(&mut self, program: &cel::Program) -> Result<Result<cel::Value, String>, Spent> {
-        let outcome = program.execute(&self.context);
-        let cost = self.authorizer.map_or(0, |s| s.take_cost());
-        if cost > self.remaining {
+        let roots: Vec<(&str, &cel::Value)> =
+            self.roots.iter().map(|(n, v)| (n.as_str(), v)).collect();
+        let estimate = budget::admission_cost(program, &roots);
+        let outcome = (estimate <= budget::PER_CALL_LIMIT).then(|| program.execute(&self.context));
+        let checks = self.authorizer.map_or(0, |s| s.take_cost());
+        let cost = estimate.saturating_add(checks);
+        let over_limit = cost > budget::PER_CALL_LIMIT;
+        let charged = cost.min(budget::PER_CALL_LIMIT);
+        if charged > self.remaining {
             return Err(Spent);
         }
-        self.remaining -= cost;
-        if cost > budget::PER_CALL_LIMIT {
-            return Ok(Err(authz::COST_LIMIT_EXCEEDED.to_owned()));
+        self.remaining -= charged;
+        match outcome {
+            Some(outcome) if !over_limit => Ok(outcome.map_err(|e| e.to_string())),
+            _ => Ok(Err(authz::COST_LIMIT_EXCEEDED.to_owned())),
         }
-        Ok(outcome.map_err(|e| e.to_string()))
     }
 }
 
@@ -294,9 +319,7 @@ pub(crate) fn evaluate_policy(
         let mut scope = Scope::new(inputs, authorizer, budget::RUNTIME_BUDGET)?;
         let mut computed = std::collections::HashMap::new();
         for (name, program) in variables {
-            scope
-                .context
-                .add_variable_from_value("variables", computed.clone());
+            scope.bind("variables", computed.clone().into());
             match scope.run(program) {
                 Ok(Ok(value)) => {
                     computed.insert((*name).to_owned(), value);
@@ -305,9 +328,7 @@ pub(crate) fn evaluate_policy(
                 Err(Spent) => return Err(OUT_OF_BUDGET.to_owned()),
             }
         }
-        scope
-            .context
-            .add_variable_from_value("variables", computed.clone());
+        scope.bind("variables", computed.clone().into());
         let mut results = Vec::with_capacity(validations.len());
         let mut messages: Option<cel::Context<'static>> = None;
         for (program, message) in validations {
