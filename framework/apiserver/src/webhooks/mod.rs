@@ -35,7 +35,7 @@ use crate::objects::admit::{local_conversion, webhook_conversion, Admission, Att
 use crate::registry::ResourceDef;
 use crate::schema::authz::Session;
 use crate::state::Shared;
-use crate::status::{qualified, ApiError, Cause, Details};
+use crate::status::{ApiError, Cause, Details};
 use call::Target;
 use conditions::Decision;
 use config::Hook;
@@ -276,7 +276,7 @@ impl Chain {
             Decision::Skip => Ok(false),
             Decision::Refuse(text) => {
                 tracing::warn!(webhook = %hook.name, error = %text, "failed evaluating match conditions, failing closed");
-                Err(forbidden(attrs, &text))
+                Err(review::forbidden(attrs, &text))
             }
         }
     }
@@ -302,22 +302,6 @@ fn internal_error(text: &str) -> ApiError {
             message: text.to_owned(),
             field: String::new(),
         }],
-        ..Details::default()
-    })
-}
-
-/// `apierrors.NewForbidden` for the request's resource and name.
-fn forbidden(attrs: &Attributes<'_>, text: &str) -> ApiError {
-    let resource = qualified(&attrs.def.plural, &attrs.def.group);
-    let message = if attrs.name.is_empty() {
-        format!("{resource} is forbidden: {text}")
-    } else {
-        format!("{resource} \"{}\" is forbidden: {text}", attrs.name)
-    };
-    ApiError::forbidden(message).with_details(Details {
-        name: Some(attrs.name.to_owned()),
-        group: Some(attrs.def.group.clone()),
-        kind: Some(attrs.def.plural.clone()),
         ..Details::default()
     })
 }

@@ -253,7 +253,7 @@ fn denied(attrs: &Attributes<'_>, denial: Denial) -> ApiError {
         "ValidatingAdmissionPolicy '{}' with binding '{}' denied request: {}",
         denial.policy, denial.binding, denial.failure.message
     );
-    let mut err = super::forbidden(attrs, &message);
+    let mut err = super::review::forbidden(attrs, &message);
     let (code, reason) = match denial.failure.reason.as_deref() {
         Some("Forbidden") => (403, "Forbidden"),
         Some("Unauthorized") => (401, "Unauthorized"),

@@ -8,7 +8,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use crate::objects::admit::Attributes;
-use crate::status::{ApiError, Cause, Details};
+use crate::status::{qualified, ApiError, Cause, Details};
 use crate::util;
 
 /// The identity every request runs as: the server's one admin.
@@ -199,6 +199,23 @@ pub(crate) fn denial(name: &str, status: &Value) -> ApiError {
         });
     }
     err
+}
+
+/// `apierrors.NewForbidden` for the request's resource and name, as
+/// admission answers a refusal (`admission.NewForbidden`).
+pub(crate) fn forbidden(attrs: &Attributes<'_>, text: &str) -> ApiError {
+    let resource = qualified(&attrs.def.plural, &attrs.def.group);
+    let message = if attrs.name.is_empty() {
+        format!("{resource} is forbidden: {text}")
+    } else {
+        format!("{resource} \"{}\" is forbidden: {text}", attrs.name)
+    };
+    ApiError::forbidden(message).with_details(Details {
+        name: Some(attrs.name.to_owned()),
+        group: Some(attrs.def.group.clone()),
+        kind: Some(attrs.def.plural.clone()),
+        ..Details::default()
+    })
 }
 
 #[cfg(test)]
