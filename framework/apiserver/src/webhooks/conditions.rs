@@ -527,6 +527,37 @@ mod tests {
     }
 
     #[test]
+    fn policy_variables_see_the_authorizer_and_messages_do_not() {
+        use crate::schema::{evaluate_policy, Checked};
+        let s = session(vec![("get", "pods", "")]);
+        let compile = |e: &str| parse_unbound(e).expect("parses");
+        let may_get = compile("authorizer.group('').resource('pods').check('get').allowed()");
+        let uses_variable = compile("!variables.mayGet");
+        let from_authorizer = compile("authorizer.requestResource.check('get').reason()");
+        let plain = compile("'plain message'");
+        let object = json!({});
+        let request = json!({});
+        let inputs = [("object", &object), ("request", &request)];
+        let results = evaluate_policy(
+            &inputs,
+            Some(&s),
+            &[("mayGet", &may_get)],
+            &[
+                (&uses_variable, Some(&from_authorizer)),
+                (&uses_variable, Some(&plain)),
+            ],
+        );
+        assert_eq!(
+            results,
+            Ok(vec![
+                // The messageExpression failed: no `authorizer` there.
+                Checked::Failed(None),
+                Checked::Failed(Some("plain message".into())),
+            ])
+        );
+    }
+
+    #[test]
     fn configurations_are_checked() {
         let many: Vec<Value> = (0..65)
             .map(|i| json!({"name": format!("c{i}"), "expression": "true"}))
