@@ -25,14 +25,13 @@ pub(super) async fn admitted<F>(ctx: &Arc<Ctx>, work: F) -> Result<Response<Body
 where
     F: FnOnce(&dyn Admission) -> Result<Response<Body>, ApiError> + Send + 'static,
 {
-    let chain = Arc::new(Chain::new(
-        ctx.shared.clone(),
-        tokio::runtime::Handle::current(),
-    ));
+    let user = ctx.parts.extensions.get::<Arc<UserInfo>>().cloned();
+    let chain = Arc::new(
+        Chain::new(ctx.shared.clone(), tokio::runtime::Handle::current()).for_user(user.clone()),
+    );
     let calls_out = chain.may_call_out(&ctx.def);
     let in_work = chain.clone();
     let shared = ctx.shared.clone();
-    let user = ctx.parts.extensions.get::<Arc<UserInfo>>().cloned();
     let job = move || {
         work(&Guarded {
             inner: &*in_work,

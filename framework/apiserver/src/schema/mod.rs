@@ -26,7 +26,7 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use cel::{evaluate_bool, evaluate_policy, parse_unbound, Checked};
+pub(crate) use cel::{authz, evaluate_conditions, evaluate_policy, parse_unbound, Checked};
 
 use std::sync::Arc;
 

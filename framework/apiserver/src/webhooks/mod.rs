@@ -11,6 +11,7 @@
 //! spawned on the server's runtime and its thread waits for it. The CRD
 //! conversions a write needs ([`crate::conversion`]) wait the same way.
 
+mod authorizer;
 pub(crate) mod call;
 pub(crate) mod conditions;
 pub(crate) mod config;
@@ -28,9 +29,11 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tokio::runtime::Handle;
 
+use crate::auth::UserInfo;
 use crate::conversion::Converter;
 use crate::objects::admit::{local_conversion, webhook_conversion, Admission, Attributes};
 use crate::registry::ResourceDef;
+use crate::schema::authz::Session;
 use crate::state::Shared;
 use crate::status::{ApiError, Cause, Details};
 use call::Target;
@@ -41,6 +44,9 @@ use config::Hook;
 pub(crate) struct Chain {
     shared: Arc<Shared>,
     runtime: Handle,
+    /// Who makes the request (`None`: a server without authentication),
+    /// whom admission CEL's `authorizer` asks about.
+    user: Option<Arc<UserInfo>>,
     warnings: Mutex<Vec<String>>,
 }
 
@@ -53,8 +59,20 @@ impl Chain {
         Self {
             shared,
             runtime,
+            user: None,
             warnings: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The chain of a request made by `user`.
+    pub fn for_user(mut self, user: Option<Arc<UserInfo>>) -> Self {
+        self.user = user;
+        self
+    }
+
+    /// What admission CEL's `authorizer` asks, for a request with `attrs`.
+    fn authorizer(&self, attrs: &Attributes<'_>) -> Arc<Session> {
+        authorizer::session(&self.shared, self.user.as_deref(), attrs)
     }
 
     /// Whether a write of `def` may wait on a webhook (and so should not
@@ -245,7 +263,15 @@ impl Chain {
         }
         let (_, review) = review::request(attrs, version, object, old);
         let request = review.get("request").unwrap_or(&Value::Null);
-        match conditions::decide(conditions, hook.ignore_failures, request, object, old) {
+        let authorizer = self.authorizer(attrs);
+        match conditions::decide(
+            conditions,
+            hook.ignore_failures,
+            request,
+            object,
+            old,
+            Some(&authorizer),
+        ) {
             Decision::Call => Ok(true),
             Decision::Skip => Ok(false),
             Decision::Refuse(text) => {
@@ -340,7 +366,9 @@ impl Admission for Chain {
         }
         // The policies first: kube-apiserver's ValidatingAdmissionPolicy
         // plugin runs before its ValidatingAdmissionWebhook plugin.
-        let (warnings, judged) = policies::admit(&self.shared, self, attrs, object, old);
+        let authorizer = self.authorizer(attrs);
+        let (warnings, judged) =
+            policies::admit(&self.shared, self, attrs, object, old, &authorizer);
         self.warn(warnings);
         judged?;
         let mut calls = Vec::new();

@@ -38,6 +38,7 @@ use super::config::resources_match;
 use crate::controllers::workloads::pods::selector_matches;
 use crate::objects::admit::{Admission, Attributes};
 use crate::registry::{ResKey, ResourceDef};
+use crate::schema::authz::Session;
 use crate::schema::{evaluate_policy, parse_unbound, Checked};
 use crate::state::Shared;
 use crate::status::{ApiError, Cause};
@@ -110,6 +111,7 @@ pub(crate) fn admit(
     attrs: &Attributes<'_>,
     object: Option<&Value>,
     old: Option<&Value>,
+    authorizer: &Arc<Session>,
 ) -> (Vec<String>, Result<(), ApiError>) {
     let bindings = stored(shared, "validatingadmissionpolicybindings");
     if bindings.is_empty() {
@@ -191,7 +193,15 @@ pub(crate) fn admit(
                 .map(|a| a.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
             for param in &params {
-                for failure in judge(spec, compiled, request, object, old, param.value()) {
+                for failure in judge(
+                    spec,
+                    compiled,
+                    request,
+                    object,
+                    old,
+                    param.value(),
+                    Some(authorizer),
+                ) {
                     if actions.contains(&"Warn") {
                         warnings.push(format!(
                             "Validation failed for ValidatingAdmissionPolicy '{policy_name}' with binding '{}': {}",
@@ -341,6 +351,7 @@ fn judge(
     object: Option<&Value>,
     old: Option<&Value>,
     params: &Value,
+    authorizer: Option<&Arc<Session>>,
 ) -> Vec<Failure> {
     let ignore_failures = spec.get("failurePolicy").and_then(Value::as_str) == Some("Ignore");
     let error = |message: String| {
@@ -360,7 +371,7 @@ fn judge(
         ("params", params),
     ];
     let conditions_given = array(spec.get("matchConditions"));
-    match conditions::decide_with(conditions_given, ignore_failures, &inputs) {
+    match conditions::decide_with(conditions_given, ignore_failures, &inputs, authorizer) {
         Decision::Call => {}
         Decision::Skip => return Vec::new(),
         Decision::Refuse(text) => return error(text),
@@ -379,7 +390,7 @@ fn judge(
         .iter()
         .map(|(p, m)| (p, m.as_ref()))
         .collect();
-    let results = match evaluate_policy(&inputs, &variables, &validations) {
+    let results = match evaluate_policy(&inputs, authorizer, &variables, &validations) {
         Ok(r) => r,
         Err(e) => return error(e),
     };
@@ -524,6 +535,7 @@ mod tests {
             Some(&object),
             None,
             params,
+            None,
         )
         .into_iter()
         .map(|f| (f.message, f.reason))

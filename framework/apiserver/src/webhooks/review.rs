@@ -202,7 +202,8 @@ pub(crate) fn denial(name: &str, status: &Value) -> ApiError {
     err
 }
 
-/// `apierrors.NewForbidden` for the request's resource and name.
+/// `apierrors.NewForbidden` for the request's resource and name, as
+/// admission answers a refusal (`admission.NewForbidden`).
 pub(crate) fn forbidden(attrs: &Attributes<'_>, text: &str) -> ApiError {
     let resource = qualified(&attrs.def.plural, &attrs.def.group);
     let message = if attrs.name.is_empty() {

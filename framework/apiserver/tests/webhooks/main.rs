@@ -5,6 +5,7 @@
 //! reinvocation, a PUT that creates admitted as a create, and the
 //! configuration objects kept out of reach.
 
+mod authorizer;
 #[path = "../common/mod.rs"]
 mod common;
 mod conditions;

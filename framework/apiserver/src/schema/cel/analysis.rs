@@ -65,15 +65,20 @@ const TYPE_NAMES: &[&str] = &[
     "uint",
 ];
 
-/// Where a value comes from: `self` or `oldSelf`.
+/// Where a value comes from: `self` or `oldSelf`, or the n-th untyped
+/// variable of an admission expression (`object`, `request`, ...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(super) enum Root {
     SelfValue,
     OldSelf,
+    Untyped(usize),
 }
 
 /// One step from a root into the data, as cel-go's size estimator paths
-/// go (`@items`, `@keys`, `@values`).
+/// go (`@items`, `@keys`, `@values`). Below an untyped root, where lists
+/// and maps are not told apart, `Items` is what a comprehension ranges
+/// over (a list's items, a map's keys) and `Values` what an index gives
+/// (a list's items, a map's values).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(super) enum Step {
     Field(String),
@@ -90,6 +95,11 @@ pub(super) trait Sizes {
     /// The most elements (items, entries, characters) the value at `path`
     /// has.
     fn size(&self, path: &DataPath, decl: &Decl) -> u64;
+
+    /// The most elements the value at `path` below an untyped root has.
+    fn untyped_size(&self, _path: &DataPath) -> u64 {
+        UNKNOWN_SIZE
+    }
 }
 
 /// At CRD write: what the schema allows (`MaxElements`).
@@ -235,6 +245,21 @@ impl Val {
         Val::of(Ty::Dyn)
     }
 
+    /// Whether this is data below an untyped root.
+    fn untyped(&self) -> bool {
+        self.decl.is_none()
+            && self.ty == Ty::Dyn
+            && matches!(self.path, Some((Root::Untyped(_), _)))
+    }
+
+    /// The untyped value one `step` below this one.
+    fn untyped_child(&self, step: Step) -> Val {
+        Val {
+            path: self.step(step),
+            ..Val::dyn_()
+        }
+    }
+
     fn step(&self, step: Step) -> Option<DataPath> {
         self.path.as_ref().map(|(root, steps)| {
             let mut steps = steps.clone();
@@ -259,6 +284,7 @@ impl Val {
             _ => match &self.ty {
                 Ty::List(t) => Val::of((**t).clone()),
                 Ty::Map(_) => Val::of(Ty::String),
+                _ if self.untyped() => self.untyped_child(Step::Items),
                 _ => Val::dyn_(),
             },
         }
@@ -270,6 +296,7 @@ impl Val {
             Some(Kind::Map(v)) => Val::declared(v, self.step(Step::Values)),
             _ => match &self.ty {
                 Ty::Map(t) => Val::of((**t).clone()),
+                _ if self.untyped() => self.untyped_child(Step::Values),
                 _ => Val::dyn_(),
             },
         }
@@ -327,6 +354,33 @@ pub(super) fn analyze(
     }
 }
 
+/// Analyzes an admission expression whose variables, `roots`, are untyped:
+/// sizes come from `sizes.untyped_size` at the paths the expression reads.
+pub(super) fn analyze_untyped(expr: &IdedExpr, roots: &[&str], sizes: &dyn Sizes) -> Analysis {
+    let mut a = Analyzer {
+        sizes,
+        scopes: Vec::new(),
+        errors: Vec::new(),
+        paths: BTreeSet::new(),
+        selects: 0,
+        strings: 0,
+    };
+    for (i, name) in roots.iter().enumerate() {
+        let root = Val {
+            path: Some((Root::Untyped(i), Vec::new())),
+            ..Val::dyn_()
+        };
+        a.scopes.push(((*name).to_owned(), root));
+    }
+    let (v, cost) = a.expr(expr);
+    Analysis {
+        errors: a.errors,
+        cost,
+        result: (v.ty != Ty::Dyn).then_some(v.ty),
+        paths: a.paths,
+    }
+}
+
 struct Analyzer<'s> {
     sizes: &'s dyn Sizes,
     scopes: Vec<(String, Val)>,
@@ -353,6 +407,10 @@ impl Analyzer<'_> {
             }
             (Some(d), _) => d.max_elements,
             (None, _) if v.ty.is_scalar() => 1,
+            (None, Some(p)) if v.untyped() => {
+                self.paths.insert(p.clone());
+                self.sizes.untyped_size(p)
+            }
             _ => UNKNOWN_SIZE,
         }
     }
@@ -388,6 +446,7 @@ impl Analyzer<'_> {
                 }
                 let own = match operand.ty {
                     Ty::Object | Ty::Map(_) => SELECT_AND_IDENT_COST,
+                    _ if operand.untyped() => SELECT_AND_IDENT_COST,
                     _ => 0,
                 };
                 (field, cost.saturating_add(own))
@@ -475,6 +534,7 @@ impl Analyzer<'_> {
                 }
             },
             (Ty::Map(_), _) => operand.map_value(),
+            _ if operand.untyped() => operand.untyped_child(Step::Field(field.to_owned())),
             (t, _) => {
                 if let Some(name) = t.primitive_name() {
                     self.errors.push(TypeError {
@@ -665,6 +725,7 @@ impl Analyzer<'_> {
                 let v = match c.ty {
                     Ty::List(_) => c.element(),
                     Ty::Map(_) => c.map_value(),
+                    _ if c.untyped() => c.untyped_child(Step::Values),
                     _ => Val::dyn_(),
                 };
                 let v = if name == operators::OPT_INDEX {

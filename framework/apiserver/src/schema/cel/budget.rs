@@ -8,11 +8,15 @@
 //! string at every path the rule reads), times the number of places the
 //! rule applies to. An object over budget is refused with
 //! kube-apiserver's messages and no rule runs.
+//!
+//! Admission expressions (webhook `matchConditions`, policies) are costed
+//! the same way, one expression at a time: the estimate with the sizes
+//! their untyped variables actually have ([`admission_cost`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kube_core::cel::cel::Program;
+use kube_core::cel::cel::{self, objects::Key, Program};
 use serde_json::Value;
 
 use super::analysis::{self, DataPath, Root, Sizes, Step};
@@ -186,6 +190,8 @@ pub(super) fn over_budget(sites: &[Site], obj: &Value, old: Option<&Value>) -> O
                         let from = match p.0 {
                             Root::SelfValue => &values,
                             Root::OldSelf => &old_values,
+                            // CRD rules read only `self` and `oldSelf`.
+                            Root::Untyped(_) => return (p.clone(), 0),
                         };
                         (p.clone(), measure(from, &p.1))
                     })
@@ -222,4 +228,64 @@ pub(super) fn over_budget(sites: &[Site], obj: &Value, old: Option<&Value>) -> O
         }
     }
     None
+}
+
+/// The cost of one evaluation of an admission expression over `roots`
+/// (its variables, as bound): cel-go's estimate with the sizes the values
+/// it reads have, authorization checks aside (they are counted as they
+/// are made).
+pub(super) fn admission_cost(program: &Program, roots: &[(&str, &cel::Value)]) -> u64 {
+    let names: Vec<&str> = roots.iter().map(|(n, _)| *n).collect();
+    let values: Vec<&cel::Value> = roots.iter().map(|(_, v)| *v).collect();
+    analysis::analyze_untyped(program.expression(), &names, &Bound { roots: values }).cost
+}
+
+/// Sizes read from the values admission expressions are bound to.
+struct Bound<'v> {
+    roots: Vec<&'v cel::Value>,
+}
+
+impl Sizes for Bound<'_> {
+    fn size(&self, _path: &DataPath, decl: &Decl) -> u64 {
+        decl.max_elements
+    }
+
+    fn untyped_size(&self, path: &DataPath) -> u64 {
+        let Root::Untyped(i) = path.0 else { return 0 };
+        let Some(root) = self.roots.get(i) else {
+            return 0;
+        };
+        let mut cur: Vec<cel::Value> = vec![(*root).clone()];
+        for step in &path.1 {
+            let mut next = Vec::new();
+            for v in &cur {
+                match (step, v) {
+                    (Step::Field(name), cel::Value::Map(m)) => {
+                        next.extend(m.map.get(&Key::String(Arc::new(name.clone()))).cloned());
+                    }
+                    (Step::Items | Step::Values, cel::Value::List(items)) => {
+                        next.extend(items.iter().cloned());
+                    }
+                    (Step::Items | Step::Keys, cel::Value::Map(m)) => {
+                        next.extend(m.map.keys().map(|k| cel::Value::from(k.clone())));
+                    }
+                    (Step::Values, cel::Value::Map(m)) => next.extend(m.map.values().cloned()),
+                    _ => {}
+                }
+            }
+            cur = next;
+        }
+        cur.iter().map(cel_size).max().unwrap_or(0)
+    }
+}
+
+/// The size of a value as CEL sees it.
+fn cel_size(v: &cel::Value) -> u64 {
+    match v {
+        cel::Value::String(s) => s.chars().count() as u64,
+        cel::Value::Bytes(b) => b.len() as u64,
+        cel::Value::List(l) => l.len() as u64,
+        cel::Value::Map(m) => m.map.len() as u64,
+        _ => 1,
+    }
 }

@@ -21,6 +21,7 @@
 //! kube-apiserver (kube-cel binds it bare; see [`optional_old_self`]).
 
 mod analysis;
+pub(crate) mod authz;
 mod bounds;
 mod budget;
 mod decl;
@@ -155,33 +156,132 @@ pub(crate) fn parse_unbound(text: &str) -> Result<cel::Program, String> {
     }
 }
 
-/// The Kubernetes CEL library, for expressions bound to no schema.
+/// The Kubernetes CEL library with the authorization library, for
+/// admission expressions.
 static LIBRARY: LazyLock<cel::Context<'static>> = LazyLock::new(|| {
     let mut context = cel::Context::default();
     KubeCelExt::register_all(&mut context);
+    authz::register(&mut context);
     context
 });
 
-/// Runs `program` with `variables` bound to JSON values: its boolean
-/// result, or why there is none.
-pub(crate) fn evaluate_bool(
-    program: &cel::Program,
-    variables: &[(&str, &Value)],
-) -> Result<bool, String> {
-    let outcome = work::with_large_stack(|| {
-        let mut context = LIBRARY.new_inner_scope();
-        for (name, value) in variables {
+/// The runtime cost all of one webhook's (or one policy binding's)
+/// `matchConditions` may take (`RuntimeCELCostBudgetMatchConditions`).
+pub(crate) const MATCH_CONDITIONS_BUDGET: u64 = 2_500_000;
+
+/// The error that ends an admission evaluation over its budget
+/// (`ForInput`'s).
+pub(crate) const OUT_OF_BUDGET: &str =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
+
+/// A scope for one request's admission expressions: the inputs bound
+/// once, the `authorizer` when given, and what is left of the budget.
+struct Scope<'a> {
+    context: cel::Context<'static>,
+    /// The variables bound, which the cost estimate measures.
+    roots: Vec<(String, cel::Value)>,
+    authorizer: Option<&'a Arc<authz::Session>>,
+    remaining: u64,
+}
+
+/// The budget ran out: nothing more is evaluated.
+struct Spent;
+
+impl<'a> Scope<'a> {
+    fn new(
+        inputs: &[(&str, &Value)],
+        authorizer: Option<&'a Arc<authz::Session>>,
+        budget: u64,
+    ) -> Result<Self, String> {
+        let mut scope = Self {
+            context: LIBRARY.new_inner_scope(),
+            roots: Vec::with_capacity(inputs.len() + 1),
+            authorizer,
+            remaining: budget,
+        };
+        for (name, value) in inputs {
             let value = cel::to_value(value).map_err(|e| e.to_string())?;
-            context.add_variable_from_value(*name, value);
+            scope.bind(name, value);
         }
-        match program.execute(&context) {
-            Ok(cel::Value::Bool(b)) => Ok(b),
-            Ok(other) => Err(format!(
-                "expected a boolean result, got {:?}",
-                other.type_of()
-            )),
-            Err(e) => Err(e.to_string()),
+        if let Some(session) = authorizer {
+            session.take_cost();
+            scope
+                .context
+                .add_variable_from_value("authorizer", session.variable());
         }
+        Ok(scope)
+    }
+
+    /// Binds (or rebinds) the variable `name`.
+    fn bind(&mut self, name: &str, value: cel::Value) {
+        self.context.add_variable_from_value(name, value.clone());
+        match self.roots.iter_mut().find(|(n, _)| n == name) {
+            Some(root) => root.1 = value,
+            None => self.roots.push((name.to_owned(), value)),
+        }
+    }
+
+    /// Runs one expression and charges its cost (its authorization
+    /// checks) as cel-go's `ForInput` does: over what is left of the
+    /// budget ends the evaluation; over the per-expression limit fails
+    /// the expression.
+    ///
+    /// The cost is the estimate with the sizes the bound values have
+    /// ([`budget::admission_cost`]) plus the authorization checks made; an
+    /// expression whose estimate alone is over the limit is not run, and
+    /// one over the limit is charged the limit, where cel-go stops it.
+    fn run(&mut self, program: &cel::Program) -> Result<Result<cel::Value, String>, Spent> {
+        let roots: Vec<(&str, &cel::Value)> =
+            self.roots.iter().map(|(n, v)| (n.as_str(), v)).collect();
+        let estimate = budget::admission_cost(program, &roots);
+        let outcome = (estimate <= budget::PER_CALL_LIMIT).then(|| program.execute(&self.context));
+        let checks = self.authorizer.map_or(0, |s| s.take_cost());
+        let cost = estimate.saturating_add(checks);
+        let over_limit = cost > budget::PER_CALL_LIMIT;
+        let charged = cost.min(budget::PER_CALL_LIMIT);
+        if charged > self.remaining {
+            return Err(Spent);
+        }
+        self.remaining -= charged;
+        match outcome {
+            Some(outcome) if !over_limit => Ok(outcome.map_err(|e| e.to_string())),
+            _ => Ok(Err(authz::COST_LIMIT_EXCEEDED.to_owned())),
+        }
+    }
+}
+
+fn expect_bool(value: Result<cel::Value, String>) -> Result<bool, String> {
+    match value? {
+        cel::Value::Bool(b) => Ok(b),
+        other => Err(format!(
+            "expected a boolean result, got {:?}",
+            other.type_of()
+        )),
+    }
+}
+
+/// Runs a webhook's or a policy's `matchConditions` (`None`: one that did
+/// not compile, skipped) in one scope over `inputs`, with `authorizer`
+/// bound when given, within [`MATCH_CONDITIONS_BUDGET`]: each one's
+/// boolean result or error, or the error that ended them all.
+pub(crate) fn evaluate_conditions(
+    programs: &[Option<&cel::Program>],
+    inputs: &[(&str, &Value)],
+    authorizer: Option<&Arc<authz::Session>>,
+) -> Result<Vec<Option<Result<bool, String>>>, String> {
+    let outcome = work::with_large_stack(|| {
+        let mut scope = Scope::new(inputs, authorizer, MATCH_CONDITIONS_BUDGET)?;
+        let mut results = Vec::with_capacity(programs.len());
+        for program in programs {
+            results.push(match program {
+                None => None,
+                Some(p) => match scope.run(p) {
+                    Ok(value) => Some(expect_bool(value)),
+                    Err(Spent) => return Err(OUT_OF_BUDGET.to_owned()),
+                },
+            });
+        }
+        Ok(results)
     });
     outcome.unwrap_or_else(|panicked| Err(format!("evaluation failed: {panicked}")))
 }
@@ -201,37 +301,48 @@ pub(crate) enum Checked {
 /// (`MaxEvaluatedMessageExpressionSizeBytes`).
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
 
-/// Runs a ValidatingAdmissionPolicy's programs for one request in one
-/// scope: `inputs` (object, oldObject, request, params) bound once, then
-/// the `variables` in order, each seeing the earlier ones as
-/// `variables.NAME` (one that fails is left out, so a reference to it
-/// fails), then each validation with its optional messageExpression,
-/// evaluated only when the validation is false.
+/// Runs a ValidatingAdmissionPolicy's programs for one request (one
+/// binding): `inputs` (object, oldObject, request, params) and, when
+/// given, `authorizer` bound once, then the `variables` in order, each
+/// seeing the earlier ones as `variables.NAME` (one that fails is left
+/// out, so a reference to it fails), then each validation, all within
+/// `RuntimeCELCostBudget`, whose exhaustion is the error. A false
+/// validation's `messageExpression` is evaluated as kube-apiserver
+/// evaluates it: without `authorizer`.
 pub(crate) fn evaluate_policy(
     inputs: &[(&str, &Value)],
+    authorizer: Option<&Arc<authz::Session>>,
     variables: &[(&str, &cel::Program)],
     validations: &[(&cel::Program, Option<&cel::Program>)],
 ) -> Result<Vec<Checked>, String> {
     let outcome = work::with_large_stack(|| {
-        let mut context = LIBRARY.new_inner_scope();
-        for (name, value) in inputs {
-            let value = cel::to_value(value).map_err(|e| e.to_string())?;
-            context.add_variable_from_value(*name, value);
-        }
+        let mut scope = Scope::new(inputs, authorizer, budget::RUNTIME_BUDGET)?;
         let mut computed = std::collections::HashMap::new();
         for (name, program) in variables {
-            context.add_variable_from_value("variables", computed.clone());
-            if let Ok(value) = program.execute(&context) {
-                computed.insert((*name).to_owned(), value);
+            scope.bind("variables", computed.clone().into());
+            match scope.run(program) {
+                Ok(Ok(value)) => {
+                    computed.insert((*name).to_owned(), value);
+                }
+                Ok(Err(_)) => {}
+                Err(Spent) => return Err(OUT_OF_BUDGET.to_owned()),
             }
         }
-        context.add_variable_from_value("variables", computed);
-        Ok(validations
-            .iter()
-            .map(|(program, message)| match program.execute(&context) {
+        scope.bind("variables", computed.clone().into());
+        let mut results = Vec::with_capacity(validations.len());
+        let mut messages: Option<cel::Context<'static>> = None;
+        for (program, message) in validations {
+            let value = match scope.run(program) {
+                Ok(value) => value,
+                Err(Spent) => return Err(OUT_OF_BUDGET.to_owned()),
+            };
+            results.push(match value {
                 Ok(cel::Value::Bool(true)) => Checked::Passed,
-                Ok(cel::Value::Bool(false)) => {
-                    Checked::Failed(message.and_then(|m| match m.execute(&context) {
+                Ok(cel::Value::Bool(false)) => Checked::Failed(message.and_then(|m| {
+                    if messages.is_none() {
+                        messages = message_context(inputs, &computed);
+                    }
+                    match m.execute(messages.as_ref()?) {
                         Ok(cel::Value::String(text)) => {
                             let text = text.trim();
                             (!text.is_empty()
@@ -240,17 +351,32 @@ pub(crate) fn evaluate_policy(
                             .then(|| text.to_owned())
                         }
                         _ => None,
-                    }))
-                }
+                    }
+                })),
                 Ok(other) => Checked::Error(format!(
                     "expected a boolean result, got {:?}",
                     other.type_of()
                 )),
-                Err(e) => Checked::Error(e.to_string()),
-            })
-            .collect())
+                Err(e) => Checked::Error(e),
+            });
+        }
+        Ok(results)
     });
     outcome.unwrap_or_else(|panicked| Err(format!("evaluation failed: {panicked}")))
+}
+
+/// The scope of `messageExpression`s: the inputs and the variables,
+/// without `authorizer`.
+fn message_context(
+    inputs: &[(&str, &Value)],
+    variables: &std::collections::HashMap<String, cel::Value>,
+) -> Option<cel::Context<'static>> {
+    let mut context = LIBRARY.new_inner_scope();
+    for (name, value) in inputs {
+        context.add_variable_from_value(*name, cel::to_value(value).ok()?);
+    }
+    context.add_variable_from_value("variables", variables.clone());
+    Some(context)
 }
 
 /// The places that rules sit at in a schema, each with how to reach it
