@@ -39,17 +39,6 @@ fn str_at<'a>(v: &'a Value, path: &str) -> &'a str {
     v.pointer(path).and_then(Value::as_str).unwrap_or("")
 }
 
-fn user_json(user: &UserInfo) -> Value {
-    let mut u = json!({"username": user.name, "groups": user.groups});
-    if !user.uid.is_empty() {
-        u["uid"] = json!(user.uid);
-    }
-    if !user.extra.is_empty() {
-        u["extra"] = json!(user.extra);
-    }
-    u
-}
-
 /// The attributes a review's spec asks about.
 fn spec_attributes(spec: &Value) -> Option<Attributes> {
     if let Some(r) = spec.get("resourceAttributes").filter(|r| r.is_object()) {
@@ -136,7 +125,7 @@ pub(crate) async fn create(
     }
     let spec = review.get("spec").cloned().unwrap_or_else(|| json!({}));
     let status = match def.plural.as_str() {
-        "selfsubjectreviews" => json!({"userInfo": user_json(&caller)}),
+        "selfsubjectreviews" => json!({"userInfo": UserInfo::to_json(&caller)}),
         "selfsubjectrulesreviews" => {
             let namespace = str_at(&spec, "/namespace");
             if namespace.is_empty() {

@@ -26,6 +26,19 @@ pub(crate) struct UserInfo {
 }
 
 impl UserInfo {
+    /// `authentication.k8s.io/v1` `UserInfo`, as reviews carry it: `uid`
+    /// and `extra` only when set.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut u = serde_json::json!({"username": self.name, "groups": self.groups});
+        if !self.uid.is_empty() {
+            u["uid"] = serde_json::json!(self.uid);
+        }
+        if !self.extra.is_empty() {
+            u["extra"] = serde_json::json!(self.extra);
+        }
+        u
+    }
+
     /// The anonymous identity.
     pub fn anonymous() -> Self {
         Self {

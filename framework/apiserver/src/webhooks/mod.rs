@@ -216,7 +216,8 @@ impl Chain {
         if attrs.dry_run && !hook.dry_run_safe {
             return Err(dry_run_unsupported(&hook.name));
         }
-        let (uid, review) = review::request(attrs, version, object.as_deref(), old);
+        let (uid, review) =
+            review::request(attrs, version, object.as_deref(), old, self.user.as_deref());
         let answer = Target::from_client_config(hook.client_config(), hook.timeout)
             .map_err(|e| format!("could not get REST client: {e}"))
             .and_then(|target| self.block(send(target, review)))
@@ -261,7 +262,7 @@ impl Chain {
         if conditions.is_empty() {
             return Ok(true);
         }
-        let (_, review) = review::request(attrs, version, object, old);
+        let (_, review) = review::request(attrs, version, object, old, self.user.as_deref());
         let request = review.get("request").unwrap_or(&Value::Null);
         let authorizer = self.authorizer(attrs);
         match conditions::decide(
@@ -367,8 +368,15 @@ impl Admission for Chain {
         // The policies first: kube-apiserver's ValidatingAdmissionPolicy
         // plugin runs before its ValidatingAdmissionWebhook plugin.
         let authorizer = self.authorizer(attrs);
-        let (warnings, judged) =
-            policies::admit(&self.shared, self, attrs, object, old, &authorizer);
+        let (warnings, judged) = policies::admit(
+            &self.shared,
+            self,
+            attrs,
+            object,
+            old,
+            self.user.as_deref(),
+            &authorizer,
+        );
         self.warn(warnings);
         judged?;
         let mut calls = Vec::new();
@@ -385,7 +393,8 @@ impl Admission for Chain {
             if attrs.dry_run && !hook.dry_run_safe {
                 return Err(dry_run_unsupported(&hook.name));
             }
-            let (uid, review) = review::request(attrs, &version, seen, old_seen);
+            let (uid, review) =
+                review::request(attrs, &version, seen, old_seen, self.user.as_deref());
             let target = Target::from_client_config(hook.client_config(), hook.timeout)
                 .map_err(|e| format!("could not get REST client: {e}"));
             calls.push((hook, uid, target, review));

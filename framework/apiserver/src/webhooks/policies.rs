@@ -35,6 +35,7 @@ use serde_json::Value;
 
 use super::conditions::{self, Decision};
 use super::config::resources_match;
+use crate::auth::UserInfo;
 use crate::controllers::workloads::pods::selector_matches;
 use crate::objects::admit::{Admission, Attributes};
 use crate::registry::{ResKey, ResourceDef};
@@ -104,13 +105,15 @@ impl Param {
 
 /// Judges a request by every policy bound to it: the warnings to add, and
 /// the denial if any. `admission` converts parameters of a CRD whose
-/// conversion takes its webhook.
+/// conversion takes its webhook; `user` made the request (none: a server
+/// without authentication).
 pub(crate) fn admit(
     shared: &Shared,
     admission: &dyn Admission,
     attrs: &Attributes<'_>,
     object: Option<&Value>,
     old: Option<&Value>,
+    user: Option<&UserInfo>,
     authorizer: &Arc<Session>,
 ) -> (Vec<String>, Result<(), ApiError>) {
     let bindings = stored(shared, "validatingadmissionpolicybindings");
@@ -118,7 +121,7 @@ pub(crate) fn admit(
         return (Vec::new(), Ok(()));
     }
     let policies = stored(shared, "validatingadmissionpolicies");
-    let (_, review) = super::review::request(attrs, attrs.version, object, old);
+    let (_, review) = super::review::request(attrs, attrs.version, object, old, user);
     let request = review.get("request").unwrap_or(&Value::Null);
     let mut warnings = Vec::new();
     let mut denials = Vec::new();

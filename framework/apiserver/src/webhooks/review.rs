@@ -8,16 +8,21 @@
 use base64::Engine;
 use serde_json::{json, Value};
 
+use crate::auth::UserInfo;
 use crate::objects::admit::Attributes;
 use crate::status::{qualified, ApiError, Cause, Details};
 use crate::util;
 
-/// The identity every request runs as: the server's one admin.
-fn user_info() -> Value {
-    json!({
-        "username": "kubernetes-admin",
-        "groups": ["system:masters", "system:authenticated"],
-    })
+/// The requesting user; a server without authentication names its admin
+/// as kubeconfigs of such clusters do.
+fn user_info(user: Option<&UserInfo>) -> Value {
+    match user {
+        Some(user) => user.to_json(),
+        None => json!({
+            "username": "kubernetes-admin",
+            "groups": ["system:masters", "system:authenticated"],
+        }),
+    }
 }
 
 /// The review sent for one call to a webhook that sees the object at
@@ -28,6 +33,7 @@ pub(crate) fn request(
     version: &str,
     object: Option<&Value>,
     old: Option<&Value>,
+    user: Option<&UserInfo>,
 ) -> (String, Value) {
     let def = attrs.def;
     let uid = util::uid();
@@ -45,7 +51,7 @@ pub(crate) fn request(
         "name": attrs.name,
         "namespace": attrs.namespace,
         "operation": attrs.operation.as_str(),
-        "userInfo": user_info(),
+        "userInfo": user_info(user),
         "object": object,
         "oldObject": old,
         "dryRun": attrs.dry_run,

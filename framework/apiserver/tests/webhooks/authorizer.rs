@@ -117,12 +117,21 @@ async fn a_match_condition_asks_whether_the_user_may_create_pods() {
         "admission webhook \"pod-creators.example.com\" denied the request: pod creators are watched"
     );
     assert_eq!(hook.seen("/deny").len(), 1);
+    // The review names the user the authorizer was asked about.
+    let user_info = |i: usize| hook.seen("/deny")[i].1["userInfo"].clone();
+    assert_eq!(user_info(0)["username"], "bob");
+    assert_eq!(user_info(0)["groups"], json!(["system:authenticated"]));
     // The admin (system:masters) may do anything.
     let r = kube
         .post(CONFIGMAPS, &configmap("by-admin", json!({})))
         .await;
     assert_eq!(r.code(), 403);
     assert_eq!(hook.seen("/deny").len(), 2);
+    assert_eq!(user_info(1)["username"], "admin");
+    assert_eq!(
+        user_info(1)["groups"],
+        json!(["system:masters", "system:authenticated"])
+    );
 }
 
 #[tokio::test]
