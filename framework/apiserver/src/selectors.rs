@@ -6,6 +6,42 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
+/// Whether `labels` satisfy a `metav1.LabelSelector` given as JSON
+/// (`matchLabels`, `matchExpressions`): an empty selector matches
+/// everything, an unknown operator nothing.
+pub(crate) fn selector_matches(selector: &Value, labels: Option<&Value>) -> bool {
+    let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+    if let Some(ml) = selector.get("matchLabels").and_then(Value::as_object) {
+        for (k, v) in ml {
+            if get(k) != v.as_str() {
+                return false;
+            }
+        }
+    }
+    if let Some(exprs) = selector.get("matchExpressions").and_then(Value::as_array) {
+        for e in exprs {
+            let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+            let values: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|vs| vs.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let have = get(key);
+            let ok = match e.get("operator").and_then(Value::as_str).unwrap_or("") {
+                "In" => have.is_some_and(|h| values.contains(&h)),
+                "NotIn" => have.is_none_or(|h| !values.contains(&h)),
+                "Exists" => have.is_some(),
+                "DoesNotExist" => have.is_none(),
+                _ => false,
+            };
+            if !ok {
+                return false;
+            }
+        }
+    }
+    true
+}
+
 /// What a selector reads of a stored object, each without parsing the
 /// rest of it. Storage implements it; this module stays below storage.
 pub(crate) trait Selectable {

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::controllers::workloads::pods::selector_matches;
 use crate::objects::admit::Attributes;
 use crate::registry::ResKey;
+use crate::selectors::selector_matches;
 use crate::state::Shared;
 use crate::storage::Filter;
 

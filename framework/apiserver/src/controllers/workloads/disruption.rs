@@ -44,7 +44,10 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
                     .cloned()
                     .unwrap_or_default();
                 if !pods::selector_is_empty(&sel)
-                    && pods::selector_matches(&sel, c.obj.value().pointer("/metadata/labels"))
+                    && crate::selectors::selector_matches(
+                        &sel,
+                        c.obj.value().pointer("/metadata/labels"),
+                    )
                 {
                     q.add(key_of(pdb.value()));
                 }
@@ -68,7 +71,9 @@ fn sync(api: &Api, key: &ObjKey) {
     } else {
         api.list(PODS, Some(&key.0))
             .into_iter()
-            .filter(|p| pods::selector_matches(&sel, p.value().pointer("/metadata/labels")))
+            .filter(|p| {
+                crate::selectors::selector_matches(&sel, p.value().pointer("/metadata/labels"))
+            })
             .filter(|p| !pods::terminal(p.value()))
             .collect()
     };

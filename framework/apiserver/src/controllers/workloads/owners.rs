@@ -9,8 +9,8 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::api::{controller_of, controller_ref, key_of, Api, Kind};
-use super::pods::selector_matches;
 use crate::controllers::write::MANAGER;
+use crate::selectors::selector_matches;
 use crate::storage::StoredObject;
 use crate::util;
 

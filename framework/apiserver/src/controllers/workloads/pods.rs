@@ -91,41 +91,6 @@ pub(crate) fn restarts(pod: &Value) -> i64 {
         })
 }
 
-/// Whether `pod`'s labels satisfy a `matchLabels`/`matchExpressions`
-/// selector (an empty selector matches everything).
-pub(crate) fn selector_matches(selector: &Value, labels: Option<&Value>) -> bool {
-    let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
-    if let Some(ml) = selector.get("matchLabels").and_then(Value::as_object) {
-        for (k, v) in ml {
-            if get(k) != v.as_str() {
-                return false;
-            }
-        }
-    }
-    if let Some(exprs) = selector.get("matchExpressions").and_then(Value::as_array) {
-        for e in exprs {
-            let key = str_at(e, "/key");
-            let values: Vec<&str> = e
-                .get("values")
-                .and_then(Value::as_array)
-                .map(|vs| vs.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let have = get(key);
-            let ok = match str_at(e, "/operator") {
-                "In" => have.is_some_and(|h| values.contains(&h)),
-                "NotIn" => have.is_none_or(|h| !values.contains(&h)),
-                "Exists" => have.is_some(),
-                "DoesNotExist" => have.is_none(),
-                _ => false,
-            };
-            if !ok {
-                return false;
-            }
-        }
-    }
-    true
-}
-
 /// Whether a selector selects nothing in particular (`{}`), which
 /// controllers refuse.
 pub(crate) fn selector_is_empty(selector: &Value) -> bool {

@@ -17,9 +17,10 @@ use super::api::{
 };
 use super::informer::{self, Change};
 use super::owners::claim;
-use super::pods::{self, selector_matches};
+use super::pods;
 use super::queue::Queue;
 use crate::controllers::write::MANAGER;
+use crate::selectors::selector_matches;
 use crate::storage::{EventType, ObjKey, StoredObject};
 use crate::util;
 

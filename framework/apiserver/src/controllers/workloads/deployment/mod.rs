@@ -16,8 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::api::{controller_key, key_of, Api, DEPLOYMENTS, PODS, REPLICASETS};
 use super::informer::{self, Change};
-use super::pods::selector_matches;
 use super::queue::Queue;
+use crate::selectors::selector_matches;
 use crate::storage::EventType;
 use crate::util as meta;
 
