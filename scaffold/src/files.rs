@@ -65,6 +65,15 @@ pub enum FilesError {
         #[source]
         source: SpliceError,
     },
+    /// The webhook module a second webhook type goes into is unreadable.
+    #[error("cannot read {}: {source}; create webhook adds a webhook type to the module the kind's first one wrote: restore it, or add the webhook there by hand", .path.display())]
+    ReadWebhook {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A kustomization the CLI maintains a block of is missing.
     #[error("cannot read {}: {source} (kubeforge init writes it)", .path.display())]
     Read {
@@ -576,7 +585,7 @@ impl<'a> Files<'a> {
     ) -> Result<(), FilesError> {
         let ctx = self.admission_context(r);
         let read = |path: &str| {
-            std::fs::read_to_string(root.join(path)).map_err(|source| FilesError::Read {
+            std::fs::read_to_string(root.join(path)).map_err(|source| FilesError::ReadWebhook {
                 path: PathBuf::from(path),
                 source,
             })
@@ -591,7 +600,12 @@ impl<'a> Files<'a> {
         let module_path = admission_module_file(r);
         let test_path = admission_test_file(r);
         let mut module = read(&module_path)?;
-        let mut test = read(&test_path)?;
+        // A test the user removed stays removed.
+        let mut test = if root.join(&test_path).exists() {
+            Some(read(&test_path)?)
+        } else {
+            None
+        };
         for &which in added {
             let (trait_name, section, test_section, test_fn) = match which {
                 AdmissionWebhook::Defaulting => (
@@ -619,15 +633,17 @@ impl<'a> Files<'a> {
                 }
                 module = splice::append(&module, &self.render_raw(section, ctx.clone())?);
             }
-            if !test.contains(test_fn) {
+            if let Some(test) = test.as_mut().filter(|t| !t.contains(test_fn)) {
                 if which == AdmissionWebhook::Defaulting {
-                    test = splice::add_use(&test, &self.defaulter_test_import(r));
+                    *test = splice::add_use(test, &self.defaulter_test_import(r));
                 }
-                test = splice::append(&test, &self.render_raw(test_section, ctx.clone())?);
+                *test = splice::append(test, &self.render_raw(test_section, ctx.clone())?);
             }
         }
         plan.replace(module_path, rustfmt(module));
-        plan.replace(test_path, rustfmt(test));
+        if let Some(test) = test {
+            plan.replace(test_path, rustfmt(test));
+        }
         Ok(())
     }
 

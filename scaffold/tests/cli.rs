@@ -777,7 +777,7 @@ fn a_webhook_added_later_is_spliced_in_as_if_created_together() {
 }
 
 #[test]
-fn a_webhook_module_without_its_register_chain_is_named_and_left_alone() {
+fn a_webhook_module_edited_or_removed_is_named_and_a_removed_test_stays_removed() {
     let (_tmp, dir) = project();
     ok(&dir, &args(&create_api("webapp", "v1", "Guestbook")));
     ok(&dir, &args(&create_webhook("v1", &["--defaulting"])));
@@ -796,6 +796,24 @@ fn a_webhook_module_without_its_register_chain_is_named_and_left_alone() {
         "{stderr}"
     );
     assert_eq!(snapshot(&dir), before, "nothing written");
+
+    // A module that is gone is named; a test that is gone stays gone.
+    std::fs::write(&module, &text).unwrap();
+    std::fs::remove_file(dir.join("tests/webapp_guestbook_v1_webhook.rs")).unwrap();
+    ok(&dir, &args(&create_webhook("v1", &["--validation"])));
+    assert!(!dir.join("tests/webapp_guestbook_v1_webhook.rs").exists());
+    assert!(std::fs::read_to_string(&module)
+        .unwrap()
+        .contains("impl Validator<Guestbook> for GuestbookWebhook"));
+    ok(&dir, &args(&create_api("webapp", "v2", "Guestbook")));
+    ok(&dir, &args(&create_webhook("v2", &["--defaulting"])));
+    std::fs::remove_file(dir.join("src/webhooks/webapp/v2/guestbook.rs")).unwrap();
+    let stderr = fails(&dir, &args(&create_webhook("v2", &["--validation"])));
+    assert!(
+        stderr.contains("cannot read src/webhooks/webapp/v2/guestbook.rs: ")
+            && stderr.contains("restore it, or add the webhook there by hand"),
+        "{stderr}"
+    );
 }
 
 #[test]
