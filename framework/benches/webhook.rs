@@ -6,7 +6,7 @@
 //!   typed defaulter computing its JSON patch), one at a time;
 //! - **creates per second through the API server** with one mutating and
 //!   one validating webhook (each create is two HTTPS calls from the
-//!   server, each on a new connection as the server makes them), and
+//!   server, on connections the server keeps alive between calls), and
 //!   without;
 //! - **added latency** of those two webhooks on one create: p50 / p99 of
 //!   sequential creates with them minus without.

@@ -174,6 +174,50 @@ fn check_paths_unique(args: &Args, project: &Project, index: usize) -> anyhow::R
     Ok(())
 }
 
+/// The command adding the webhook types `record` lacks, for examples in
+/// errors; `None` when it has them all.
+fn missing_types_example(args: &Args, record: &WebhookRecord) -> Option<String> {
+    let mut flags = Vec::new();
+    if !record.defaulting {
+        flags.push("--defaulting");
+    }
+    if !record.validation {
+        flags.push("--validation");
+    }
+    (!flags.is_empty()).then(|| example(args, &flags.join(" ")))
+}
+
+/// Asking again for an admission webhook the kind has is refused, naming it
+/// (kubebuilder: "defaulting webhook already exists for this resource"):
+/// the file is the user's by then, and a second registration at one path
+/// would replace the first.
+fn check_not_there_already(
+    args: &Args,
+    gvk: &str,
+    file: &str,
+    before: &WebhookRecord,
+) -> anyhow::Result<()> {
+    let again: Vec<&str> = ADMISSION_WEBHOOKS
+        .into_iter()
+        .filter(|&which| args.adds(which) && before.has(which))
+        .map(AdmissionWebhook::as_str)
+        .collect();
+    if again.is_empty() {
+        return Ok(());
+    }
+    let what = again.join(" and ");
+    let webhooks = if again.len() > 1 {
+        "webhooks"
+    } else {
+        "webhook"
+    };
+    let hint = match missing_types_example(args, before) {
+        Some(example) => format!("add a type it lacks instead (for example `{example}`)"),
+        None => format!("it has a defaulter and a validator: change them in {file}"),
+    };
+    bail!("{gvk} has a {what} {webhooks} already ({RECORD_FILE}); {hint}")
+}
+
 pub fn run(args: Args) -> anyhow::Result<()> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let (root, mut project) = Project::find(&cwd)?;
@@ -249,37 +293,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
 
     let before = resource.webhooks.clone().unwrap_or_default();
-    let twice = |what: &str| {
-        anyhow::anyhow!(
-            "{gvk} has a {what} webhook already ({RECORD_FILE}); a webhook is created once per version and kind"
-        )
-    };
-    if args.defaulting && before.defaulting {
-        return Err(twice("defaulting"));
-    }
-    if args.validation && before.validation {
-        return Err(twice("validation"));
-    }
+    let module = format!(
+        "src/webhooks/{}/{}/{}.rs",
+        resource.group_module(),
+        resource.version,
+        resource.kind_module()
+    );
+    check_not_there_already(&args, &gvk, &module, &before)?;
     let new_admission = args.defaulting || args.validation;
-    if new_admission && (before.defaulting || before.validation) {
-        let (has, wants) = if before.defaulting {
-            (
-                "a defaulter",
-                "a validator: implement `Validator` and register it",
-            )
-        } else {
-            (
-                "a validator",
-                "a defaulter: implement `Defaulter` and register it",
-            )
-        };
-        bail!(
-            "{gvk} has {has} in src/webhooks/{}/{}/{}.rs already, and kubeforge does not edit that file: add {wants} there, in its `register`",
-            resource.group_module(),
-            resource.version,
-            resource.kind_module()
-        );
-    }
+    // A second admission type goes into the module the first one wrote.
+    let splice_admission = new_admission && (before.defaulting || before.validation);
     if let Some(other) = project
         .conversion_hubs()
         .find(|r| r.same_kind(&resource) && r.version != resource.version)
@@ -307,7 +330,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             acc
         });
     if args.conversion && new_spokes.is_empty() {
-        return Err(twice("conversion"));
+        bail!(
+            "{gvk} has a conversion webhook already ({RECORD_FILE}) with the spokes {}: name a version it does not convert yet with --spoke{}",
+            before.spokes.join(", "),
+            missing_types_example(&args, &before)
+                .map(|e| format!(", or add another webhook type (for example `{e}`)"))
+                .unwrap_or_default()
+        );
     }
 
     let first_webhook = !project.has_webhooks();
@@ -334,7 +363,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let templates = Templates::new().context("the CLI's templates")?;
     let files = Files::new(&project, &templates);
     let mut plan = Plan::new();
-    if new_admission {
+    if splice_admission {
+        let added: Vec<AdmissionWebhook> = ADMISSION_WEBHOOKS
+            .into_iter()
+            .filter(|&which| args.adds(which))
+            .collect();
+        files.add_admission_webhooks(&mut plan, &root, &resource, &added)?;
+    } else if new_admission {
         files.admission_webhook(&mut plan, &resource)?;
     }
     if args.conversion {

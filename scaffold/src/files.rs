@@ -11,7 +11,8 @@ use minijinja::context;
 use crate::blocks::{self, MarkerError};
 use crate::names;
 use crate::plan::Plan;
-use crate::project::{Project, Resource, WebhookRecord};
+use crate::project::{AdmissionWebhook, Project, Resource, WebhookRecord};
+use crate::splice::{self, SpliceError};
 use crate::templates::{rust_header, rustfmt, Templates};
 
 /// The marked block of `config/crd/kustomization.yaml`.
@@ -55,6 +56,24 @@ pub enum FilesError {
     /// A kustomization's markers are missing or broken.
     #[error(transparent)]
     Marker(#[from] MarkerError),
+    /// A generated file lacks what an addition to it is anchored on.
+    #[error("{}: {source}; restore it as kubeforge wrote it, or add the webhook there by hand", .path.display())]
+    Splice {
+        /// The file.
+        path: PathBuf,
+        /// What is missing.
+        #[source]
+        source: SpliceError,
+    },
+    /// The webhook module a second webhook type goes into is unreadable.
+    #[error("cannot read {}: {source}; create webhook adds a webhook type to the module the kind's first one wrote: restore it, or add the webhook there by hand", .path.display())]
+    ReadWebhook {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A kustomization the CLI maintains a block of is missing.
     #[error("cannot read {}: {source} (kubeforge init writes it)", .path.display())]
     Read {
@@ -71,6 +90,66 @@ pub struct Files<'a> {
     project: &'a Project,
     templates: &'a Templates,
     header: String,
+}
+
+/// Where a webhook module's registrations are chained.
+const REGISTER_CHAIN: &str = "mgr.webhooks()";
+
+/// What a validator's example rule needs (`name_any`).
+const RESOURCE_EXT_IMPORT: &str = "use kubeforge::prelude::ResourceExt as _;";
+
+/// The webhook module of `r`'s defaulter and validator.
+fn admission_module_file(r: &Resource) -> String {
+    format!(
+        "src/webhooks/{}/{}/{}.rs",
+        r.group_module(),
+        r.version,
+        r.kind_module()
+    )
+}
+
+/// The test of `r`'s defaulter and validator.
+fn admission_test_file(r: &Resource) -> String {
+    format!(
+        "tests/{}_{}_{}_webhook.rs",
+        r.group_module(),
+        r.kind_module(),
+        r.version
+    )
+}
+
+/// The link of `register`'s chain that registers `which` for `r`: at the
+/// path its record gives, or the default.
+fn registration(r: &Resource, which: AdmissionWebhook) -> String {
+    let record = r.webhooks.clone().unwrap_or_default();
+    let (method, custom, constant) = match which {
+        AdmissionWebhook::Defaulting => ("defaulter", record.defaulting_path, "DEFAULTING_PATH"),
+        AdmissionWebhook::Validation => ("validator", record.validation_path, "VALIDATION_PATH"),
+    };
+    let (kind, ty) = (&r.kind, format!("{}Webhook", r.kind));
+    match custom {
+        Some(_) => {
+            format!(".{method}_with::<{kind}, _>({ty}, WebhookOptions::default().path({constant}))")
+        }
+        None => format!(".{method}::<{kind}, _>({ty})"),
+    }
+}
+
+/// What `kubeforge::webhook` exports that `which`'s section and
+/// registration use.
+fn webhook_imports(r: &Resource, which: AdmissionWebhook) -> Vec<&'static str> {
+    let record = r.webhooks.clone().unwrap_or_default();
+    let (mut names, custom) = match which {
+        AdmissionWebhook::Defaulting => (vec!["Defaulter"], record.defaulting_path.is_some()),
+        AdmissionWebhook::Validation => (
+            vec!["Denial", "Validator"],
+            record.validation_path.is_some(),
+        ),
+    };
+    if custom {
+        names.push("WebhookOptions");
+    }
+    names
 }
 
 /// The CRD file `kubeforge generate` writes for a kind (controller-gen's
@@ -90,18 +169,22 @@ impl<'a> Files<'a> {
     }
 
     fn render(&self, name: &str, context: minijinja::Value) -> Result<String, FilesError> {
-        let text = self
-            .templates
-            .render(name, context)
-            .map_err(|source| FilesError::Template {
-                name: name.to_owned(),
-                source,
-            })?;
+        let text = self.render_raw(name, context)?;
         Ok(if name.ends_with(".rs") {
             rustfmt(text)
         } else {
             text
         })
+    }
+
+    /// The template `name` rendered, unformatted (a part of a Rust file).
+    fn render_raw(&self, name: &str, context: minijinja::Value) -> Result<String, FilesError> {
+        self.templates
+            .render(name, context)
+            .map_err(|source| FilesError::Template {
+                name: name.to_owned(),
+                source,
+            })
     }
 
     fn base(&self) -> minijinja::Value {
@@ -476,44 +559,131 @@ impl<'a> Files<'a> {
         Ok(())
     }
 
-    /// The files written once for a version's defaulter and validator: the
-    /// webhook module and its test.
+    /// The webhook module of `r`'s defaulter and/or validator and its test,
+    /// written once with the webhooks `r`'s record has.
     pub fn admission_webhook(&self, plan: &mut Plan, r: &Resource) -> Result<(), FilesError> {
+        let ctx = self.admission_context(r);
+        plan.create(
+            admission_module_file(r),
+            self.render("webhook.rs", ctx.clone())?,
+        );
+        plan.create(admission_test_file(r), self.render("webhook_test.rs", ctx)?);
+        Ok(())
+    }
+
+    /// `r`'s webhook module and test, already written, with the webhooks in
+    /// `added` spliced in (kubebuilder's webhook updater): each one's
+    /// section appended, its registration added to `register`'s chain, its
+    /// imports to the `use` lists. A webhook whose `impl` (or test) is there
+    /// already is left as it is.
+    pub fn add_admission_webhooks(
+        &self,
+        plan: &mut Plan,
+        root: &Path,
+        r: &Resource,
+        added: &[AdmissionWebhook],
+    ) -> Result<(), FilesError> {
+        let ctx = self.admission_context(r);
+        let read = |path: &str| {
+            std::fs::read_to_string(root.join(path)).map_err(|source| FilesError::ReadWebhook {
+                path: PathBuf::from(path),
+                source,
+            })
+        };
+        let spliced = |path: &str, source: Result<String, SpliceError>| {
+            source.map_err(|source| FilesError::Splice {
+                path: PathBuf::from(path),
+                source,
+            })
+        };
+        let kind = r.kind.as_str();
+        let module_path = admission_module_file(r);
+        let test_path = admission_test_file(r);
+        let mut module = read(&module_path)?;
+        // A test the user removed stays removed.
+        let mut test = if root.join(&test_path).exists() {
+            Some(read(&test_path)?)
+        } else {
+            None
+        };
+        for &which in added {
+            let (trait_name, section, test_section, test_fn) = match which {
+                AdmissionWebhook::Defaulting => (
+                    "Defaulter",
+                    "webhook_defaulter.rs",
+                    "webhook_test_defaulter.rs",
+                    "fn the_defaulter_fills_in_spec_foo(",
+                ),
+                AdmissionWebhook::Validation => (
+                    "Validator",
+                    "webhook_validator.rs",
+                    "webhook_test_validator.rs",
+                    "fn the_validator_denies_an_invalid_spec_foo(",
+                ),
+            };
+            if !module.contains(&format!("impl {trait_name}<{kind}> for")) {
+                let registration = registration(r, which);
+                module = spliced(
+                    &module_path,
+                    splice::extend_chain(&module, REGISTER_CHAIN, &registration),
+                )?;
+                module = splice::import(&module, "kubeforge::webhook", &webhook_imports(r, which));
+                if which == AdmissionWebhook::Validation {
+                    module = splice::add_use(&module, RESOURCE_EXT_IMPORT);
+                }
+                module = splice::append(&module, &self.render_raw(section, ctx.clone())?);
+            }
+            if let Some(test) = test.as_mut().filter(|t| !t.contains(test_fn)) {
+                if which == AdmissionWebhook::Defaulting {
+                    *test = splice::add_use(test, &self.defaulter_test_import(r));
+                }
+                *test = splice::append(test, &self.render_raw(test_section, ctx.clone())?);
+            }
+        }
+        plan.replace(module_path, rustfmt(module));
+        if let Some(test) = test {
+            plan.replace(test_path, rustfmt(test));
+        }
+        Ok(())
+    }
+
+    /// What the webhook templates are rendered with.
+    fn admission_context(&self, r: &Resource) -> minijinja::Value {
         let record = r.webhooks.clone().unwrap_or_default();
-        let paths: BTreeMap<&str, String> = r
-            .admission_paths(&self.project.domain)
-            .into_iter()
-            .map(|(which, path)| (which.as_str(), path))
-            .collect();
-        let ctx = context! {
+        let mut imports = vec!["AdmissionRequest", "AdmissionResult"];
+        for (has, which) in [
+            (record.defaulting, AdmissionWebhook::Defaulting),
+            (record.validation, AdmissionWebhook::Validation),
+        ] {
+            if has {
+                imports.extend(webhook_imports(r, which));
+            }
+        }
+        imports.sort_unstable();
+        imports.dedup();
+        context! {
             defaulting => record.defaulting,
             validation => record.validation,
             // Set only for a path the record gives (not kubebuilder's).
             defaulting_path => record.defaulting_path,
             validation_path => record.validation_path,
-            // Where each is served, custom or default.
-            paths,
+            webhook_imports => imports,
+            defaulter_registration => registration(r, AdmissionWebhook::Defaulting),
+            validator_registration => registration(r, AdmissionWebhook::Validation),
+            defaulter_test_import => self.defaulter_test_import(r),
             ..self.resource_context(r)
-        };
-        plan.create(
-            format!(
-                "src/webhooks/{}/{}/{}.rs",
-                r.group_module(),
-                r.version,
-                r.kind_module()
-            ),
-            self.render("webhook.rs", ctx.clone())?,
-        );
-        plan.create(
-            format!(
-                "tests/{}_{}_{}_webhook.rs",
-                r.group_module(),
-                r.kind_module(),
-                r.version
-            ),
-            self.render("webhook_test.rs", ctx)?,
-        );
-        Ok(())
+        }
+    }
+
+    /// The webhook test's import of the defaulter's default.
+    fn defaulter_test_import(&self, r: &Resource) -> String {
+        format!(
+            "use {}::webhooks::{}::{}::{}::DEFAULT_FOO;",
+            names::crate_name(&self.project.name),
+            r.group_module(),
+            r.version,
+            r.kind_module()
+        )
     }
 
     /// The files written once for conversions through the hub `hub`: its

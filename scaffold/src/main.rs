@@ -12,6 +12,7 @@ mod init;
 mod names;
 mod plan;
 mod project;
+mod splice;
 mod templates;
 
 use std::io::Write as _;

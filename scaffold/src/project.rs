@@ -111,6 +111,16 @@ pub struct WebhookRecord {
     pub spokes: Vec<String>,
 }
 
+impl WebhookRecord {
+    /// Whether this version has `which`.
+    pub fn has(&self, which: AdmissionWebhook) -> bool {
+        match which {
+            AdmissionWebhook::Defaulting => self.defaulting,
+            AdmissionWebhook::Validation => self.validation,
+        }
+    }
+}
+
 /// A defaulter or a validator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AdmissionWebhook {

@@ -132,6 +132,22 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("templates/rust/webhook_test.rs.j2"),
     ),
     (
+        "webhook_defaulter.rs",
+        include_str!("templates/rust/webhook_defaulter.rs.j2"),
+    ),
+    (
+        "webhook_validator.rs",
+        include_str!("templates/rust/webhook_validator.rs.j2"),
+    ),
+    (
+        "webhook_test_defaulter.rs",
+        include_str!("templates/rust/webhook_test_defaulter.rs.j2"),
+    ),
+    (
+        "webhook_test_validator.rs",
+        include_str!("templates/rust/webhook_test_validator.rs.j2"),
+    ),
+    (
         "conversion_hub.rs",
         include_str!("templates/rust/conversion_hub.rs.j2"),
     ),

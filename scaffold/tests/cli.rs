@@ -597,7 +597,7 @@ fn create_webhook_writes_the_webhooks_registries_record_and_kustomize_pieces() {
     );
     // Without --defaulting-path, kubebuilder's path and the plain form.
     assert!(
-        webhook.contains("at kubebuilder's paths\n/// (`/mutate-webapp-example-com-v1-guestbook`)")
+        webhook.contains("at kubebuilder's path\n/// (`/mutate-webapp-example-com-v1-guestbook`, `/validate-...`)")
             && webhook.contains("    mgr.webhooks().defaulter::<Guestbook, _>(GuestbookWebhook);")
             && !webhook.contains("WebhookOptions::default()")
             && !webhook.contains("DEFAULTING_PATH"),
@@ -621,16 +621,60 @@ fn create_webhook_writes_the_webhooks_registries_record_and_kustomize_pieces() {
         "{record}"
     );
 
-    // Twice is refused; a second admission type names the file to edit.
+    // Twice is refused, naming the webhook and a type the kind lacks.
+    let before_again = snapshot(&dir);
     let stderr = fails(&dir, &args(&create_webhook("v1", &["--defaulting"])));
     assert!(
-        stderr.contains("webapp.example.com/v1 Guestbook has a defaulting webhook already"),
+        stderr.contains(
+            "webapp.example.com/v1 Guestbook has a defaulting webhook already (kubeforge.toml); add a type it lacks instead (for example `kubeforge create webhook --group webapp --version v1 --kind Guestbook --validation`)"
+        ),
         "{stderr}"
+    );
+    let stderr = fails(
+        &dir,
+        &args(&create_webhook("v1", &["--defaulting", "--validation"])),
+    );
+    assert!(
+        stderr.contains("has a defaulting webhook already"),
+        "{stderr}"
+    );
+    assert_eq!(snapshot(&dir), before_again, "nothing written");
+
+    // A second admission type is spliced into the module and its test.
+    let out = ok(&dir, &args(&create_webhook("v1", &["--validation"])));
+    assert!(out.contains("src/webhooks/webapp/v1/guestbook.rs"), "{out}");
+    let webhook = read("src/webhooks/webapp/v1/guestbook.rs");
+    assert!(
+        webhook.contains(
+            "use kubeforge::webhook::{AdmissionRequest, AdmissionResult, Defaulter, Denial, Validator};"
+        ) && webhook.contains("use kubeforge::prelude::ResourceExt as _;")
+            && webhook.contains(
+                "    mgr.webhooks()\n        .defaulter::<Guestbook, _>(GuestbookWebhook)\n        .validator::<Guestbook, _>(GuestbookWebhook);\n}"
+            )
+            && webhook.contains("impl Defaulter<Guestbook> for GuestbookWebhook")
+            && webhook.contains("impl Validator<Guestbook> for GuestbookWebhook"),
+        "{webhook}"
+    );
+    let test = read("tests/webapp_guestbook_v1_webhook.rs");
+    assert!(
+        test.contains("async fn the_defaulter_fills_in_spec_foo()")
+            && test.contains("async fn the_validator_denies_an_invalid_spec_foo()"),
+        "{test}"
+    );
+    assert!(
+        read("config/default/kustomization.yaml").contains("kind: ValidatingWebhookConfiguration"),
+        "the CA injection covers the validating configuration"
+    );
+    assert!(
+        read("kubeforge.toml")
+            .contains("[resource.webhooks]\ndefaulting = true\nvalidation = true\n"),
+        "recorded"
     );
     let stderr = fails(&dir, &args(&create_webhook("v1", &["--validation"])));
     assert!(
-        stderr.contains("src/webhooks/webapp/v1/guestbook.rs already")
-            && stderr.contains("implement `Validator`"),
+        stderr.contains(
+            "has a validation webhook already (kubeforge.toml); it has a defaulter and a validator: change them in src/webhooks/webapp/v1/guestbook.rs"
+        ),
         "{stderr}"
     );
 
@@ -679,6 +723,95 @@ fn create_webhook_writes_the_webhooks_registries_record_and_kustomize_pieces() {
     );
     assert!(
         stderr.contains("Guestbook converts through v1 already (its hub)"),
+        "{stderr}"
+    );
+}
+
+/// The webhook module and test of a project given `calls` of
+/// `create webhook` for v1 Guestbook.
+fn admission_files(calls: &[&[&str]]) -> (String, String) {
+    let (_tmp, dir) = project();
+    ok(&dir, &args(&create_api("webapp", "v1", "Guestbook")));
+    for flags in calls {
+        ok(&dir, &args(&create_webhook("v1", flags)));
+    }
+    let read = |path: &str| std::fs::read_to_string(dir.join(path)).expect(path);
+    (
+        read("src/webhooks/webapp/v1/guestbook.rs"),
+        read("tests/webapp_guestbook_v1_webhook.rs"),
+    )
+}
+
+#[test]
+fn a_webhook_added_later_is_spliced_in_as_if_created_together() {
+    // Defaulting then validation: the same files as both at once.
+    let together = admission_files(&[&["--defaulting", "--validation"]]);
+    let later = admission_files(&[&["--defaulting"], &["--validation"]]);
+    assert_eq!(later, together);
+
+    // Validation at a custom path, then defaulting: the defaulter's section
+    // follows the validator's, and the imports cover both.
+    let (webhook, test) = admission_files(&[
+        &["--validation", "--validation-path", "/custom-validate"],
+        &["--defaulting"],
+    ]);
+    assert!(
+        webhook.contains("AdmissionRequest, AdmissionResult, Defaulter, Denial, Validator, WebhookOptions,")
+            && webhook.contains(
+                "WebhookOptions::default().path(VALIDATION_PATH),\n        )\n        .defaulter::<Guestbook, _>(GuestbookWebhook);"
+            ),
+        "{webhook}"
+    );
+    let validator = webhook
+        .find("impl Validator<Guestbook>")
+        .expect("validator");
+    let defaulter = webhook
+        .find("impl Defaulter<Guestbook>")
+        .expect("defaulter");
+    assert!(validator < defaulter, "{webhook}");
+    assert!(
+        test.contains("use shop_operator::webhooks::webapp::v1::guestbook::DEFAULT_FOO;")
+            && test.contains("async fn the_defaulter_fills_in_spec_foo()"),
+        "{test}"
+    );
+}
+
+#[test]
+fn a_webhook_module_edited_or_removed_is_named_and_a_removed_test_stays_removed() {
+    let (_tmp, dir) = project();
+    ok(&dir, &args(&create_api("webapp", "v1", "Guestbook")));
+    ok(&dir, &args(&create_webhook("v1", &["--defaulting"])));
+    let module = dir.join("src/webhooks/webapp/v1/guestbook.rs");
+    let text = std::fs::read_to_string(&module).unwrap();
+    let edited = text.replace(
+        "mgr.webhooks().defaulter::<Guestbook, _>(GuestbookWebhook);",
+        "let webhooks = Manager::webhooks(mgr);\n    webhooks.defaulter::<Guestbook, _>(GuestbookWebhook);",
+    );
+    assert_ne!(edited, text);
+    std::fs::write(&module, &edited).unwrap();
+    let before = snapshot(&dir);
+    let stderr = fails(&dir, &args(&create_webhook("v1", &["--validation"])));
+    assert!(
+        stderr.contains("src/webhooks/webapp/v1/guestbook.rs: no `mgr.webhooks()` to add `.validator::<Guestbook, _>(GuestbookWebhook)` to; restore it as kubeforge wrote it, or add the webhook there by hand"),
+        "{stderr}"
+    );
+    assert_eq!(snapshot(&dir), before, "nothing written");
+
+    // A module that is gone is named; a test that is gone stays gone.
+    std::fs::write(&module, &text).unwrap();
+    std::fs::remove_file(dir.join("tests/webapp_guestbook_v1_webhook.rs")).unwrap();
+    ok(&dir, &args(&create_webhook("v1", &["--validation"])));
+    assert!(!dir.join("tests/webapp_guestbook_v1_webhook.rs").exists());
+    assert!(std::fs::read_to_string(&module)
+        .unwrap()
+        .contains("impl Validator<Guestbook> for GuestbookWebhook"));
+    ok(&dir, &args(&create_api("webapp", "v2", "Guestbook")));
+    ok(&dir, &args(&create_webhook("v2", &["--defaulting"])));
+    std::fs::remove_file(dir.join("src/webhooks/webapp/v2/guestbook.rs")).unwrap();
+    let stderr = fails(&dir, &args(&create_webhook("v2", &["--validation"])));
+    assert!(
+        stderr.contains("cannot read src/webhooks/webapp/v2/guestbook.rs: ")
+            && stderr.contains("restore it, or add the webhook there by hand"),
         "{stderr}"
     );
 }
@@ -780,7 +913,6 @@ fn webhook_paths_are_recorded_and_registered_and_another_webhook_cannot_take_the
         "use kubeforge::webhook::{\n    AdmissionRequest, AdmissionResult, Defaulter, Denial, Validator, WebhookOptions,\n};",
         "pub const DEFAULTING_PATH: &str = \"/custom-default\";",
         "pub const VALIDATION_PATH: &str = \"/webhooks/custom-validate\";",
-        "/// - the defaulter at `/custom-default`,\n/// - the validator at `/webhooks/custom-validate`,\n",
         "    mgr.webhooks()\n        .defaulter_with::<Guestbook, _>(\n            GuestbookWebhook,\n            WebhookOptions::default().path(DEFAULTING_PATH),\n        )\n        .validator_with::<Guestbook, _>(\n            GuestbookWebhook,\n            WebhookOptions::default().path(VALIDATION_PATH),\n        );\n",
     ] {
         assert!(webhook.contains(expected), "{expected}\n---\n{webhook}");
@@ -830,7 +962,7 @@ fn webhook_paths_are_recorded_and_registered_and_another_webhook_cannot_take_the
     );
     let webhook = read("src/webhooks/webapp/v1/shelf.rs");
     assert!(
-        webhook.contains("/// - the defaulter at `/mutate-webapp-example-com-v1-shelf`,\n/// - the validator at `/shelf-validate`,\n")
+        webhook.contains("/// (`/mutate-webapp-example-com-v1-shelf`, `/validate-...`) unless\n/// `kubeforge.toml` records another")
             && webhook.contains("        .defaulter::<Shelf, _>(ShelfWebhook)\n        .validator_with::<Shelf, _>(\n            ShelfWebhook,\n            WebhookOptions::default().path(VALIDATION_PATH),\n        );")
             && !webhook.contains("DEFAULTING_PATH"),
         "{webhook}"

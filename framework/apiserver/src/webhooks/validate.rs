@@ -415,17 +415,18 @@ fn client_config(config: Option<&Value>, path: &str, out: &mut Vec<Cause>) {
     }
 }
 
-/// `webhook.ValidateWebhookURL` with https required.
+/// `webhook.ValidateWebhookURL` with https required: Go's `url.Parse`
+/// must accept the URL, whose scheme must then be `https` (in any case),
+/// with a host and without user information, fragment or query. Values
+/// are printed as Go prints them (the user information re-escaped, the
+/// fragment unescaped, the query raw).
 fn webhook_url(raw: &str, path: &str, out: &mut Vec<Cause>) {
     let url = match GoUrl::parse(raw) {
         Ok(url) => url,
         Err(e) => {
             out.push(required(
                 path,
-                &format!(
-                    "url must be a valid URL: parse {}: {e}{URL_FORM}",
-                    quote(raw)
-                ),
+                &format!("url must be a valid URL: {e}{URL_FORM}"),
             ));
             return;
         }
@@ -433,35 +434,35 @@ fn webhook_url(raw: &str, path: &str, out: &mut Vec<Cause>) {
     if url.scheme != "https" {
         out.push(invalid(
             path,
-            &quote(url.scheme),
+            &quote(&url.scheme),
             &format!("'https' is the only allowed URL scheme{URL_FORM}"),
         ));
     }
     if url.host.is_empty() {
         out.push(invalid(
             path,
-            &quote(url.host),
+            &go_quote(&url.host),
             &format!("host must be specified{URL_FORM}"),
         ));
     }
-    if let Some(user) = url.user {
+    if let Some(user) = url.user_string() {
         out.push(invalid(
             path,
-            &quote(user),
+            &quote(&user),
             "user information is not permitted in the URL",
         ));
     }
     if !url.fragment.is_empty() {
         out.push(invalid(
             path,
-            &quote(url.fragment),
+            &go_quote(&url.fragment),
             "fragments are not permitted in the URL",
         ));
     }
-    if !url.query.is_empty() {
+    if !url.raw_query.is_empty() {
         out.push(invalid(
             path,
-            &quote(url.query),
+            &quote(url.raw_query),
             "query parameters are not permitted in the URL",
         ));
     }
@@ -522,61 +523,276 @@ fn webhook_service(service: &Value, path: &str, out: &mut Vec<Cause>) {
     }
 }
 
-/// The parts of a URL `ValidateWebhookURL` looks at, split as Go's
-/// `url.Parse` splits them.
+/// The parts of a URL `ValidateWebhookURL` looks at, as Go's `url.Parse`
+/// (Go 1.22–1.24) splits, unescapes and refuses them: the fragment is cut
+/// off first, the scheme is lower-cased, a rootless path after a scheme is
+/// opaque (no host), and `%` escapes are checked in the user information,
+/// host, path and fragment but not the query.
+#[derive(Debug)]
 struct GoUrl<'a> {
-    scheme: &'a str,
-    user: Option<&'a str>,
-    host: &'a str,
-    query: &'a str,
-    fragment: &'a str,
+    /// Lower-cased.
+    scheme: String,
+    /// Unescaped user name, and password when a `:` gave one.
+    user: Option<(Vec<u8>, Option<Vec<u8>>)>,
+    /// Unescaped; `host:port`, brackets kept.
+    host: Vec<u8>,
+    raw_query: &'a str,
+    /// Unescaped.
+    fragment: Vec<u8>,
+}
+
+/// Why Go's `url.Parse` refuses a URL, printed as its `*url.Error` is:
+/// `parse "<url>": <reason>`.
+#[derive(Debug, PartialEq, Eq)]
+struct GoUrlError {
+    /// The URL the error names: without the fragment unless the fragment
+    /// was at fault.
+    url: String,
+    reason: String,
+}
+
+impl std::fmt::Display for GoUrlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "parse {}: {}", quote(&self.url), self.reason)
+    }
+}
+
+/// Which part of a URL is unescaped (Go's `encoding` modes that parsing
+/// uses).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Path,
+    Host,
+    Zone,
+    UserPassword,
+    Fragment,
 }
 
 impl<'a> GoUrl<'a> {
-    fn parse(raw: &'a str) -> Result<Self, String> {
-        if raw.bytes().any(|b| b < 0x20 || b == 0x7f) {
+    /// `url.Parse`.
+    fn parse(raw: &'a str) -> Result<Self, GoUrlError> {
+        let (before, fragment) = match raw.split_once('#') {
+            Some((before, fragment)) => (before, Some(fragment)),
+            None => (raw, None),
+        };
+        let mut url = Self::parse_without_fragment(before).map_err(|reason| GoUrlError {
+            url: before.to_owned(),
+            reason,
+        })?;
+        if let Some(fragment) = fragment {
+            url.fragment = unescape(fragment, Part::Fragment).map_err(|reason| GoUrlError {
+                url: raw.to_owned(),
+                reason,
+            })?;
+        }
+        Ok(url)
+    }
+
+    /// Go's `parse(rawURL, viaRequest = false)`.
+    fn parse_without_fragment(raw: &'a str) -> Result<Self, String> {
+        if raw.bytes().any(|b| b < b' ' || b == 0x7f) {
             return Err("net/url: invalid control character in URL".into());
         }
-        let (rest, fragment) = raw.split_once('#').unwrap_or((raw, ""));
-        let (scheme, rest) =
-            match rest.find(|c: char| !(c.is_ascii_alphanumeric() || "+-.".contains(c))) {
-                Some(0) if rest.starts_with(':') => return Err("missing protocol scheme".into()),
-                Some(i)
-                    if rest[i..].starts_with(':')
-                        && rest.starts_with(|c: char| c.is_ascii_alphabetic()) =>
-                {
-                    (&rest[..i], &rest[i + 1..])
+        let (scheme, rest) = scheme(raw)?;
+        let mut url = GoUrl {
+            scheme: scheme.to_ascii_lowercase(),
+            user: None,
+            host: Vec::new(),
+            raw_query: "",
+            fragment: Vec::new(),
+        };
+        // A lone trailing `?` is an empty query (`ForceQuery`).
+        let rest = match rest.strip_suffix('?') {
+            Some(rest) if !rest.contains('?') => rest,
+            _ => match rest.split_once('?') {
+                Some((rest, query)) => {
+                    url.raw_query = query;
+                    rest
                 }
-                _ => ("", rest),
-            };
-        let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
-        let (mut user, mut host) = (None, "");
-        if let Some(authority) = rest.strip_prefix("//") {
-            let authority = authority.split('/').next().unwrap_or("");
-            host = authority;
-            if let Some(at) = authority.rfind('@') {
-                user = Some(&authority[..at]);
-                host = &authority[at + 1..];
+                None => rest,
+            },
+        };
+        if !rest.starts_with('/') {
+            if !url.scheme.is_empty() {
+                // A rootless path after a scheme is opaque: no host, and
+                // nothing unescaped.
+                return Ok(url);
             }
-            // A port must be digits (`validOptionalPort`).
-            let port = match host.rfind(']') {
-                Some(close) => host[close + 1..].strip_prefix(':'),
-                None => host.rfind(':').map(|c| &host[c + 1..]),
-            };
-            if let Some(port) = port.filter(|p| !p.bytes().all(|b| b.is_ascii_digit())) {
-                return Err(format!("invalid port \":{port}\" after host"));
+            if rest.split('/').next().is_some_and(|s| s.contains(':')) {
+                return Err("first path segment in URL cannot contain colon".into());
             }
-        } else if scheme.is_empty() && rest.split('/').next().is_some_and(|s| s.contains(':')) {
-            return Err("first path segment in URL cannot contain colon".into());
         }
-        Ok(GoUrl {
-            scheme,
-            user,
-            host,
-            query,
-            fragment,
-        })
+        let mut path = rest;
+        if let Some(after) = rest.strip_prefix("//") {
+            if !url.scheme.is_empty() || !rest.starts_with("///") {
+                let (authority, tail) = match after.find('/') {
+                    Some(i) => after.split_at(i),
+                    None => (after, ""),
+                };
+                path = tail;
+                let (user, host) = authority_parts(authority)?;
+                url.user = user;
+                url.host = host;
+            }
+        }
+        unescape(path, Part::Path)?;
+        Ok(url)
     }
+
+    /// `Userinfo.String()`: the user information re-escaped.
+    fn user_string(&self) -> Option<String> {
+        let (name, password) = self.user.as_ref()?;
+        let mut out = escape_user_password(name);
+        if let Some(password) = password {
+            out.push(':');
+            out.push_str(&escape_user_password(password));
+        }
+        Some(out)
+    }
+}
+
+/// `getScheme`: a letter, then letters, digits, `+`, `-` and `.`, ended by
+/// `:`; anything else means no scheme.
+fn scheme(raw: &str) -> Result<(&str, &str), String> {
+    for (i, b) in raw.bytes().enumerate() {
+        match b {
+            b'a'..=b'z' | b'A'..=b'Z' => {}
+            b'0'..=b'9' | b'+' | b'-' | b'.' if i > 0 => {}
+            b':' if i == 0 => return Err("missing protocol scheme".into()),
+            b':' => return Ok((&raw[..i], &raw[i + 1..])),
+            _ => return Ok(("", raw)),
+        }
+    }
+    Ok(("", raw))
+}
+
+/// `parseAuthority`: the user information before the last `@`, checked
+/// and unescaped, and the host.
+type Authority = (Option<(Vec<u8>, Option<Vec<u8>>)>, Vec<u8>);
+
+fn authority_parts(authority: &str) -> Result<Authority, String> {
+    let (userinfo, host) = match authority.rfind('@') {
+        Some(at) => (Some(&authority[..at]), &authority[at + 1..]),
+        None => (None, authority),
+    };
+    let host = parse_host(host)?;
+    let Some(userinfo) = userinfo else {
+        return Ok((None, host));
+    };
+    let valid = userinfo
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-._:~!$&'()*+,;=%@".contains(&b));
+    if !valid {
+        return Err("net/url: invalid userinfo".into());
+    }
+    let user = match userinfo.split_once(':') {
+        None => (unescape(userinfo, Part::UserPassword)?, None),
+        Some((name, password)) => (
+            unescape(name, Part::UserPassword)?,
+            Some(unescape(password, Part::UserPassword)?),
+        ),
+    };
+    Ok((Some(user), host))
+}
+
+/// `parseHost`: a bracketed IP literal (with an RFC 6874 zone after `%25`)
+/// or a name, either with an optional `:digits` port.
+fn parse_host(host: &str) -> Result<Vec<u8>, String> {
+    let bad_port = |port: &str| format!("invalid port {} after host", quote(port));
+    if host.starts_with('[') {
+        let close = host.rfind(']').ok_or("missing ']' in host")?;
+        let port = &host[close + 1..];
+        if !valid_optional_port(port) {
+            return Err(bad_port(port));
+        }
+        if let Some(zone) = host[..close].find("%25") {
+            let mut out = unescape(&host[..zone], Part::Host)?;
+            out.extend(unescape(&host[zone..close], Part::Zone)?);
+            out.extend(unescape(&host[close..], Part::Host)?);
+            return Ok(out);
+        }
+    } else if let Some(colon) = host.rfind(':') {
+        let port = &host[colon..];
+        if !valid_optional_port(port) {
+            return Err(bad_port(port));
+        }
+    }
+    unescape(host, Part::Host)
+}
+
+/// `validOptionalPort`: empty, or `:` and digits (maybe none).
+fn valid_optional_port(port: &str) -> bool {
+    port.is_empty()
+        || port
+            .strip_prefix(':')
+            .is_some_and(|digits| digits.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Go's `unescape` for `part`: every `%` followed by two hex digits; in a
+/// host only non-ASCII bytes (and `%25`) escaped and no character a host
+/// may not hold.
+fn unescape(s: &str, part: Part) -> Result<Vec<u8>, String> {
+    let bytes = s.as_bytes();
+    let escape_error = |from: usize, len: usize| {
+        let end = (from + len).min(bytes.len());
+        format!("invalid URL escape {}", go_quote(&bytes[from..end]))
+    };
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'%' {
+            let (Some(hi), Some(lo)) = (
+                bytes.get(i + 1).copied().and_then(hex_value),
+                bytes.get(i + 2).copied().and_then(hex_value),
+            ) else {
+                return Err(escape_error(i, 3));
+            };
+            let value = hi << 4 | lo;
+            let is_percent = &bytes[i..i + 3] == b"%25";
+            if part == Part::Host && hi < 8 && !is_percent {
+                return Err(escape_error(i, 3));
+            }
+            if part == Part::Zone && !is_percent && value != b' ' && host_must_escape(value) {
+                return Err(escape_error(i, 3));
+            }
+            out.push(value);
+            i += 3;
+            continue;
+        }
+        if matches!(part, Part::Host | Part::Zone) && b < 0x80 && host_must_escape(b) {
+            return Err(format!(
+                "invalid character {} in host name",
+                go_quote(&bytes[i..i + 1])
+            ));
+        }
+        out.push(b);
+        i += 1;
+    }
+    Ok(out)
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).and_then(|d| u8::try_from(d).ok())
+}
+
+/// `shouldEscape(c, encodeHost)`: what a host may not hold unescaped.
+fn host_must_escape(b: u8) -> bool {
+    !(b.is_ascii_alphanumeric() || b"!$&'()*+,;=:[]<>\"-_.~".contains(&b))
+}
+
+/// `escape(s, encodeUserPassword)`.
+fn escape_user_password(s: &[u8]) -> String {
+    let mut out = String::with_capacity(s.len());
+    for &b in s {
+        let keep = b.is_ascii_alphanumeric() || b"-_.~$&+,;=".contains(&b);
+        if keep {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 fn webhooks_of(obj: &Value) -> &[Value] {
@@ -595,9 +811,51 @@ pub(super) fn str_at<'v>(obj: &'v Value, field: &str) -> Option<&'v str> {
     obj.get(field).and_then(Value::as_str)
 }
 
-/// Go's `%q`.
+/// Go's `%q` of a string.
 pub(super) fn quote(s: &str) -> String {
-    format!("{s:?}")
+    go_quote(s.as_bytes())
+}
+
+/// Go's `strconv.Quote` of bytes that may not be UTF-8 (an unescaped URL
+/// part): printable characters as they are, `\n`-style escapes, `\xff`
+/// for a control character or a byte that is not UTF-8, `\u`/`\U` for
+/// other characters Go does not print.
+pub(super) fn go_quote(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 2);
+    out.push('"');
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\u{7}' => out.push_str("\\a"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{b}' => out.push_str("\\v"),
+                c if c < ' ' || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+                c if go_prints(c) => out.push(c),
+                c if u32::from(c) < 0x10000 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+                c => out.push_str(&format!("\\U{:08x}", u32::from(c))),
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Go's `strconv.IsPrint` beyond ASCII, near enough: not a control, a
+/// space other than ' ', or a common format character (soft hyphen,
+/// zero-width and direction marks, the byte-order mark).
+fn go_prints(c: char) -> bool {
+    !(c.is_control()
+        || (c.is_whitespace() && c != ' ')
+        || matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}'))
 }
 
 /// Go's `%#v` of a string slice of `elem` type.
@@ -712,24 +970,218 @@ mod tests {
         assert_eq!(messages(true, valid()), vec![]);
     }
 
+    /// The messages of a webhook at `url`, otherwise valid.
+    fn url_messages(url: &str) -> Vec<String> {
+        let mut hook = valid();
+        hook["clientConfig"] = json!({ "url": url });
+        messages(true, hook)
+            .into_iter()
+            .map(|(field, message)| {
+                assert_eq!(field, "webhooks[0].clientConfig.url");
+                message
+            })
+            .collect()
+    }
+
+    const FORM: &str = "; desired format: https://host[/path]";
+
+    fn unparsable(url: &str, reason: &str) -> Vec<String> {
+        vec![format!(
+            "Required value: url must be a valid URL: parse {}: {reason}{FORM}",
+            quote(url)
+        )]
+    }
+
+    fn no_host() -> String {
+        format!("Invalid value: \"\": host must be specified{FORM}")
+    }
+
     #[test]
-    fn urls_are_split_as_go_splits_them() {
-        let url = GoUrl::parse("https://u:p@h.example.com:443/x?a=b#frag").expect("parses");
+    fn url_parts_that_are_not_permitted_are_named_as_go_prints_them() {
         assert_eq!(
-            (url.scheme, url.user, url.host, url.query, url.fragment),
-            ("https", Some("u:p"), "h.example.com:443", "a=b", "frag")
+            url_messages("https://u:p@h.example.com:443/x?a=b#frag"),
+            [
+                "Invalid value: \"u:p\": user information is not permitted in the URL",
+                "Invalid value: \"frag\": fragments are not permitted in the URL",
+                "Invalid value: \"a=b\": query parameters are not permitted in the URL",
+            ]
         );
-        let url = GoUrl::parse("hooks.example.com/x").expect("parses");
-        assert_eq!((url.scheme, url.host), ("", ""));
-        assert!(GoUrl::parse("https://[::1]:8443/x").is_ok());
+        // The user information re-escaped, the fragment unescaped (bytes
+        // that are not UTF-8 as `\x..`), the query raw.
         assert_eq!(
-            GoUrl::parse("https://h:port/x").err().as_deref(),
-            Some("invalid port \":port\" after host")
+            url_messages("https://u%40x@h/"),
+            ["Invalid value: \"u%40x\": user information is not permitted in the URL"]
         );
         assert_eq!(
-            GoUrl::parse("://h").err().as_deref(),
-            Some("missing protocol scheme")
+            url_messages("https://a!b:@h/"),
+            ["Invalid value: \"a%21b:\": user information is not permitted in the URL"]
         );
+        assert_eq!(
+            url_messages("https://h/x#a%20b%ff"),
+            ["Invalid value: \"a b\\xff\": fragments are not permitted in the URL"]
+        );
+        assert_eq!(
+            url_messages("https://h/x?a=%zz"),
+            ["Invalid value: \"a=%zz\": query parameters are not permitted in the URL"]
+        );
+        // A lone `?` is an empty query; a second one is a query.
+        assert_eq!(url_messages("https://h/x?"), Vec::<String>::new());
+        assert_eq!(
+            url_messages("https://h/x??"),
+            ["Invalid value: \"?\": query parameters are not permitted in the URL"]
+        );
+        // A control character after `#` is not a parse error: the
+        // fragment is cut off first.
+        assert_eq!(
+            url_messages("https://h/#\u{1}"),
+            ["Invalid value: \"\\x01\": fragments are not permitted in the URL"]
+        );
+    }
+
+    #[test]
+    fn the_scheme_is_https_in_any_case_and_a_rootless_url_has_no_host() {
+        assert_eq!(
+            url_messages("HTTPS://hooks.example.com/x"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            url_messages("http://hooks.example.com/x"),
+            [format!(
+                "Invalid value: \"http\": 'https' is the only allowed URL scheme{FORM}"
+            )]
+        );
+        // Opaque: `scheme:rest` without `/` has no host, and its escapes
+        // are not checked; its query still counts.
+        assert_eq!(url_messages("https:foo"), [no_host()]);
+        assert_eq!(url_messages("https:%zz"), [no_host()]);
+        assert_eq!(
+            url_messages("https:foo?x=1"),
+            [
+                no_host(),
+                "Invalid value: \"x=1\": query parameters are not permitted in the URL".to_owned()
+            ]
+        );
+        assert_eq!(url_messages("https:///x"), [no_host()]);
+        assert_eq!(
+            url_messages("hooks.example.com/x"),
+            [
+                format!("Invalid value: \"\": 'https' is the only allowed URL scheme{FORM}"),
+                no_host()
+            ]
+        );
+        assert_eq!(
+            url_messages(":foo"),
+            unparsable(":foo", "missing protocol scheme")
+        );
+        assert_eq!(
+            url_messages("1https://h"),
+            unparsable(
+                "1https://h",
+                "first path segment in URL cannot contain colon"
+            )
+        );
+    }
+
+    #[test]
+    fn escapes_are_checked_where_go_checks_them() {
+        for (url, named, reason) in [
+            (
+                "https://h/%zz",
+                "https://h/%zz",
+                "invalid URL escape \"%zz\"",
+            ),
+            (
+                "https://h/a%2",
+                "https://h/a%2",
+                "invalid URL escape \"%2\"",
+            ),
+            ("https://h/a%", "https://h/a%", "invalid URL escape \"%\""),
+            // A bad path names the URL without its fragment...
+            (
+                "https://h/%zz#f",
+                "https://h/%zz",
+                "invalid URL escape \"%zz\"",
+            ),
+            // ...a bad fragment the whole URL.
+            (
+                "https://h/x#%zz",
+                "https://h/x#%zz",
+                "invalid URL escape \"%zz\"",
+            ),
+            (
+                "https://u%zz@h/",
+                "https://u%zz@h/",
+                "invalid URL escape \"%zz\"",
+            ),
+            // A host escapes only bytes beyond ASCII.
+            (
+                "https://h%41.example.com/",
+                "https://h%41.example.com/",
+                "invalid URL escape \"%41\"",
+            ),
+            (
+                "https://h x/",
+                "https://h x/",
+                "invalid character \" \" in host name",
+            ),
+            (
+                "https://h{x}/",
+                "https://h{x}/",
+                "invalid character \"{\" in host name",
+            ),
+            (
+                "https://u^x@h/",
+                "https://u^x@h/",
+                "net/url: invalid userinfo",
+            ),
+            (
+                "https://h/\u{1}",
+                "https://h/\u{1}",
+                "net/url: invalid control character in URL",
+            ),
+        ] {
+            assert_eq!(url_messages(url), unparsable(named, reason), "{url}");
+        }
+        assert_eq!(
+            url_messages("https://h%C3%A9.example.com/"),
+            Vec::<String>::new()
+        );
+        assert_eq!(url_messages("https://h/a%2Fb%20c"), Vec::<String>::new());
+        // Go's %q: a control character as `\x01`, not Rust's `\u{1}`.
+        assert!(url_messages("https://h/\u{1}")[0].contains("parse \"https://h/\\x01\""));
+    }
+
+    #[test]
+    fn hosts_ports_and_ip_literals_follow_go() {
+        for ok in [
+            "https://[::1]:8443/x",
+            "https://[::1]/x",
+            "https://[fe80::1%25en0]:8443/x",
+            "https://h:/x",
+            "https://h.example.com:8443",
+            // Go keeps ":8443" as the host: not empty, so not refused.
+            "https://:8443/x",
+        ] {
+            assert_eq!(url_messages(ok), Vec::<String>::new(), "{ok}");
+        }
+        for (url, reason) in [
+            ("https://h:port/x", "invalid port \":port\" after host"),
+            ("https://h:84a3/x", "invalid port \":84a3\" after host"),
+            ("https://[::1]x/", "invalid port \"x\" after host"),
+            ("https://[::1]:p/", "invalid port \":p\" after host"),
+            ("https://[::1/", "missing ']' in host"),
+            ("https://[fe80::1%25%0a]/", "invalid URL escape \"%0a\""),
+        ] {
+            assert_eq!(url_messages(url), unparsable(url, reason), "{url}");
+        }
+    }
+
+    #[test]
+    fn quoting_is_gos() {
+        assert_eq!(quote("a\"b\\c"), "\"a\\\"b\\\\c\"");
+        assert_eq!(quote("\n\t\u{7f}\u{1}"), "\"\\n\\t\\x7f\\x01\"");
+        assert_eq!(quote("é\u{a0}\u{200b}"), "\"é\\u00a0\\u200b\"");
+        assert_eq!(go_quote(b"a\xffb"), "\"a\\xffb\"");
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! server of the test's own ([`server`]): JSONPatch mutations in both
 //! encodings, denials with kube-apiserver's messages, warnings, failure
 //! policies, timeouts, rule and selector matching, dry run, delete,
-//! reinvocation, a PUT that creates admitted as a create, and the
-//! configuration objects kept out of reach.
+//! reinvocation, a PUT that creates admitted as a create, the
+//! configuration objects kept out of reach, and calls sharing a kept-alive
+//! connection.
 
 mod authorizer;
 #[path = "../common/mod.rs"]
@@ -626,4 +627,49 @@ async fn configuration_objects_are_never_sent_to_webhooks() {
         201
     );
     assert_eq!(hook.seen("/deny").len(), 1);
+}
+
+#[tokio::test]
+async fn sequential_calls_share_one_kept_alive_connection() {
+    let kube = Kube::start().await;
+    let hook = Webhook::start().await;
+    hook.on("/mutate", Answer::Allow(vec![]));
+    hook.on("/validate", Answer::Allow(vec![]));
+    configure(
+        &kube,
+        MUTATING,
+        "keepalive-mutating",
+        vec![webhook(
+            &hook,
+            "m.keepalive.example.com",
+            "/mutate",
+            json!({}),
+        )],
+    )
+    .await;
+    configure(
+        &kube,
+        VALIDATING,
+        "keepalive-validating",
+        vec![webhook(
+            &hook,
+            "v.keepalive.example.com",
+            "/validate",
+            json!({}),
+        )],
+    )
+    .await;
+    for i in 0..10 {
+        let r = kube
+            .post(CONFIGMAPS, &configmap(&format!("kept-{i}"), json!({})))
+            .await;
+        assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+    }
+    // Twenty calls (a mutating and a validating webhook on each create),
+    // both webhooks at one server trusted through one CA bundle.
+    assert_eq!(
+        hook.seen("/mutate").len() + hook.seen("/validate").len(),
+        20
+    );
+    assert_eq!(hook.connections(), 1);
 }

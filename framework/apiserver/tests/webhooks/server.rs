@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -70,6 +71,7 @@ pub struct Webhook {
     pub ca_bundle: String,
     answers: Arc<Mutex<HashMap<String, Answer>>>,
     seen: Arc<Mutex<Vec<(String, Value)>>>,
+    connections: Arc<AtomicUsize>,
 }
 
 impl Webhook {
@@ -104,8 +106,11 @@ impl Webhook {
         let answers: Arc<Mutex<HashMap<String, Answer>>> = Arc::default();
         let seen: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
         let (a, s) = (answers.clone(), seen.clone());
+        let connections = Arc::new(AtomicUsize::new(0));
+        let accepted = connections.clone();
         tokio::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
+                accepted.fetch_add(1, Ordering::SeqCst);
                 let acceptor = acceptor.clone();
                 let (a, s) = (a.clone(), s.clone());
                 tokio::spawn(async move {
@@ -127,7 +132,13 @@ impl Webhook {
             ca_bundle: base64::engine::general_purpose::STANDARD.encode(ca.pem()),
             answers,
             seen,
+            connections,
         }
+    }
+
+    /// The TCP connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
     }
 
     /// Scripts what `path` answers.
