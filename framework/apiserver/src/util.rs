@@ -202,35 +202,49 @@ pub(crate) fn meta_mut(obj: &mut Value) -> Option<&mut serde_json::Map<String, V
 
 /// Go's `strconv.Quote`.
 pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
+    go_quote_bytes(s.as_bytes())
+}
+
+/// Go's `strconv.Quote` of bytes that may not be UTF-8 (an unescaped URL
+/// part): printable characters as they are, `\n`-style escapes, `\xff`
+/// for a control character or a byte that is not UTF-8, `\u`/`\U` for
+/// other characters Go does not print.
+pub(crate) fn go_quote_bytes(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 2);
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\u{7}' => out.push_str("\\a"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{b}' => out.push_str("\\v"),
+                c if c < ' ' || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+                c if go_prints(c) => out.push(c),
+                c if u32::from(c) < 0x10000 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+                c => out.push_str(&format!("\\U{:08x}", u32::from(c))),
             }
-            c if c.is_control() => {
-                let n = c as u32;
-                if n <= 0xffff {
-                    out.push_str(&format!("\\u{n:04x}"));
-                } else {
-                    out.push_str(&format!("\\U{n:08x}"));
-                }
-            }
-            c => out.push(c),
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
         }
     }
     out.push('"');
     out
+}
+
+/// Go's `strconv.IsPrint` beyond ASCII, near enough: not a control, a
+/// space other than ' ', or a common format character (soft hyphen,
+/// zero-width and direction marks, the byte-order mark).
+fn go_prints(c: char) -> bool {
+    !(c.is_control()
+        || (c.is_whitespace() && c != ' ')
+        || matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}'))
 }
 
 #[cfg(test)]

@@ -26,7 +26,9 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use cel::{authz, evaluate_conditions, evaluate_policy, parse_unbound, Checked};
+pub(crate) use cel::{
+    authz, evaluate_conditions, evaluate_policy, parse_unbound, Checked, CEL_RESERVED_WORDS,
+};
 
 use std::sync::Arc;
 

@@ -14,7 +14,7 @@ use super::validate::{
     array, duplicate, go_slice, invalid, label_selector, not_supported, one_of, quote, required,
     rule_with_operations, set_if_absent, str_at, strings, FAILURE_POLICIES, MATCH_POLICIES,
 };
-use crate::schema::{names, parse_unbound};
+use crate::schema::{names, parse_unbound, CEL_RESERVED_WORDS};
 use crate::status::Cause;
 
 /// `supportedValidationPolicyReason`, sorted as Go's `sets.List` gives it.
@@ -31,30 +31,6 @@ const NOT_FOUND_ACTIONS: &[&str] = &["Deny", "Allow"];
 const MAX_AUDIT_ANNOTATIONS: usize = 20;
 /// The longest an audit annotation's valueExpression may be.
 const MAX_VALUE_EXPRESSION: usize = 5 * 1024;
-/// The words CEL reserves, which a variable may not be named.
-const CEL_RESERVED: &[&str] = &[
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
 
 /// The field errors of a ValidatingAdmissionPolicy write; `old` is the
 /// stored policy on an update (its matchConditions, when unchanged, are
@@ -447,7 +423,7 @@ fn is_cel_identifier(name: &str) -> bool {
         .next()
         .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
-        && !CEL_RESERVED.contains(&name)
+        && !CEL_RESERVED_WORDS.contains(&name)
 }
 
 #[cfg(test)]

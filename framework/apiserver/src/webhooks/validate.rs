@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 
 use crate::schema::names;
 use crate::status::Cause;
+use crate::util;
 
 pub(super) const FAILURE_POLICIES: &[&str] = &["Fail", "Ignore"];
 pub(super) const MATCH_POLICIES: &[&str] = &["Equivalent", "Exact"];
@@ -441,7 +442,7 @@ fn webhook_url(raw: &str, path: &str, out: &mut Vec<Cause>) {
     if url.host.is_empty() {
         out.push(invalid(
             path,
-            &go_quote(&url.host),
+            &util::go_quote_bytes(&url.host),
             &format!("host must be specified{URL_FORM}"),
         ));
     }
@@ -455,7 +456,7 @@ fn webhook_url(raw: &str, path: &str, out: &mut Vec<Cause>) {
     if !url.fragment.is_empty() {
         out.push(invalid(
             path,
-            &go_quote(&url.fragment),
+            &util::go_quote_bytes(&url.fragment),
             "fragments are not permitted in the URL",
         ));
     }
@@ -735,7 +736,10 @@ fn unescape(s: &str, part: Part) -> Result<Vec<u8>, String> {
     let bytes = s.as_bytes();
     let escape_error = |from: usize, len: usize| {
         let end = (from + len).min(bytes.len());
-        format!("invalid URL escape {}", go_quote(&bytes[from..end]))
+        format!(
+            "invalid URL escape {}",
+            util::go_quote_bytes(&bytes[from..end])
+        )
     };
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -763,7 +767,7 @@ fn unescape(s: &str, part: Part) -> Result<Vec<u8>, String> {
         if matches!(part, Part::Host | Part::Zone) && b < 0x80 && host_must_escape(b) {
             return Err(format!(
                 "invalid character {} in host name",
-                go_quote(&bytes[i..i + 1])
+                util::go_quote_bytes(&bytes[i..i + 1])
             ));
         }
         out.push(b);
@@ -813,49 +817,7 @@ pub(super) fn str_at<'v>(obj: &'v Value, field: &str) -> Option<&'v str> {
 
 /// Go's `%q` of a string.
 pub(super) fn quote(s: &str) -> String {
-    go_quote(s.as_bytes())
-}
-
-/// Go's `strconv.Quote` of bytes that may not be UTF-8 (an unescaped URL
-/// part): printable characters as they are, `\n`-style escapes, `\xff`
-/// for a control character or a byte that is not UTF-8, `\u`/`\U` for
-/// other characters Go does not print.
-pub(super) fn go_quote(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() + 2);
-    out.push('"');
-    for chunk in bytes.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                '\u{7}' => out.push_str("\\a"),
-                '\u{8}' => out.push_str("\\b"),
-                '\u{c}' => out.push_str("\\f"),
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                '\u{b}' => out.push_str("\\v"),
-                c if c < ' ' || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", u32::from(c))),
-                c if go_prints(c) => out.push(c),
-                c if u32::from(c) < 0x10000 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-                c => out.push_str(&format!("\\U{:08x}", u32::from(c))),
-            }
-        }
-        for b in chunk.invalid() {
-            out.push_str(&format!("\\x{b:02x}"));
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Go's `strconv.IsPrint` beyond ASCII, near enough: not a control, a
-/// space other than ' ', or a common format character (soft hyphen,
-/// zero-width and direction marks, the byte-order mark).
-fn go_prints(c: char) -> bool {
-    !(c.is_control()
-        || (c.is_whitespace() && c != ' ')
-        || matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}'))
+    util::go_quote(s)
 }
 
 /// Go's `%#v` of a string slice of `elem` type.
@@ -1181,7 +1143,7 @@ mod tests {
         assert_eq!(quote("a\"b\\c"), "\"a\\\"b\\\\c\"");
         assert_eq!(quote("\n\t\u{7f}\u{1}"), "\"\\n\\t\\x7f\\x01\"");
         assert_eq!(quote("é\u{a0}\u{200b}"), "\"é\\u00a0\\u200b\"");
-        assert_eq!(go_quote(b"a\xffb"), "\"a\\xffb\"");
+        assert_eq!(util::go_quote_bytes(b"a\xffb"), "\"a\\xffb\"");
     }
 
     #[test]

@@ -219,8 +219,8 @@ fn add_type_and_object_meta(fields: &mut BTreeMap<String, Field>) {
 }
 
 /// CEL's reserved words, which property names are escaped around
-/// (`__if__`).
-const RESERVED: &[&str] = &[
+/// (`__if__`) and admission policy variables may not be named.
+pub(crate) const RESERVED: &[&str] = &[
     "true",
     "false",
     "null",

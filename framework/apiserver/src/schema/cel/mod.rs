@@ -40,6 +40,7 @@ use super::structural::schema_has;
 use crate::work;
 use analysis::{Analysis, Anchor, Declared, Step, Ty};
 use budget::{BudgetedRule, Site};
+pub(crate) use decl::RESERVED as CEL_RESERVED_WORDS;
 use decl::{Decl, MAX_REQUEST_BYTES};
 use display::Located;
 
