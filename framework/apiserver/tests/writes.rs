@@ -583,6 +583,47 @@ async fn finalizers_hold_deletion_until_removed() {
     );
 }
 
+/// A UID in a PUT body is an update precondition the stored object's UID
+/// must meet (409 with etcd3's storage error, as kube-apiserver answers),
+/// while a patch that changes the UID is refused by validation (422).
+#[tokio::test]
+async fn a_put_with_another_uid_is_a_conflict_and_a_patch_of_it_is_invalid() {
+    let k = Kube::start().await;
+    let cm = k.configmap("default", "u", json!({})).await;
+    let stored = cm["metadata"]["uid"].as_str().unwrap().to_owned();
+
+    let mut same = cm.clone();
+    same["data"] = json!({"a": "1"});
+    assert_eq!(k.put(&format!("{CMS}/u"), &same).await.code(), 200);
+
+    let mut other = cm.clone();
+    other["metadata"]["uid"] = json!("0b2b7d4e-3c9b-4a7e-9a55-6a3c0d7a1f01");
+    other["metadata"]["resourceVersion"] = json!(null);
+    let r = k.put(&format!("{CMS}/u"), &other).await;
+    assert_eq!(r.code(), 409, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(
+        r.json()["message"],
+        format!(
+            "Operation cannot be fulfilled on configmaps \"u\": StorageError: invalid object, Code: 4, \
+             Key: /registry/configmaps/default/u, ResourceVersion: 0, \
+             AdditionalErrorMsg: Precondition failed: UID in precondition: \
+             0b2b7d4e-3c9b-4a7e-9a55-6a3c0d7a1f01, UID in object meta: {stored}"
+        )
+    );
+
+    let r = k
+        .patch(
+            &format!("{CMS}/u"),
+            "application/merge-patch+json",
+            &json!({"metadata": {"uid": "0b2b7d4e-3c9b-4a7e-9a55-6a3c0d7a1f01"}}),
+        )
+        .await;
+    assert_eq!(r.code(), 422, "{}", String::from_utf8_lossy(&r.body));
+    let got = k.get(&format!("{CMS}/u")).await.json();
+    assert_eq!(got["metadata"]["uid"], stored.as_str());
+    assert_eq!(got["data"], json!({"a": "1"}));
+}
+
 #[tokio::test]
 async fn delete_responses_and_preconditions() {
     let k = Kube::start().await;

@@ -185,7 +185,7 @@ fn update_with(
     let key = ctx.key();
     let missing = !exists(ctx, &key);
     if missing {
-        uid_precondition(ctx, &obj)?;
+        uid_precondition(ctx, &obj, "")?;
     }
     if missing && ctx.def.creates_on_update() && opts.sub == Sub::Main {
         match create_on_update(ctx, obj.clone(), opts, admission) {
@@ -200,7 +200,8 @@ fn update_with(
         &ctx.def,
         &key,
         opts,
-        |_| {
+        |current| {
+            uid_precondition(ctx, &obj, util::meta_str(current, "uid").unwrap_or(""))?;
             // Custom resources allow no unconditional update; the check
             // comes after the object is found, as in the registry store's
             // `Update` (a missing one is a 404, not this 422).
@@ -224,11 +225,12 @@ fn update_with(
 
 /// The UID in a PUT body is a precondition of the update
 /// (`rest.DefaultUpdatedObjectInfo`) that etcd3's `GuaranteedUpdate` checks
-/// against the stored object before the store looks at it: a missing object
-/// has no UID, so the PUT is a 409 with the storage error quoted, before
-/// any 404 or create on update.
-fn uid_precondition(ctx: &Ctx, obj: &Value) -> Result<(), ApiError> {
-    let Some(uid) = util::meta_str(obj, "uid").filter(|u| !u.is_empty()) else {
+/// against the stored object (`stored_uid`, empty when there is none)
+/// before the store looks at it: a mismatch is a 409 with the storage error
+/// quoted, before any 404, create on update or validation. A patch carries
+/// no such precondition; a UID it changes is the validation's 422.
+fn uid_precondition(ctx: &Ctx, obj: &Value, stored_uid: &str) -> Result<(), ApiError> {
+    let Some(uid) = util::meta_str(obj, "uid").filter(|u| !u.is_empty() && *u != stored_uid) else {
         return Ok(());
     };
     let (namespace, name) = ctx.key();
@@ -239,7 +241,7 @@ fn uid_precondition(ctx: &Ctx, obj: &Value) -> Result<(), ApiError> {
         &name,
         &format!(
             "StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, \
-             AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, UID in object meta: "
+             AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, UID in object meta: {stored_uid}"
         ),
     ))
 }
