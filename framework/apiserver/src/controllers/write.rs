@@ -10,13 +10,14 @@ use crate::registry::ResourceDef;
 use crate::state::Shared;
 use crate::storage::ObjKey;
 use crate::util;
+use crate::util::Pointer;
 
 /// The field manager of kube-controller-manager's writes.
 pub(crate) const MANAGER: &str = "kube-controller-manager";
 
 /// `metadata.ownerReferences`, cloned.
 pub(crate) fn owner_refs(obj: &Value) -> Vec<Value> {
-    obj.pointer("/metadata/ownerReferences")
+    obj.at("/metadata/ownerReferences")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default()

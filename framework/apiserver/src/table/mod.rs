@@ -12,6 +12,7 @@ use serde_json::{json, Map, Value};
 
 use super::registry::{Printer, ResourceDef};
 use super::util::{age_secs, human_duration};
+use crate::util::Pointer;
 
 use columns::{col, name_col};
 pub(crate) use jsonpath::json_path;
@@ -63,7 +64,7 @@ pub(crate) fn columns(def: &ResourceDef, version: &str) -> Vec<Value> {
 pub(crate) fn cells(def: &ResourceDef, version: &str, o: &Value) -> Vec<Value> {
     if let Some(custom) = def.custom() {
         let mut cells = vec![json!(o
-            .pointer("/metadata/name")
+            .at("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or(""))];
         match custom.columns.get(version) {
@@ -72,7 +73,7 @@ pub(crate) fn cells(def: &ResourceDef, version: &str, o: &Value) -> Vec<Value> {
                     cells.push(column_cell(o, &c.json_path, &c.type_));
                 }
             }
-            _ => cells.push(date_cell(o.pointer("/metadata/creationTimestamp"))),
+            _ => cells.push(date_cell(o.at("/metadata/creationTimestamp"))),
         }
         return cells;
     }

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use super::columns::{age_col, col, name_col};
 use crate::registry::Printer;
+use crate::util::Pointer;
 use crate::util::{age_secs, human_duration};
 
 /// Column definitions of a built-in printer (kube-apiserver's
@@ -137,15 +138,15 @@ pub(super) fn columns(printer: Printer) -> Vec<Value> {
 }
 
 fn str_at<'a>(o: &'a Value, ptr: &str) -> &'a str {
-    o.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+    o.at(ptr).and_then(Value::as_str).unwrap_or("")
 }
 
 fn int_at(o: &Value, ptr: &str) -> i64 {
-    o.pointer(ptr).and_then(Value::as_i64).unwrap_or(0)
+    o.at(ptr).and_then(Value::as_i64).unwrap_or(0)
 }
 
 fn len_at(o: &Value, ptr: &str) -> i64 {
-    match o.pointer(ptr) {
+    match o.at(ptr) {
         Some(Value::Object(m)) => m.len() as i64,
         Some(Value::Array(a)) => a.len() as i64,
         _ => 0,
@@ -162,12 +163,12 @@ fn none_if_empty(s: String) -> String {
 
 fn age(o: &Value) -> Value {
     json!(human_duration(age_secs(
-        o.pointer("/metadata/creationTimestamp")
+        o.at("/metadata/creationTimestamp")
     )))
 }
 
 fn containers(o: &Value, ptr: &str, field: &str) -> String {
-    o.pointer(ptr)
+    o.at(ptr)
         .and_then(Value::as_array)
         .map(|cs| {
             cs.iter()
@@ -180,11 +181,8 @@ fn containers(o: &Value, ptr: &str, field: &str) -> String {
 
 fn selector(o: &Value, ptr: &str) -> String {
     let labels = o
-        .pointer(&format!("{ptr}/matchLabels"))
-        .or_else(|| {
-            o.pointer(ptr)
-                .filter(|v| v.get("matchExpressions").is_none())
-        })
+        .at(&format!("{ptr}/matchLabels"))
+        .or_else(|| o.at(ptr).filter(|v| v.get("matchExpressions").is_none()))
         .and_then(Value::as_object);
     none_if_empty(
         labels
@@ -208,7 +206,7 @@ pub(super) fn cells(printer: Printer, o: &Value) -> Vec<Value> {
     match printer {
         Printer::Default => vec![
             name(o),
-            o.pointer("/metadata/creationTimestamp")
+            o.at("/metadata/creationTimestamp")
                 .cloned()
                 .unwrap_or(Value::Null),
         ],
@@ -226,7 +224,7 @@ pub(super) fn cells(printer: Printer, o: &Value) -> Vec<Value> {
         ],
         Printer::Service => {
             let ports = o
-                .pointer("/spec/ports")
+                .at("/spec/ports")
                 .and_then(Value::as_array)
                 .map(|ps| {
                     ps.iter()
@@ -266,10 +264,10 @@ pub(super) fn cells(printer: Printer, o: &Value) -> Vec<Value> {
         Printer::ControllerRevision => super::workloads::controller_revision(o),
         Printer::Event => {
             let last = o
-                .pointer("/lastTimestamp")
+                .at("/lastTimestamp")
                 .filter(|v| !v.is_null())
-                .or_else(|| o.pointer("/eventTime"))
-                .or_else(|| o.pointer("/metadata/creationTimestamp"));
+                .or_else(|| o.at("/eventTime"))
+                .or_else(|| o.at("/metadata/creationTimestamp"));
             vec![
                 json!(human_duration(age_secs(last))),
                 json!(str_at(o, "/type")),
@@ -337,7 +335,7 @@ pub(super) fn cells(printer: Printer, o: &Value) -> Vec<Value> {
             json!(str_at(o, "/spec/schedule")),
             json!(none_if_empty(str_at(o, "/spec/timeZone").to_owned())),
             json!(o
-                .pointer("/spec/suspend")
+                .at("/spec/suspend")
                 .and_then(Value::as_bool)
                 .unwrap_or(false)
                 .to_string()
@@ -345,7 +343,7 @@ pub(super) fn cells(printer: Printer, o: &Value) -> Vec<Value> {
                 .replace("false", "False")),
             json!(len_at(o, "/status/active")),
             json!(o
-                .pointer("/status/lastScheduleTime")
+                .at("/status/lastScheduleTime")
                 .map(|t| human_duration(age_secs(Some(t))))
                 .unwrap_or_else(|| "<none>".into())),
             age(o),
@@ -353,7 +351,7 @@ pub(super) fn cells(printer: Printer, o: &Value) -> Vec<Value> {
         Printer::Lease => vec![name(o), json!(str_at(o, "/spec/holderIdentity")), age(o)],
         Printer::RoleBinding => {
             let subjects = |kind: &str| {
-                o.pointer("/subjects")
+                o.at("/subjects")
                     .and_then(Value::as_array)
                     .map(|ss| {
                         ss.iter()
@@ -385,7 +383,7 @@ pub(super) fn cells(printer: Printer, o: &Value) -> Vec<Value> {
         }
         Printer::Webhook => vec![name(o), json!(len_at(o, "/webhooks")), age(o)],
         Printer::AdmissionPolicy => {
-            let param_kind = match o.pointer("/spec/paramKind").filter(|k| !k.is_null()) {
+            let param_kind = match o.at("/spec/paramKind").filter(|k| !k.is_null()) {
                 Some(k) => format!("{}/{}", str_at(k, "/apiVersion"), str_at(k, "/kind")),
                 None => "<unset>".into(),
             };
@@ -397,7 +395,7 @@ pub(super) fn cells(printer: Printer, o: &Value) -> Vec<Value> {
             ]
         }
         Printer::AdmissionPolicyBinding => {
-            let param_ref = match o.pointer("/spec/paramRef").filter(|r| !r.is_null()) {
+            let param_ref = match o.at("/spec/paramRef").filter(|r| !r.is_null()) {
                 // Whether the parameter kind is namespaced is not known
                 // here: a name without a namespace gets `*`.
                 Some(r) if !str_at(r, "/name").is_empty() => {

@@ -7,10 +7,11 @@
 
 use serde_json::{json, Value};
 
+use crate::util::Pointer;
 use crate::util::{age_secs, human_duration};
 
 fn str_at<'a>(o: &'a Value, ptr: &str) -> &'a str {
-    o.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+    o.at(ptr).and_then(Value::as_str).unwrap_or("")
 }
 
 fn or_none(s: &str) -> Value {
@@ -19,7 +20,7 @@ fn or_none(s: &str) -> Value {
 
 fn age(o: &Value) -> Value {
     json!(human_duration(age_secs(
-        o.pointer("/metadata/creationTimestamp")
+        o.at("/metadata/creationTimestamp")
     )))
 }
 
@@ -28,7 +29,7 @@ fn parse(ts: &str) -> Option<jiff::Timestamp> {
 }
 
 fn condition_true(o: &Value, ty: &str) -> bool {
-    o.pointer("/status/conditions")
+    o.at("/status/conditions")
         .and_then(Value::as_array)
         .is_some_and(|cs| {
             cs.iter()
@@ -40,7 +41,7 @@ fn condition_true(o: &Value, ty: &str) -> bool {
 /// READINESS GATES.
 pub(super) fn pod(o: &Value) -> Vec<Value> {
     let total = o
-        .pointer("/spec/containers")
+        .at("/spec/containers")
         .and_then(Value::as_array)
         .map_or(0, Vec::len);
     let phase = str_at(o, "/status/phase");
@@ -53,7 +54,7 @@ pub(super) fn pod(o: &Value) -> Vec<Value> {
     let mut last_restart: Option<jiff::Timestamp> = None;
     let mut has_running = false;
     let statuses = o
-        .pointer("/status/containerStatuses")
+        .at("/status/containerStatuses")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
@@ -65,7 +66,7 @@ pub(super) fn pod(o: &Value) -> Vec<Value> {
             }
         }
         let waiting = str_at(c, "/state/waiting/reason");
-        let terminated = c.pointer("/state/terminated");
+        let terminated = c.at("/state/terminated");
         if !waiting.is_empty() {
             reason = waiting.to_owned();
         } else if let Some(t) = terminated {
@@ -80,7 +81,7 @@ pub(super) fn pod(o: &Value) -> Vec<Value> {
                 r => r.to_owned(),
             };
         } else if c.get("ready").and_then(Value::as_bool) == Some(true)
-            && c.pointer("/state/running").is_some()
+            && c.at("/state/running").is_some()
         {
             has_running = true;
             ready += 1;
@@ -93,7 +94,7 @@ pub(super) fn pod(o: &Value) -> Vec<Value> {
             "NotReady".into()
         };
     }
-    let deleting = o.pointer("/metadata/deletionTimestamp").is_some();
+    let deleting = o.at("/metadata/deletionTimestamp").is_some();
     if deleting && str_at(o, "/status/reason") == "NodeLost" {
         reason = "Unknown".into();
     } else if deleting && phase != "Succeeded" && phase != "Failed" {
@@ -107,7 +108,7 @@ pub(super) fn pod(o: &Value) -> Vec<Value> {
         _ => restarts.to_string(),
     };
     let ip = o
-        .pointer("/status/podIPs/0/ip")
+        .at("/status/podIPs/0/ip")
         .and_then(Value::as_str)
         .unwrap_or_else(|| str_at(o, "/status/podIP"));
     vec![
@@ -127,7 +128,7 @@ pub(super) fn pod(o: &Value) -> Vec<Value> {
 /// EXTERNAL-IP OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME.
 pub(super) fn node(o: &Value) -> Vec<Value> {
     let ready = o
-        .pointer("/status/conditions")
+        .at("/status/conditions")
         .and_then(Value::as_array)
         .and_then(|cs| cs.iter().find(|c| str_at(c, "/type") == "Ready"));
     let mut status = vec![match ready {
@@ -135,11 +136,11 @@ pub(super) fn node(o: &Value) -> Vec<Value> {
         Some(_) => "NotReady",
         None => "Unknown",
     }];
-    if o.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
+    if o.at("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
         status.push("SchedulingDisabled");
     }
     let mut roles: Vec<String> = o
-        .pointer("/metadata/labels")
+        .at("/metadata/labels")
         .and_then(Value::as_object)
         .map(|ls| {
             ls.iter()
@@ -158,7 +159,7 @@ pub(super) fn node(o: &Value) -> Vec<Value> {
     roles.sort();
     roles.dedup();
     let address = |ty: &str| {
-        o.pointer("/status/addresses")
+        o.at("/status/addresses")
             .and_then(Value::as_array)
             .and_then(|a| a.iter().find(|x| str_at(x, "/type") == ty))
             .map(|x| str_at(x, "/address").to_owned())
@@ -192,10 +193,10 @@ fn int_or_string(v: Option<&Value>) -> String {
 pub(super) fn pdb(o: &Value) -> Vec<Value> {
     vec![
         json!(str_at(o, "/metadata/name")),
-        json!(int_or_string(o.pointer("/spec/minAvailable"))),
-        json!(int_or_string(o.pointer("/spec/maxUnavailable"))),
+        json!(int_or_string(o.at("/spec/minAvailable"))),
+        json!(int_or_string(o.at("/spec/maxUnavailable"))),
         json!(o
-            .pointer("/status/disruptionsAllowed")
+            .at("/status/disruptionsAllowed")
             .and_then(Value::as_i64)
             .unwrap_or(0)),
         age(o),
@@ -205,7 +206,7 @@ pub(super) fn pdb(o: &Value) -> Vec<Value> {
 /// `printControllerRevision`: NAME CONTROLLER REVISION AGE.
 pub(super) fn controller_revision(o: &Value) -> Vec<Value> {
     let controller = o
-        .pointer("/metadata/ownerReferences")
+        .at("/metadata/ownerReferences")
         .and_then(Value::as_array)
         .and_then(|rs| {
             rs.iter()
@@ -237,7 +238,7 @@ pub(super) fn job(o: &Value) -> Vec<Value> {
         "Complete"
     } else if condition_true(o, "Failed") {
         "Failed"
-    } else if o.pointer("/metadata/deletionTimestamp").is_some() {
+    } else if o.at("/metadata/deletionTimestamp").is_some() {
         "Terminating"
     } else if condition_true(o, "Suspended") {
         "Suspended"
@@ -249,12 +250,12 @@ pub(super) fn job(o: &Value) -> Vec<Value> {
         "Running"
     };
     let succeeded = o
-        .pointer("/status/succeeded")
+        .at("/status/succeeded")
         .and_then(Value::as_i64)
         .unwrap_or(0);
-    let parallelism = o.pointer("/spec/parallelism").and_then(Value::as_i64);
+    let parallelism = o.at("/spec/parallelism").and_then(Value::as_i64);
     let completions = match (
-        o.pointer("/spec/completions").and_then(Value::as_i64),
+        o.at("/spec/completions").and_then(Value::as_i64),
         parallelism,
     ) {
         (Some(c), _) => format!("{succeeded}/{c}"),

@@ -16,6 +16,7 @@ use crate::state::Shared;
 use crate::status::ApiError;
 use crate::storage::{Filter, ObjKey, StoredObject};
 use crate::util;
+use crate::util::Pointer;
 
 /// A resource the controllers touch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -289,7 +290,7 @@ pub(crate) fn controller_ref(owner: &Value, kind: Kind) -> Value {
 
 /// The controller reference of `obj`, if any.
 pub(crate) fn controller_of(obj: &Value) -> Option<&Value> {
-    obj.pointer("/metadata/ownerReferences")
+    obj.at("/metadata/ownerReferences")
         .and_then(Value::as_array)?
         .iter()
         .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))

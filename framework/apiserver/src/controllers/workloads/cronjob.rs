@@ -20,6 +20,7 @@ use super::queue::Queue;
 use crate::controllers::write::MANAGER;
 use crate::objects::Propagation;
 use crate::storage::{ObjKey, StoredObject};
+use crate::util::Pointer;
 
 const COMPONENT: &str = "cronjob-controller";
 
@@ -51,7 +52,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
 }
 
 fn finished(job: &Value) -> Option<&'static str> {
-    let conds = job.pointer("/status/conditions")?.as_array()?;
+    let conds = job.at("/status/conditions")?.as_array()?;
     for (ty, name) in [("Complete", "Complete"), ("Failed", "Failed")] {
         if conds.iter().any(|c| {
             c.get("type").and_then(Value::as_str) == Some(ty)
@@ -104,7 +105,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, key: &ObjKey) {
                     );
                 }
                 if cond == "Complete" {
-                    let done = j.value().pointer("/status/completionTime").cloned();
+                    let done = j.value().at("/status/completionTime").cloned();
                     if let Some(done) = done {
                         if ts(status.get("lastSuccessfulTime"))
                             .is_none_or(|l| ts(Some(&done)).is_some_and(|d| d > l))
@@ -125,8 +126,8 @@ fn sync(api: &Api, queue: &Arc<Queue>, key: &ObjKey) {
     } else {
         status["active"] = json!(active);
     }
-    let deleting = cj.pointer("/metadata/deletionTimestamp").is_some();
-    let suspended = cj.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true);
+    let deleting = cj.at("/metadata/deletionTimestamp").is_some();
+    let suspended = cj.at("/spec/suspend").and_then(Value::as_bool) == Some(true);
     let mut requeue: Option<Duration> = None;
     if !deleting && !suspended {
         requeue = schedule(api, &cj, key, &mut status, &jobs);
@@ -150,7 +151,7 @@ fn schedule(
     jobs: &[Arc<StoredObject>],
 ) -> Option<Duration> {
     let spec = cj
-        .pointer("/spec/schedule")
+        .at("/spec/schedule")
         .and_then(Value::as_str)
         .unwrap_or("");
     let sched = match Schedule::parse(spec) {
@@ -167,7 +168,7 @@ fn schedule(
             return None;
         }
     };
-    let tz = match cj.pointer("/spec/timeZone").and_then(Value::as_str) {
+    let tz = match cj.at("/spec/timeZone").and_then(Value::as_str) {
         None | Some("") => jiff::tz::TimeZone::UTC,
         Some(name) => match jiff::tz::TimeZone::get(name) {
             Ok(tz) => tz,
@@ -186,7 +187,7 @@ fn schedule(
     };
     let now = jiff::Timestamp::now();
     let since = ts(status.get("lastScheduleTime"))
-        .or_else(|| ts(cj.pointer("/metadata/creationTimestamp")))
+        .or_else(|| ts(cj.at("/metadata/creationTimestamp")))
         .unwrap_or(now);
     let mut t = since.to_zoned(tz.clone()).datetime();
     let mut latest = None;
@@ -217,7 +218,7 @@ fn schedule(
         return next_in;
     };
     if let Some(deadline) = cj
-        .pointer("/spec/startingDeadlineSeconds")
+        .at("/spec/startingDeadlineSeconds")
         .and_then(Value::as_i64)
     {
         if at.as_second() + deadline < now.as_second() {
@@ -240,10 +241,7 @@ fn schedule(
         .get("active")
         .and_then(Value::as_array)
         .is_some_and(|a| !a.is_empty());
-    match cj
-        .pointer("/spec/concurrencyPolicy")
-        .and_then(Value::as_str)
-    {
+    match cj.at("/spec/concurrencyPolicy").and_then(Value::as_str) {
         Some("Forbid") if has_active => return next_in,
         Some("Replace") if has_active => {
             for j in jobs.iter().filter(|j| finished(j.value()).is_none()) {
@@ -254,11 +252,11 @@ fn schedule(
         _ => {}
     }
     let name = format!("{}-{}", key.1, at.as_second() / 60);
-    let template = cj.pointer("/spec/jobTemplate").cloned().unwrap_or_default();
+    let template = cj.at("/spec/jobTemplate").cloned().unwrap_or_default();
     let mut meta = serde_json::Map::new();
     for f in ["labels", "annotations"] {
         if let Some(v) = template
-            .pointer(&format!("/metadata/{f}"))
+            .at(&format!("/metadata/{f}"))
             .filter(|v| !v.is_null())
         {
             meta.insert(f.into(), v.clone());
@@ -328,7 +326,7 @@ fn cleanup(api: &Api, cj: &Value, jobs: &[Arc<StoredObject>]) {
         ("Failed", "failedJobsHistoryLimit", 1),
     ] {
         let limit = cj
-            .pointer(&format!("/spec/{field}"))
+            .at(&format!("/spec/{field}"))
             .and_then(Value::as_i64)
             .unwrap_or(default);
         let mut done: Vec<&Arc<StoredObject>> = jobs
@@ -338,7 +336,7 @@ fn cleanup(api: &Api, cj: &Value, jobs: &[Arc<StoredObject>]) {
         done.sort_by(|a, b| {
             let start = |j: &Arc<StoredObject>| {
                 j.value()
-                    .pointer("/status/startTime")
+                    .at("/status/startTime")
                     .and_then(Value::as_str)
                     .map(str::to_owned)
             };

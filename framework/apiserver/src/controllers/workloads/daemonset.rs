@@ -25,6 +25,7 @@ use super::queue::Queue;
 use super::replicaset::{watch_owners_and_pods, Orphans};
 use crate::controllers::write::MANAGER;
 use crate::storage::{ObjKey, StoredObject};
+use crate::util::Pointer;
 
 const COMPONENT: &str = "daemonset-controller";
 const REVISION_LABEL: &str = "controller-revision-hash";
@@ -80,13 +81,13 @@ fn daemon_tolerations(pod: &mut Value) {
 /// The node a daemon pod is for: bound, or pinned by affinity.
 fn target_node(pod: &Value) -> Option<String> {
     if let Some(n) = pod
-        .pointer("/spec/nodeName")
+        .at("/spec/nodeName")
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())
     {
         return Some(n.to_owned());
     }
-    pod.pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/0/matchFields/0/values/0")
+    pod.at("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/0/matchFields/0/values/0")
         .and_then(Value::as_str)
         .map(str::to_owned)
 }
@@ -96,15 +97,15 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
         return;
     };
     let ds = obj.to_value();
-    let selector = ds.pointer("/spec/selector").cloned().unwrap_or_default();
+    let selector = ds.at("/spec/selector").cloned().unwrap_or_default();
     if pods::selector_is_empty(&selector) {
         return;
     }
     let mut candidates = api.owned(PODS, obj.uid());
     candidates.extend(orphans.of(api, &key.0));
     let claimed = claim(api, &ds, DAEMONSETS, &selector, PODS, candidates, None);
-    let template = ds.pointer("/spec/template").cloned().unwrap_or_default();
-    let collision = ds.pointer("/status/collisionCount").and_then(Value::as_i64);
+    let template = ds.at("/spec/template").cloned().unwrap_or_default();
+    let collision = ds.at("/status/collisionCount").and_then(Value::as_i64);
     let Some(rev) = history::ensure(api, &ds, DAEMONSETS, &template, collision) else {
         return;
     };
@@ -114,7 +115,7 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
         .unwrap_or(rev.name())
         .to_owned();
     let generation = ds
-        .pointer("/metadata/generation")
+        .at("/metadata/generation")
         .and_then(Value::as_i64)
         .unwrap_or(1);
     let mut probe = template.clone();
@@ -125,12 +126,12 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
             by_node.entry(n).or_default().push(p.clone());
         }
     }
-    let deleting = ds.pointer("/metadata/deletionTimestamp").is_some();
+    let deleting = ds.at("/metadata/deletionTimestamp").is_some();
     let nodes = api.list(NODES, None);
     let (mut desired, mut current, mut misscheduled) = (0, 0, 0);
     let (mut ready, mut available, mut updated) = (0, 0, 0);
     let min_ready = ds
-        .pointer("/spec/minReadySeconds")
+        .at("/spec/minReadySeconds")
         .and_then(Value::as_i64)
         .unwrap_or(0);
     let mut outdated: Vec<Arc<StoredObject>> = Vec::new();
@@ -160,7 +161,7 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
             }
             let label = p
                 .value()
-                .pointer("/metadata/labels")
+                .at("/metadata/labels")
                 .and_then(|l| l.get(REVISION_LABEL))
                 .and_then(Value::as_str);
             if label == Some(hash.as_str()) {
@@ -245,13 +246,10 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
             let _ = api.delete(PODS, &key_of(p.value()), Some(p.uid()), None, None);
         }
     }
-    let rolling = ds
-        .pointer("/spec/updateStrategy/type")
-        .and_then(Value::as_str)
-        != Some("OnDelete");
+    let rolling = ds.at("/spec/updateStrategy/type").and_then(Value::as_str) != Some("OnDelete");
     if rolling && !deleting {
         let max = scaled(
-            ds.pointer("/spec/updateStrategy/rollingUpdate/maxUnavailable"),
+            ds.at("/spec/updateStrategy/rollingUpdate/maxUnavailable"),
             desired,
             true,
         )

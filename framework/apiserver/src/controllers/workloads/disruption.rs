@@ -19,6 +19,7 @@ use super::queue::Queue;
 use crate::controllers::write::MANAGER;
 use crate::storage::ObjKey;
 use crate::util;
+use crate::util::Pointer;
 
 /// Starts the controller.
 pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
@@ -40,13 +41,13 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
             for pdb in a.list(PDBS, Some(ns)) {
                 let sel = pdb
                     .value()
-                    .pointer("/spec/selector")
+                    .at("/spec/selector")
                     .cloned()
                     .unwrap_or_default();
                 if !pods::selector_is_empty(&sel)
                     && crate::selectors::selector_matches(
                         &sel,
-                        c.obj.value().pointer("/metadata/labels"),
+                        c.obj.value().at("/metadata/labels"),
                     )
                 {
                     q.add(key_of(pdb.value()));
@@ -65,21 +66,19 @@ fn sync(api: &Api, key: &ObjKey) {
         return;
     };
     let pdb = &obj.value();
-    let sel = pdb.pointer("/spec/selector").cloned().unwrap_or_default();
+    let sel = pdb.at("/spec/selector").cloned().unwrap_or_default();
     let matching: Vec<_> = if pods::selector_is_empty(&sel) {
         Vec::new()
     } else {
         api.list(PODS, Some(&key.0))
             .into_iter()
-            .filter(|p| {
-                crate::selectors::selector_matches(&sel, p.value().pointer("/metadata/labels"))
-            })
+            .filter(|p| crate::selectors::selector_matches(&sel, p.value().at("/metadata/labels")))
             .filter(|p| !pods::terminal(p.value()))
             .collect()
     };
     // Evicted pods count as disrupted until they are gone.
     let disrupted: serde_json::Map<String, Value> = pdb
-        .pointer("/status/disruptedPods")
+        .at("/status/disruptedPods")
         .and_then(Value::as_object)
         .map(|m| {
             m.iter()
@@ -101,10 +100,7 @@ fn sync(api: &Api, key: &ObjKey) {
                 && !disrupted.contains_key(p.name())
         })
         .count() as i64;
-    let desired = match (
-        pdb.pointer("/spec/minAvailable"),
-        pdb.pointer("/spec/maxUnavailable"),
-    ) {
+    let desired = match (pdb.at("/spec/minAvailable"), pdb.at("/spec/maxUnavailable")) {
         (Some(min), _) => scaled(Some(min), expected, true),
         (None, Some(max)) => (expected - scaled(Some(max), expected, true)).max(0),
         (None, None) => 0,
@@ -121,7 +117,7 @@ fn sync(api: &Api, key: &ObjKey) {
         "InsufficientPods"
     };
     let transition = status
-        .pointer("/conditions/0")
+        .at("/conditions/0")
         .filter(|c| c.get("status").and_then(Value::as_str) == Some(cond_status))
         .and_then(|c| c.get("lastTransitionTime").cloned())
         .unwrap_or_else(|| json!(util::now()));

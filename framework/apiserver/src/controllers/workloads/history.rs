@@ -13,6 +13,7 @@ use super::hash::revision_hash;
 use crate::controllers::write::MANAGER;
 use crate::storage::StoredObject;
 use crate::util;
+use crate::util::Pointer;
 
 /// The revision data for a template.
 pub(crate) fn data_for(template: &Value) -> Value {
@@ -26,7 +27,7 @@ pub(crate) fn data_for(template: &Value) -> Value {
 /// The template a revision records.
 pub(crate) fn template_of(revision: &Value) -> Value {
     let mut t = revision
-        .pointer("/data/spec/template")
+        .at("/data/spec/template")
         .cloned()
         .unwrap_or_default();
     if let Some(m) = t.as_object_mut() {
@@ -84,10 +85,7 @@ pub(crate) fn ensure(
             .ok()
             .flatten();
     }
-    let labels = template
-        .pointer("/metadata/labels")
-        .cloned()
-        .unwrap_or_default();
+    let labels = template.at("/metadata/labels").cloned().unwrap_or_default();
     let rev = json!({
         "apiVersion": "apps/v1",
         "kind": "ControllerRevision",

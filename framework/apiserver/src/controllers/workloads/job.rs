@@ -27,6 +27,7 @@ use super::replicaset::{watch_owners_and_pods, Orphans};
 use crate::controllers::write::MANAGER;
 use crate::storage::{ObjKey, StoredObject};
 use crate::util;
+use crate::util::Pointer;
 
 const COMPONENT: &str = "job-controller";
 /// The finalizer on every pod of a Job until it is counted.
@@ -51,7 +52,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
 }
 
 fn int(v: &Value, ptr: &str) -> Option<i64> {
-    v.pointer(ptr).and_then(Value::as_i64)
+    v.at(ptr).and_then(Value::as_i64)
 }
 
 fn has_finalizer(pod: &Value) -> bool {
@@ -59,7 +60,7 @@ fn has_finalizer(pod: &Value) -> bool {
 }
 
 fn condition<'a>(job: &'a Value, ty: &str) -> Option<&'a Value> {
-    job.pointer("/status/conditions")
+    job.at("/status/conditions")
         .and_then(Value::as_array)?
         .iter()
         .find(|c| {
@@ -93,7 +94,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
             .remove(&uid);
         return;
     }
-    let selector = job.pointer("/spec/selector").cloned().unwrap_or_default();
+    let selector = job.at("/spec/selector").cloned().unwrap_or_default();
     if pods::selector_is_empty(&selector) {
         return;
     }
@@ -131,7 +132,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
             *entry = (entry.0 + new_failed.len() as u32, Instant::now());
         }
     }
-    let suspended = job.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true);
+    let suspended = job.at("/spec/suspend").and_then(Value::as_bool) == Some(true);
     if status.get("startTime").is_none() && !suspended {
         status["startTime"] = json!(util::now());
     }
@@ -150,7 +151,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
             .map(|p| pods::restarts(p.value()))
             .sum();
         let on_failure = job
-            .pointer("/spec/template/spec/restartPolicy")
+            .at("/spec/template/spec/restartPolicy")
             .and_then(Value::as_str)
             == Some("OnFailure");
         let past_on_failure = on_failure
@@ -193,7 +194,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
                 active_count -= 1;
             }
         }
-    } else if !suspended && job.pointer("/metadata/deletionTimestamp").is_none() {
+    } else if !suspended && job.at("/metadata/deletionTimestamp").is_none() {
         let want = match completions {
             None if succeeded > 0 => active_count,
             None => parallelism,
@@ -232,7 +233,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
             if diff > 0 && Instant::now() < ready_at {
                 queue.add_after(key.clone(), ready_at - Instant::now());
             } else if diff > 0 {
-                let mut template = job.pointer("/spec/template").cloned().unwrap_or_default();
+                let mut template = job.at("/spec/template").cloned().unwrap_or_default();
                 if let Some(meta) = crate::defaults::ensure_object(&mut template, &["metadata"]) {
                     let fins = meta.entry("finalizers").or_insert_with(|| json!([]));
                     if let Some(f) = fins.as_array_mut() {
@@ -290,7 +291,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
         .filter(|p| {
             pods::terminal(p.value())
                 || pods::deleting(p.value())
-                || job.pointer("/metadata/deletionTimestamp").is_some()
+                || job.at("/metadata/deletionTimestamp").is_some()
         })
         .collect();
     for p in &counted {

@@ -13,6 +13,7 @@ use crate::controllers::write::MANAGER;
 use crate::selectors::selector_matches;
 use crate::storage::StoredObject;
 use crate::util;
+use crate::util::Pointer;
 
 /// Claims `candidates` for `owner`; returns the objects it now controls.
 pub(crate) fn claim(
@@ -25,10 +26,10 @@ pub(crate) fn claim(
     finalizer: Option<&str>,
 ) -> Vec<Arc<StoredObject>> {
     let owner_uid = util::meta_str(owner, "uid").unwrap_or("").to_owned();
-    let owner_deleting = owner.pointer("/metadata/deletionTimestamp").is_some();
+    let owner_deleting = owner.at("/metadata/deletionTimestamp").is_some();
     let mut mine = Vec::new();
     for obj in candidates {
-        let labels = obj.value().pointer("/metadata/labels");
+        let labels = obj.value().at("/metadata/labels");
         let matches = selector_matches(selector, labels);
         match controller_of(obj.value()) {
             Some(r) if r.get("uid").and_then(Value::as_str) == Some(owner_uid.as_str()) => {

@@ -9,9 +9,10 @@ use std::cmp::Ordering;
 use serde_json::{json, Value};
 
 use crate::util;
+use crate::util::Pointer;
 
 fn str_at<'a>(o: &'a Value, ptr: &str) -> &'a str {
-    o.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+    o.at(ptr).and_then(Value::as_str).unwrap_or("")
 }
 
 /// `status.phase`.
@@ -21,7 +22,7 @@ pub(crate) fn phase(pod: &Value) -> &str {
 
 /// Marked for deletion.
 pub(crate) fn deleting(pod: &Value) -> bool {
-    pod.pointer("/metadata/deletionTimestamp").is_some()
+    pod.at("/metadata/deletionTimestamp").is_some()
 }
 
 /// Succeeded or Failed.
@@ -41,7 +42,7 @@ pub(crate) fn terminating(pod: &Value) -> bool {
 
 /// The pod condition of type `ty`.
 pub(crate) fn condition<'a>(pod: &'a Value, ty: &str) -> Option<&'a Value> {
-    pod.pointer("/status/conditions")
+    pod.at("/status/conditions")
         .and_then(Value::as_array)?
         .iter()
         .find(|c| str_at(c, "/type") == ty)
@@ -82,7 +83,7 @@ pub(crate) fn until_available(pod: &Value, min_ready_seconds: i64) -> Option<i64
 
 /// The sum of the containers' restart counts.
 pub(crate) fn restarts(pod: &Value) -> i64 {
-    pod.pointer("/status/containerStatuses")
+    pod.at("/status/containerStatuses")
         .and_then(Value::as_array)
         .map_or(0, |cs| {
             cs.iter()

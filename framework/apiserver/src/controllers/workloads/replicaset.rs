@@ -23,6 +23,7 @@ use crate::controllers::write::MANAGER;
 use crate::selectors::selector_matches;
 use crate::storage::{EventType, ObjKey, StoredObject};
 use crate::util;
+use crate::util::Pointer;
 
 const COMPONENT: &str = "replicaset-controller";
 /// `burstReplicas`: the most pods created or deleted in one pass.
@@ -120,13 +121,9 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
                 // An orphan: wake the ReplicaSets that would adopt it.
                 let ns = util::meta_str(c.obj.value(), "namespace").unwrap_or("");
                 for rs in a.list(REPLICASETS, Some(ns)) {
-                    let sel = rs
-                        .value()
-                        .pointer("/spec/selector")
-                        .cloned()
-                        .unwrap_or_default();
+                    let sel = rs.value().at("/spec/selector").cloned().unwrap_or_default();
                     if !pods::selector_is_empty(&sel)
-                        && selector_matches(&sel, c.obj.value().pointer("/metadata/labels"))
+                        && selector_matches(&sel, c.obj.value().at("/metadata/labels"))
                     {
                         q.add(key_of(rs.value()));
                     }
@@ -148,7 +145,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
 }
 
 fn int(v: &Value, ptr: &str) -> i64 {
-    v.pointer(ptr).and_then(Value::as_i64).unwrap_or(0)
+    v.at(ptr).and_then(Value::as_i64).unwrap_or(0)
 }
 
 /// One `syncReplicaSet`.
@@ -157,7 +154,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, key: &ObjKey) {
         return;
     };
     let rs = rs.value().clone();
-    let selector = rs.pointer("/spec/selector").cloned().unwrap_or_default();
+    let selector = rs.at("/spec/selector").cloned().unwrap_or_default();
     if pods::selector_is_empty(&selector) {
         return;
     }
@@ -170,19 +167,19 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, key: &ObjKey) {
         .filter(|p| pods::active(p.value()))
         .collect();
     let mut failure = None;
-    if rs.pointer("/metadata/deletionTimestamp").is_none() {
+    if rs.at("/metadata/deletionTimestamp").is_none() {
         failure = manage(api, &rs, &active);
     }
     let desired = int(&rs, "/spec/replicas");
     let min_ready = int(&rs, "/spec/minReadySeconds");
     let template_labels = rs
-        .pointer("/spec/template/metadata/labels")
+        .at("/spec/template/metadata/labels")
         .cloned()
         .unwrap_or_else(|| json!({}));
     let fully_labeled = active
         .iter()
         .filter(|p| {
-            let have = p.value().pointer("/metadata/labels");
+            let have = p.value().at("/metadata/labels");
             template_labels.as_object().is_none_or(|want| {
                 want.iter()
                     .all(|(k, v)| have.and_then(|h| h.get(k)) == Some(v))
@@ -261,7 +258,7 @@ fn manage(api: &Api, rs: &Value, active: &[Arc<StoredObject>]) -> Option<String>
     let (ns, name) = key_of(rs);
     if active.len() < desired {
         let want = (desired - active.len()).min(BURST);
-        let template = rs.pointer("/spec/template").cloned().unwrap_or_default();
+        let template = rs.at("/spec/template").cloned().unwrap_or_default();
         let reference = controller_ref(rs, REPLICASETS);
         let mut created = 0;
         let mut batch = 1;

@@ -26,6 +26,7 @@ use crate::controllers::write::MANAGER;
 use crate::objects::Propagation;
 use crate::storage::{ObjKey, StoredObject};
 use crate::util;
+use crate::util::Pointer;
 
 const COMPONENT: &str = "statefulset-controller";
 const REVISION_LABEL: &str = "controller-revision-hash";
@@ -48,7 +49,7 @@ fn ordinal(set: &str, pod: &str) -> Option<i64> {
 }
 
 fn revision_of(pod: &Value) -> &str {
-    pod.pointer("/metadata/labels")
+    pod.at("/metadata/labels")
         .and_then(|l| l.get(REVISION_LABEL))
         .and_then(Value::as_str)
         .unwrap_or("")
@@ -80,7 +81,7 @@ fn new_pod(set: &Value, ordinal: i64, revision: &Value) -> Value {
     }
     pod["spec"]["hostname"] = json!(pod_name);
     if let Some(svc) = set
-        .pointer("/spec/serviceName")
+        .at("/spec/serviceName")
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
     {
@@ -95,24 +96,22 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, key: &ObjKey) {
     };
     let set = obj.to_value();
     let uid = obj.uid().to_owned();
-    let selector = set.pointer("/spec/selector").cloned().unwrap_or_default();
+    let selector = set.at("/spec/selector").cloned().unwrap_or_default();
     if pods::selector_is_empty(&selector) {
         return;
     }
     let mut candidates = api.owned(PODS, &uid);
     candidates.extend(orphans.of(api, &key.0));
     let claimed = claim(api, &set, STATEFULSETS, &selector, PODS, candidates, None);
-    let template = set.pointer("/spec/template").cloned().unwrap_or_default();
-    let collision = set
-        .pointer("/status/collisionCount")
-        .and_then(Value::as_i64);
+    let template = set.at("/spec/template").cloned().unwrap_or_default();
+    let collision = set.at("/status/collisionCount").and_then(Value::as_i64);
     let Some(update_rev) = history::ensure(api, &set, STATEFULSETS, &template, collision) else {
         queue.add_after(key.clone(), std::time::Duration::from_millis(200));
         return;
     };
     let update_name = update_rev.name().to_owned();
     let current_name = set
-        .pointer("/status/currentRevision")
+        .at("/status/currentRevision")
         .and_then(Value::as_str)
         .filter(|n| {
             api.get(REVISIONS, &(key.0.clone(), (*n).to_owned()))
@@ -124,23 +123,17 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, key: &ObjKey) {
         .get(REVISIONS, &(key.0.clone(), current_name.clone()))
         .unwrap_or_else(|| update_rev.clone());
     let replicas = set
-        .pointer("/spec/replicas")
+        .at("/spec/replicas")
         .and_then(Value::as_i64)
         .unwrap_or(1);
-    let ordered = set
-        .pointer("/spec/podManagementPolicy")
-        .and_then(Value::as_str)
-        != Some("Parallel");
-    let rolling = set
-        .pointer("/spec/updateStrategy/type")
-        .and_then(Value::as_str)
-        != Some("OnDelete");
+    let ordered = set.at("/spec/podManagementPolicy").and_then(Value::as_str) != Some("Parallel");
+    let rolling = set.at("/spec/updateStrategy/type").and_then(Value::as_str) != Some("OnDelete");
     let partition = set
-        .pointer("/spec/updateStrategy/rollingUpdate/partition")
+        .at("/spec/updateStrategy/rollingUpdate/partition")
         .and_then(Value::as_i64)
         .unwrap_or(0);
     let min_ready = set
-        .pointer("/spec/minReadySeconds")
+        .at("/spec/minReadySeconds")
         .and_then(Value::as_i64)
         .unwrap_or(0);
     let mut by_ordinal: BTreeMap<i64, Arc<StoredObject>> = BTreeMap::new();
@@ -149,7 +142,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, key: &ObjKey) {
             by_ordinal.insert(i, p.clone());
         }
     }
-    let deleting_set = set.pointer("/metadata/deletionTimestamp").is_some();
+    let deleting_set = set.at("/metadata/deletionTimestamp").is_some();
     if !deleting_set {
         manage(
             api,
@@ -327,7 +320,7 @@ fn truncate_history(
     update: &str,
 ) {
     let limit = set
-        .pointer("/spec/revisionHistoryLimit")
+        .at("/spec/revisionHistoryLimit")
         .and_then(Value::as_i64)
         .unwrap_or(10);
     let live: Vec<&str> = pods.iter().map(|p| revision_of(p.value())).collect();

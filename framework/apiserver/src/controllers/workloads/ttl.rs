@@ -13,6 +13,7 @@ use super::informer::{self, Change};
 use super::queue::Queue;
 use crate::objects::Propagation;
 use crate::storage::ObjKey;
+use crate::util::Pointer;
 
 /// Starts the controller.
 pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
@@ -23,11 +24,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         JOBS.res(),
         cancel.clone(),
         move |c: &Change| {
-            if c.obj
-                .value()
-                .pointer("/spec/ttlSecondsAfterFinished")
-                .is_some()
-            {
+            if c.obj.value().at("/spec/ttlSecondsAfterFinished").is_some() {
                 q.add(key_of(c.obj.value()));
             }
         },
@@ -39,7 +36,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
 }
 
 fn finished_at(job: &Value) -> Option<jiff::Timestamp> {
-    job.pointer("/status/conditions")?
+    job.at("/status/conditions")?
         .as_array()?
         .iter()
         .find(|c| {
@@ -59,11 +56,11 @@ fn sync(api: &Api, queue: &Arc<Queue>, key: &ObjKey) {
         return;
     };
     let job = &obj.value();
-    if job.pointer("/metadata/deletionTimestamp").is_some() {
+    if job.at("/metadata/deletionTimestamp").is_some() {
         return;
     }
     let (Some(ttl), Some(at)) = (
-        job.pointer("/spec/ttlSecondsAfterFinished")
+        job.at("/spec/ttlSecondsAfterFinished")
             .and_then(Value::as_i64),
         finished_at(job),
     ) else {

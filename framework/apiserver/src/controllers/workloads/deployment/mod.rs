@@ -20,6 +20,7 @@ use super::queue::Queue;
 use crate::selectors::selector_matches;
 use crate::storage::EventType;
 use crate::util as meta;
+use crate::util::Pointer;
 
 /// Starts the controller.
 pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
@@ -43,12 +44,8 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
             } else if c.ty != EventType::Deleted {
                 let ns = meta::meta_str(c.obj.value(), "namespace").unwrap_or("");
                 for d in a.list(DEPLOYMENTS, Some(ns)) {
-                    let sel = d
-                        .value()
-                        .pointer("/spec/selector")
-                        .cloned()
-                        .unwrap_or_default();
-                    if selector_matches(&sel, c.obj.value().pointer("/metadata/labels")) {
+                    let sel = d.value().at("/spec/selector").cloned().unwrap_or_default();
+                    if selector_matches(&sel, c.obj.value().at("/metadata/labels")) {
                         q.add(key_of(d.value()));
                     }
                 }

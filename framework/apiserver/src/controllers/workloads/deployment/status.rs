@@ -13,6 +13,7 @@ use super::util::{
     actual_count, available_count, desired, max_unavailable, ready_count, replica_count, Rs,
 };
 use crate::util;
+use crate::util::Pointer;
 
 pub(crate) const AVAILABLE: &str = "Available";
 pub(crate) const PROGRESSING: &str = "Progressing";
@@ -100,7 +101,7 @@ pub(crate) fn calculate(d: &Value, all: &[&Rs], new_rs: Option<&Rs>) -> Value {
         status = json!({});
     }
     status["observedGeneration"] = json!(d
-        .pointer("/metadata/generation")
+        .at("/metadata/generation")
         .and_then(Value::as_i64)
         .unwrap_or(0));
     status["replicas"] = json!(actual_count(all));
@@ -139,7 +140,7 @@ pub(crate) fn complete(d: &Value, status: &Value) -> bool {
         && int(status, "replicas") == want
         && int(status, "availableReplicas") == want
         && int(status, "observedGeneration")
-            >= d.pointer("/metadata/generation")
+            >= d.at("/metadata/generation")
                 .and_then(Value::as_i64)
                 .unwrap_or(0)
 }
@@ -158,7 +159,7 @@ fn progressing(d: &Value, new: &Value) -> bool {
 
 /// The progress deadline, when set.
 pub(crate) fn deadline(d: &Value) -> Option<i64> {
-    d.pointer("/spec/progressDeadlineSeconds")
+    d.at("/spec/progressDeadlineSeconds")
         .and_then(Value::as_i64)
         .filter(|s| *s != i64::from(i32::MAX))
 }

@@ -27,6 +27,7 @@ use crate::controllers::write::MANAGER;
 use crate::objects::Propagation;
 use crate::storage::ObjKey;
 use crate::util;
+use crate::util::Pointer;
 
 const COMPONENT: &str = "deployment-controller";
 
@@ -86,7 +87,7 @@ impl Sync<'_> {
     fn set_revision(&mut self, revision: &str) {
         let current = self
             .d
-            .pointer("/metadata/annotations")
+            .at("/metadata/annotations")
             .and_then(|a| a.get(REVISION))
             .and_then(Value::as_str);
         if current == Some(revision) {
@@ -102,11 +103,7 @@ impl Sync<'_> {
     }
 
     fn run(&mut self) {
-        let selector = self
-            .d
-            .pointer("/spec/selector")
-            .cloned()
-            .unwrap_or_default();
+        let selector = self.d.at("/spec/selector").cloned().unwrap_or_default();
         if pods::selector_is_empty(&selector) {
             self.event(
                 "Warning",
@@ -132,13 +129,13 @@ impl Sync<'_> {
         .map(|obj| Rs { obj })
         .collect();
         rss.sort_by(by_creation);
-        if self.d.pointer("/metadata/deletionTimestamp").is_some() {
+        if self.d.at("/metadata/deletionTimestamp").is_some() {
             let (new, old) = self.get_all(&rss, false);
             self.sync_status(new.as_ref(), &old);
             return;
         }
         self.check_paused();
-        let paused = self.d.pointer("/spec/paused").and_then(Value::as_bool) == Some(true);
+        let paused = self.d.at("/spec/paused").and_then(Value::as_bool) == Some(true);
         if paused || self.scaling_event(&rss) {
             self.sync_scale(&rss, paused);
             return;
@@ -164,7 +161,7 @@ impl Sync<'_> {
         if reason == status::TIMED_OUT {
             return;
         }
-        let paused = self.d.pointer("/spec/paused").and_then(Value::as_bool) == Some(true);
+        let paused = self.d.at("/spec/paused").and_then(Value::as_bool) == Some(true);
         let exists = reason == "DeploymentPaused";
         let mut st = st;
         if paused && !exists {
@@ -195,16 +192,12 @@ impl Sync<'_> {
 
     /// `getAllReplicaSetsAndSyncRevision`: (new, old).
     fn get_all(&mut self, rss: &[Rs], create: bool) -> (Option<Rs>, Vec<Rs>) {
-        let template = self
-            .d
-            .pointer("/spec/template")
-            .cloned()
-            .unwrap_or_default();
+        let template = self.d.at("/spec/template").cloned().unwrap_or_default();
         let new = rss
             .iter()
             .find(|r| {
                 equal_ignore_hash(
-                    r.v().pointer("/spec/template").unwrap_or(&Value::Null),
+                    r.v().at("/spec/template").unwrap_or(&Value::Null),
                     &template,
                 )
             })
@@ -226,10 +219,10 @@ impl Sync<'_> {
 
     fn sync_existing_new(&mut self, rs: Rs, new_revision: i64) -> Rs {
         let d = self.d.clone();
-        let min_ready = d.pointer("/spec/minReadySeconds").cloned();
+        let min_ready = d.at("/spec/minReadySeconds").cloned();
         let updated = self.api.update(REPLICASETS, &key_of(rs.v()), MANAGER, |o| {
             let mut changed = set_new_rs_annotations(&d, o, new_revision, true);
-            let cur = o.pointer("/spec/minReadySeconds").cloned();
+            let cur = o.at("/spec/minReadySeconds").cloned();
             let want = min_ready.clone().filter(|v| v.as_i64() != Some(0));
             if cur.filter(|v| v.as_i64() != Some(0)) != want {
                 if let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) {
@@ -263,8 +256,8 @@ impl Sync<'_> {
     fn create_new(&mut self, old: &[Rs], new_revision: i64) -> Option<Rs> {
         let d = self.d.clone();
         let (ns, name) = self.key.clone();
-        let template = d.pointer("/spec/template").cloned().unwrap_or_default();
-        let collision = d.pointer("/status/collisionCount").and_then(Value::as_i64);
+        let template = d.at("/spec/template").cloned().unwrap_or_default();
+        let collision = d.at("/status/collisionCount").and_then(Value::as_i64);
         let hash = pod_template_hash(&template, collision);
         let mut new_template = template.clone();
         if let Some(labels) =
@@ -272,14 +265,14 @@ impl Sync<'_> {
         {
             labels.insert(HASH_LABEL.into(), json!(hash));
         }
-        let mut selector = d.pointer("/spec/selector").cloned().unwrap_or_default();
+        let mut selector = d.at("/spec/selector").cloned().unwrap_or_default();
         if let Some(ml) = crate::defaults::ensure_object(&mut selector, &["matchLabels"]) {
             ml.insert(HASH_LABEL.into(), json!(hash));
         }
         let rs_name = format!("{name}-{hash}");
         let mut spec = json!({"replicas": 0, "selector": selector, "template": new_template});
         if let Some(m) = d
-            .pointer("/spec/minReadySeconds")
+            .at("/spec/minReadySeconds")
             .filter(|v| v.as_i64() != Some(0))
         {
             spec["minReadySeconds"] = m.clone();
@@ -290,7 +283,7 @@ impl Sync<'_> {
             "metadata": {
                 "name": rs_name,
                 "namespace": ns,
-                "labels": new_template.pointer("/metadata/labels").cloned().unwrap_or_default(),
+                "labels": new_template.at("/metadata/labels").cloned().unwrap_or_default(),
                 "ownerReferences": [controller_ref(&d, DEPLOYMENTS)],
             },
             "spec": spec,
@@ -331,7 +324,7 @@ impl Sync<'_> {
                     && equal_ignore_hash(
                         existing
                             .value()
-                            .pointer("/spec/template")
+                            .at("/spec/template")
                             .unwrap_or(&Value::Null),
                         &template,
                     )
@@ -382,7 +375,7 @@ impl Sync<'_> {
         let from = rs.replicas();
         let res = self.api.update(REPLICASETS, &key_of(rs.v()), MANAGER, |o| {
             let mut changed = set_replicas_annotations(o, want, max);
-            if o.pointer("/spec/replicas").and_then(Value::as_i64) != Some(to) {
+            if o.at("/spec/replicas").and_then(Value::as_i64) != Some(to) {
                 o["spec"]["replicas"] = json!(to);
                 changed = true;
             }
@@ -537,7 +530,7 @@ impl Sync<'_> {
     fn cleanup(&self, old: &[Rs]) {
         let Some(limit) = self
             .d
-            .pointer("/spec/revisionHistoryLimit")
+            .at("/spec/revisionHistoryLimit")
             .and_then(Value::as_i64)
         else {
             return;
@@ -719,7 +712,7 @@ fn proportion(rs: &Rs, d: &Value, to_add: i64, added: i64) -> i64 {
             .annotation(MAX_REPLICAS)
             .and_then(|v| v.parse::<i64>().ok())
             .unwrap_or_else(|| {
-                d.pointer("/status/replicas")
+                d.at("/status/replicas")
                     .and_then(Value::as_i64)
                     .unwrap_or(0)
             });

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::storage::StoredObject;
 use crate::util;
+use crate::util::Pointer;
 
 /// The label naming a ReplicaSet's template.
 pub(crate) const HASH_LABEL: &str = "pod-template-hash";
@@ -30,7 +31,7 @@ const SKIP_COPY: &[&str] = &[
 const MAX_HISTORY_CHARS: usize = 2000;
 
 fn int(v: &Value, ptr: &str) -> i64 {
-    v.pointer(ptr).and_then(Value::as_i64).unwrap_or(0)
+    v.at(ptr).and_then(Value::as_i64).unwrap_or(0)
 }
 
 /// A ReplicaSet of a Deployment.
@@ -69,14 +70,14 @@ impl Rs {
         int(self.v(), "/status/observedGeneration")
     }
     pub fn deleting(&self) -> bool {
-        self.v().pointer("/metadata/deletionTimestamp").is_some()
+        self.v().at("/metadata/deletionTimestamp").is_some()
     }
     pub fn created(&self) -> &str {
         util::meta_str(self.v(), "creationTimestamp").unwrap_or("")
     }
     pub fn annotation(&self, key: &str) -> Option<&str> {
         self.v()
-            .pointer("/metadata/annotations")
+            .at("/metadata/annotations")
             .and_then(|a| a.get(key))
             .and_then(Value::as_str)
     }
@@ -134,26 +135,20 @@ pub(crate) fn scaled(v: Option<&Value>, total: i64, round_up: bool) -> i64 {
 
 /// The Deployment's `spec.replicas`.
 pub(crate) fn desired(d: &Value) -> i64 {
-    d.pointer("/spec/replicas")
-        .and_then(Value::as_i64)
-        .unwrap_or(1)
+    d.at("/spec/replicas").and_then(Value::as_i64).unwrap_or(1)
 }
 
 /// Whether the strategy is RollingUpdate.
 pub(crate) fn rolling(d: &Value) -> bool {
-    d.pointer("/spec/strategy/type").and_then(Value::as_str) != Some("Recreate")
+    d.at("/spec/strategy/type").and_then(Value::as_str) != Some("Recreate")
 }
 
 /// `ResolveFenceposts`: (surge, unavailable), never both 0.
 pub(crate) fn fenceposts(d: &Value) -> (i64, i64) {
     let want = desired(d);
-    let surge = scaled(
-        d.pointer("/spec/strategy/rollingUpdate/maxSurge"),
-        want,
-        true,
-    );
+    let surge = scaled(d.at("/spec/strategy/rollingUpdate/maxSurge"), want, true);
     let mut unavailable = scaled(
-        d.pointer("/spec/strategy/rollingUpdate/maxUnavailable"),
+        d.at("/spec/strategy/rollingUpdate/maxUnavailable"),
         want,
         false,
     );
@@ -204,10 +199,7 @@ pub(crate) fn equal_ignore_hash(a: &Value, b: &Value) -> bool {
 /// Copies the Deployment's annotations onto a ReplicaSet
 /// (`copyDeploymentAnnotationsToReplicaSet`); whether anything changed.
 pub(crate) fn copy_annotations(d: &Value, rs: &mut Value) -> bool {
-    let Some(from) = d
-        .pointer("/metadata/annotations")
-        .and_then(Value::as_object)
-    else {
+    let Some(from) = d.at("/metadata/annotations").and_then(Value::as_object) else {
         return false;
     };
     let mut changed = false;
@@ -227,7 +219,7 @@ pub(crate) fn copy_annotations(d: &Value, rs: &mut Value) -> bool {
 /// The annotations map, created when missing.
 pub(crate) fn annotations_mut(obj: &mut Value) -> &mut serde_json::Map<String, Value> {
     if !obj
-        .pointer("/metadata/annotations")
+        .at("/metadata/annotations")
         .is_some_and(Value::is_object)
     {
         if !obj.is_object() {

@@ -12,6 +12,7 @@ use crate::cluster::{
     parse_duration, PodBehavior, PodPolicy, Readiness, Workloads, ANNOTATION_EXIT_AFTER,
     ANNOTATION_EXIT_CODE, ANNOTATION_IMAGE_PULL, ANNOTATION_READY, ANNOTATION_START_LATENCY,
 };
+use crate::util::Pointer;
 
 /// A pod's resolved behaviour.
 #[derive(Clone, Debug, PartialEq)]
@@ -22,16 +23,16 @@ pub(crate) struct Plan {
 }
 
 fn annotation<'a>(pod: &'a Value, key: &str) -> Option<&'a str> {
-    pod.pointer("/metadata/annotations")?.get(key)?.as_str()
+    pod.at("/metadata/annotations")?.get(key)?.as_str()
 }
 
 fn matches(policy: &PodPolicy, pod: &Value) -> bool {
     if let Some(ns) = &policy.namespace {
-        if pod.pointer("/metadata/namespace").and_then(Value::as_str) != Some(ns.as_str()) {
+        if pod.at("/metadata/namespace").and_then(Value::as_str) != Some(ns.as_str()) {
             return false;
         }
     }
-    let labels = pod.pointer("/metadata/labels");
+    let labels = pod.at("/metadata/labels");
     if !policy
         .labels
         .iter()
@@ -41,7 +42,7 @@ fn matches(policy: &PodPolicy, pod: &Value) -> bool {
     }
     if let Some(text) = &policy.image_contains {
         let any = pod
-            .pointer("/spec/containers")
+            .at("/spec/containers")
             .and_then(Value::as_array)
             .is_some_and(|cs| {
                 cs.iter().any(|c| {
@@ -71,7 +72,7 @@ fn parse_readiness(text: &str) -> Option<Readiness> {
 /// Resolves the plan for `pod`.
 pub(crate) fn plan(cfg: &Workloads, pod: &Value) -> Plan {
     let owned_by_job = pod
-        .pointer("/metadata/ownerReferences")
+        .at("/metadata/ownerReferences")
         .and_then(Value::as_array)
         .is_some_and(|rs| {
             rs.iter()

@@ -3,10 +3,11 @@
 //! `nodeSelector` and required node affinity, and resource requests
 //! against allocatable (quantities parsed as kube's `resource.Quantity`).
 
+use crate::util::Pointer;
 use serde_json::Value;
 
 fn str_at<'a>(o: &'a Value, ptr: &str) -> &'a str {
-    o.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+    o.at(ptr).and_then(Value::as_str).unwrap_or("")
 }
 
 /// A `resource.Quantity` in base units (`"100m"` = 0.1, `"1Ki"` = 1024).
@@ -52,26 +53,26 @@ fn q(v: Option<&Value>) -> f64 {
 /// any init container's.
 pub(crate) fn requests(pod: &Value) -> (f64, f64) {
     let sum = |ptr: &str| -> (f64, f64) {
-        pod.pointer(ptr)
+        pod.at(ptr)
             .and_then(Value::as_array)
             .map_or((0.0, 0.0), |cs| {
                 cs.iter().fold((0.0, 0.0), |(c, m), x| {
                     (
-                        c + q(x.pointer("/resources/requests/cpu")),
-                        m + q(x.pointer("/resources/requests/memory")),
+                        c + q(x.at("/resources/requests/cpu")),
+                        m + q(x.at("/resources/requests/memory")),
                     )
                 })
             })
     };
     let (c, m) = sum("/spec/containers");
     let (ic, im) = pod
-        .pointer("/spec/initContainers")
+        .at("/spec/initContainers")
         .and_then(Value::as_array)
         .map_or((0.0, 0.0), |cs| {
             cs.iter().fold((0.0f64, 0.0f64), |(c, m), x| {
                 (
-                    c.max(q(x.pointer("/resources/requests/cpu"))),
-                    m.max(q(x.pointer("/resources/requests/memory"))),
+                    c.max(q(x.at("/resources/requests/cpu"))),
+                    m.max(q(x.at("/resources/requests/memory"))),
                 )
             })
         });
@@ -81,9 +82,9 @@ pub(crate) fn requests(pod: &Value) -> (f64, f64) {
 /// A node's allocatable (cpu, memory, pods).
 pub(crate) fn allocatable(node: &Value) -> (f64, f64, f64) {
     (
-        q(node.pointer("/status/allocatable/cpu")),
-        q(node.pointer("/status/allocatable/memory")),
-        q(node.pointer("/status/allocatable/pods")),
+        q(node.at("/status/allocatable/cpu")),
+        q(node.at("/status/allocatable/memory")),
+        q(node.at("/status/allocatable/pods")),
     )
 }
 
@@ -104,7 +105,7 @@ pub(crate) fn tolerates(toleration: &Value, taint: &Value) -> bool {
 
 /// The node's taints.
 pub(crate) fn taints(node: &Value) -> Vec<Value> {
-    node.pointer("/spec/taints")
+    node.at("/spec/taints")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default()
@@ -112,7 +113,7 @@ pub(crate) fn taints(node: &Value) -> Vec<Value> {
 
 /// The pod's tolerations.
 pub(crate) fn tolerations(pod: &Value) -> Vec<Value> {
-    pod.pointer("/spec/tolerations")
+    pod.at("/spec/tolerations")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default()
@@ -158,17 +159,17 @@ fn requirement(expr: &Value, value: Option<&str>) -> bool {
 /// `nodeSelector` and required node affinity.
 pub(crate) fn selects(pod: &Value, node: &Value) -> bool {
     let label = |k: &str| {
-        node.pointer("/metadata/labels")
+        node.at("/metadata/labels")
             .and_then(|l| l.get(k))
             .and_then(Value::as_str)
     };
-    if let Some(sel) = pod.pointer("/spec/nodeSelector").and_then(Value::as_object) {
+    if let Some(sel) = pod.at("/spec/nodeSelector").and_then(Value::as_object) {
         if !sel.iter().all(|(k, v)| label(k) == v.as_str()) {
             return false;
         }
     }
     let Some(terms) = pod
-        .pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
+        .at("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
         .and_then(Value::as_array)
     else {
         return true;

@@ -13,6 +13,7 @@ use crate::cluster::SimNode;
 use crate::controllers::workloads::api::{Api, LEASES, NODES};
 use crate::controllers::write::MANAGER;
 use crate::util;
+use crate::util::Pointer;
 
 /// The kubelet version nodes report.
 pub(crate) const KUBELET_VERSION: &str = "v1.33.0-kubeforge";
@@ -127,7 +128,7 @@ fn conditions(ready: bool, prev: Option<&Value>) -> Value {
 }
 
 fn ready_status(node: &Value) -> Option<&str> {
-    node.pointer("/status/conditions")?
+    node.at("/status/conditions")?
         .as_array()?
         .iter()
         .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))?
@@ -198,7 +199,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
                 let want = if fault.not_ready { "False" } else { "True" };
                 if ready_status(cur.value()) != Some(want) {
                     let _ = api.update_status(NODES, &key, MANAGER, |n| {
-                        let prev = n.pointer("/status/conditions").cloned();
+                        let prev = n.at("/status/conditions").cloned();
                         n["status"]["conditions"] = conditions(!fault.not_ready, prev.as_ref());
                         true
                     });

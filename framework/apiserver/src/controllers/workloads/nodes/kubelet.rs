@@ -25,6 +25,7 @@ use crate::controllers::workloads::informer::{self, Change};
 use crate::controllers::workloads::queue::Queue;
 use crate::storage::{EventType, ObjKey};
 use crate::util;
+use crate::util::Pointer;
 
 const COMPONENT: &str = "kubelet";
 
@@ -85,7 +86,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
             let node = c
                 .obj
                 .value()
-                .pointer("/spec/nodeName")
+                .at("/spec/nodeName")
                 .and_then(Value::as_str)
                 .unwrap_or("");
             if known.iter().any(|n| n == node) && c.ty != EventType::Deleted {
@@ -104,7 +105,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
                 _ = controls.changed.notified() => {}
             }
             for p in k2.api.list(PODS, None) {
-                if p.value().pointer("/spec/nodeName").is_some() {
+                if p.value().at("/spec/nodeName").is_some() {
                     k2.queue.add(key_of(p.value()));
                 }
             }
@@ -168,7 +169,7 @@ impl Kubelet {
         let pod = &obj.value();
         let uid = obj.uid().to_owned();
         let node = pod
-            .pointer("/spec/nodeName")
+            .at("/spec/nodeName")
             .and_then(Value::as_str)
             .unwrap_or("");
         let Some(node_index) = self.api.cfg.nodes.iter().position(|n| n.name == node) else {
@@ -216,7 +217,7 @@ impl Kubelet {
             }
         };
         let now = Instant::now();
-        if pod.pointer("/metadata/deletionTimestamp").is_some() {
+        if pod.at("/metadata/deletionTimestamp").is_some() {
             match rt.stopping_since {
                 None => {
                     rt.stopping_since = Some(now);
@@ -239,7 +240,7 @@ impl Kubelet {
             return;
         }
         let restart_policy = pod
-            .pointer("/spec/restartPolicy")
+            .at("/spec/restartPolicy")
             .and_then(Value::as_str)
             .unwrap_or("Always")
             .to_owned();
@@ -384,7 +385,7 @@ impl Kubelet {
         if let Err(e) = self.api.update_status(PODS, key, COMPONENT, |p| {
             let mut next = status.clone();
             // Conditions the kubelet does not own survive (DisruptionTarget).
-            if let Some(old) = p.pointer("/status/conditions").and_then(Value::as_array) {
+            if let Some(old) = p.at("/status/conditions").and_then(Value::as_array) {
                 let mine = [
                     "PodReadyToStartContainers",
                     "Initialized",
@@ -414,7 +415,7 @@ impl Kubelet {
                     }
                 }
             }
-            if let Some(q) = p.pointer("/status/qosClass") {
+            if let Some(q) = p.at("/status/qosClass") {
                 next["qosClass"] = q.clone();
             }
             if p.get("status") == Some(&next) {
@@ -429,14 +430,14 @@ impl Kubelet {
 }
 
 fn first_container(pod: &Value) -> String {
-    pod.pointer("/spec/containers/0/name")
+    pod.at("/spec/containers/0/name")
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_owned()
 }
 
 fn first_image(pod: &Value) -> String {
-    pod.pointer("/spec/containers/0/image")
+    pod.at("/spec/containers/0/image")
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_owned()
@@ -465,7 +466,7 @@ fn cond(ty: &str, ok: bool, reason: &str, message: &str) -> Value {
 /// The pod status for the runtime state.
 fn status(pod: &Value, rt: &Runtime) -> Value {
     let containers: Vec<Value> = pod
-        .pointer("/spec/containers")
+        .at("/spec/containers")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
@@ -479,7 +480,7 @@ fn status(pod: &Value, rt: &Runtime) -> Value {
         })
         .collect();
     let uid = pod
-        .pointer("/metadata/uid")
+        .at("/metadata/uid")
         .and_then(Value::as_str)
         .unwrap_or("");
     let last = rt.last_terminated.clone();
@@ -518,8 +519,8 @@ fn status(pod: &Value, rt: &Runtime) -> Value {
                     let secs = if wait == 0 { 0 } else { 10 << (wait - 1).min(5) };
                     (json!({"waiting": {"reason": "CrashLoopBackOff", "message": format!(
                         "back-off {}s restarting failed container={name} pod={}_{}({uid})", secs.min(300),
-                        pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or(""),
-                        pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or(""))}}), false, false)
+                        pod.at("/metadata/name").and_then(Value::as_str).unwrap_or(""),
+                        pod.at("/metadata/namespace").and_then(Value::as_str).unwrap_or(""))}}), false, false)
                 }
                 Stage::Done => (json!({"terminated": last.clone().unwrap_or_else(|| json!({"exitCode": 0, "reason": "Completed"}))}), false, false),
             };

@@ -18,6 +18,7 @@ use super::fit;
 use crate::controllers::workloads::api::{key_of, Api, LEASES, NODES, PODS};
 use crate::controllers::workloads::pods;
 use crate::util;
+use crate::util::Pointer;
 
 const COMPONENT: &str = "node-controller";
 const NOT_READY: &str = "node.kubernetes.io/not-ready";
@@ -45,7 +46,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
 }
 
 fn ready_status(node: &Value) -> String {
-    node.pointer("/status/conditions")
+    node.at("/status/conditions")
         .and_then(Value::as_array)
         .and_then(|cs| {
             cs.iter()
@@ -65,7 +66,7 @@ fn check(api: &Api, node: &Value) {
         .get(LEASES, &("kube-node-lease".into(), name.clone()))
         .and_then(|l| {
             l.value()
-                .pointer("/spec/renewTime")
+                .at("/spec/renewTime")
                 .and_then(Value::as_str)
                 .and_then(|t| t.parse::<jiff::Timestamp>().ok())
         });
@@ -92,7 +93,7 @@ fn check(api: &Api, node: &Value) {
         });
         status = "Unknown".into();
     }
-    let unschedulable = node.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true);
+    let unschedulable = node.at("/spec/unschedulable").and_then(Value::as_bool) == Some(true);
     let want: Vec<(&str, &str)> = match status.as_str() {
         "True" => vec![],
         "False" => vec![(NOT_READY, "NoSchedule"), (NOT_READY, "NoExecute")],
@@ -183,8 +184,7 @@ fn check(api: &Api, node: &Value) {
     }
     for pod in api.list(PODS, None) {
         let p = &pod.value();
-        if p.pointer("/spec/nodeName").and_then(Value::as_str) != Some(name.as_str())
-            || !pods::active(p)
+        if p.at("/spec/nodeName").and_then(Value::as_str) != Some(name.as_str()) || !pods::active(p)
         {
             continue;
         }

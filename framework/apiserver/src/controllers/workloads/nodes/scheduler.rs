@@ -21,6 +21,7 @@ use crate::controllers::workloads::queue::Queue;
 use crate::objects;
 use crate::storage::{EventType, ObjKey};
 use crate::util;
+use crate::util::Pointer;
 
 const COMPONENT: &str = "default-scheduler";
 
@@ -62,11 +63,11 @@ impl Usage {
 
 fn wants_scheduling(pod: &Value) -> bool {
     let node = pod
-        .pointer("/spec/nodeName")
+        .at("/spec/nodeName")
         .and_then(Value::as_str)
         .unwrap_or("");
     let scheduler = pod
-        .pointer("/spec/schedulerName")
+        .at("/spec/schedulerName")
         .and_then(Value::as_str)
         .unwrap_or("default-scheduler");
     node.is_empty() && scheduler == COMPONENT && pods::active(pod)
@@ -85,7 +86,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
             let pod = &c.obj.value();
             let mut u = u.lock().unwrap_or_else(|e| e.into_inner());
             let node = pod
-                .pointer("/spec/nodeName")
+                .at("/spec/nodeName")
                 .and_then(Value::as_str)
                 .unwrap_or("");
             if c.ty == EventType::Deleted || pods::terminal(pod) {
@@ -140,7 +141,7 @@ fn schedule(api: &Api, usage: &Mutex<Usage>, key: &ObjKey) {
         for node in &nodes {
             let n = &node.value();
             let name = node.name();
-            let reason = if n.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true)
+            let reason = if n.at("/spec/unschedulable").and_then(Value::as_bool) == Some(true)
                 && !fit::tolerations(pod).iter().any(|t| {
                     fit::tolerates(
                         t,
