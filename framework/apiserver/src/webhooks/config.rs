@@ -115,20 +115,22 @@ impl Hook {
 
     fn matched_version(&self, attrs: &Attributes<'_>) -> Option<String> {
         let rules = self.spec.get("rules").and_then(Value::as_array)?;
-        let named = |version: &str| rules.iter().any(|r| rule_matches(r, attrs, version));
-        if named(attrs.version) {
+        if rules.iter().any(|r| rule_matches(r, attrs, attrs.version)) {
             return Some(attrs.version.to_owned());
         }
         if self.spec.get("matchPolicy").and_then(Value::as_str) == Some("Exact") {
             return None;
         }
-        attrs
-            .def
-            .versions
-            .iter()
-            .filter(|v| *v != attrs.version)
-            .find(|v| named(v))
-            .cloned()
+        // Rule by rule, each against every other version in turn.
+        rules.iter().find_map(|rule| {
+            attrs
+                .def
+                .versions
+                .iter()
+                .filter(|v| *v != attrs.version)
+                .find(|v| rule_matches(rule, attrs, v))
+                .cloned()
+        })
     }
 
     /// `namespaceSelector`: a namespaced object is judged by its
@@ -179,14 +181,15 @@ impl Hook {
 /// decides: both selectors, then no `excludeResourceRules` entry, then a
 /// `resourceRules` entry (none: every resource), each rule's
 /// `resourceNames` (when listed) naming the object; `matchPolicy` as for
-/// webhooks.
+/// webhooks. When they do, the version they took it in at: the request's
+/// unless only an `Equivalent` match at another version did.
 pub(crate) fn resources_match(
     criteria: &Value,
     shared: &Shared,
     attrs: &Attributes<'_>,
     object: Option<&Value>,
     old: Option<&Value>,
-) -> bool {
+) -> Option<String> {
     let named = |rules: &str| -> Value {
         let rules = criteria.get(rules).and_then(Value::as_array);
         rules
@@ -215,22 +218,22 @@ pub(crate) fn resources_match(
     if !(selectors.namespace_matches(shared, attrs, object, old)
         && selectors.object_matches(object, old))
     {
-        return false;
+        return None;
     }
     if with_rules(named("excludeResourceRules"))
         .matched_version(attrs)
         .is_some()
     {
-        return false;
+        return None;
     }
     let every_resource = criteria
         .get("resourceRules")
         .and_then(Value::as_array)
         .is_none_or(Vec::is_empty);
-    every_resource
-        || with_rules(named("resourceRules"))
-            .matched_version(attrs)
-            .is_some()
+    if every_resource {
+        return Some(attrs.version.to_owned());
+    }
+    with_rules(named("resourceRules")).matched_version(attrs)
 }
 
 /// An absent or `{}` selector selects everything.

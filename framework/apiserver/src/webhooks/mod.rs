@@ -19,6 +19,7 @@ mod policies;
 pub(crate) mod policy_checks;
 mod review;
 pub(crate) mod validate;
+mod versioned;
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -125,38 +126,14 @@ impl Chain {
         version: &str,
         mutating: bool,
     ) -> Result<Option<Cow<'v, Value>>, ApiError> {
-        self.converted_for_hook(attrs, object, version)
-            .map_err(|e| {
-                let once = internal_error(&e.message);
-                if mutating {
-                    internal_error(&once.message)
-                } else {
-                    once
-                }
-            })
-    }
-
-    fn converted_for_hook<'v>(
-        &self,
-        attrs: &Attributes<'_>,
-        object: Option<&'v Value>,
-        version: &str,
-    ) -> Result<Option<Cow<'v, Value>>, ApiError> {
-        match object {
-            None => Ok(None),
-            // A subresource's own kind (Scale) is the same at every version.
-            Some(o) if version == attrs.version || attrs.sub_kind.is_some() => {
-                Ok(Some(Cow::Borrowed(o)))
+        versioned::at(self, attrs, object, version).map_err(|e| {
+            let once = internal_error(&e.message);
+            if mutating {
+                internal_error(&once.message)
+            } else {
+                once
             }
-            Some(o) => {
-                let api_version = attrs.def.api_version(version);
-                Ok(Some(Cow::Owned(self.convert(
-                    attrs.def,
-                    o.clone(),
-                    &api_version,
-                )?)))
-            }
-        }
+        })
     }
 
     /// Calls a mutating webhook if it matches: `None` when it does not,

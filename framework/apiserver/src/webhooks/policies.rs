@@ -5,7 +5,20 @@
 //! `matchConstraints` take in the request is judged once per binding
 //! naming it (by name) whose `matchResources` do, and per parameter that
 //! binding selects: its `matchConditions`, then its `variables` and
-//! `validations` over `object`, `oldObject`, `request` and `params`.
+//! `validations` over `object`, `oldObject`, `request`, `params` and
+//! `namespaceObject`.
+//!
+//! Versions: the policy's `matchConstraints` (not the binding) decide the
+//! version a policy judges at: the request's when a rule names it, else,
+//! under `matchPolicy: Equivalent`, the other served version a rule names.
+//! `object` and `oldObject` are converted there (through the CRD's
+//! conversion webhook when it has one; a failure is a configuration error
+//! of the binding, `failed to convert object version: ...`), and
+//! `request.kind`/`resource` name that version while
+//! `request.requestKind`/`requestResource` name the request's.
+//! `namespaceObject` is the request's Namespace as stored, trimmed to the
+//! fields kube-apiserver shows; null for a cluster-scoped request and for a
+//! Namespace itself.
 //!
 //! Parameters: the policy's `paramKind` is resolved to a served resource
 //! (built-in or custom) through the registry; one that is not served is a
@@ -28,10 +41,11 @@
 //! ...` for the latter) and is ignored under `Ignore`.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use kube_core::cel::cel::Program;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::conditions::{self, Decision};
 use super::config::resources_match;
@@ -103,6 +117,94 @@ impl Param {
     }
 }
 
+/// The request as the policies matched at one version judge it.
+struct Versioned<'v> {
+    object: Option<Cow<'v, Value>>,
+    old: Option<Cow<'v, Value>>,
+    /// The `request` variable: `kind` and `resource` at this version,
+    /// `requestKind` and `requestResource` at the request's. Like
+    /// kube-apiserver's `CreateAdmissionRequest`, without the objects
+    /// (`object` and `oldObject` are variables of their own).
+    request: Value,
+}
+
+impl<'v> Versioned<'v> {
+    /// The old object converted first, as `NewVersionedAttributes` does.
+    fn at(
+        admission: &dyn Admission,
+        attrs: &Attributes<'_>,
+        object: Option<&'v Value>,
+        old: Option<&'v Value>,
+        version: &str,
+        user: Option<&UserInfo>,
+    ) -> Result<Self, ApiError> {
+        let old = super::versioned::at(admission, attrs, old, version)?;
+        let object = super::versioned::at(admission, attrs, object, version)?;
+        let (_, mut review) = super::review::request(attrs, version, None, None, user);
+        let request = review
+            .get_mut("request")
+            .map(Value::take)
+            .unwrap_or_default();
+        Ok(Self {
+            object,
+            old,
+            request,
+        })
+    }
+}
+
+/// The `namespaceObject` variable: the request's Namespace with the fields
+/// kube-apiserver's `CreateNamespaceObject` keeps; null for a cluster-scoped
+/// request and for a request on a Namespace itself (whose namespace is its
+/// own name). A namespace that does not exist fails the request with its
+/// NotFound, as the namespace lister's answer does there.
+fn namespace_object(shared: &Shared, attrs: &Attributes<'_>) -> Result<Value, ApiError> {
+    let def = attrs.def;
+    let itself = def.group.is_empty() && def.plural == "namespaces";
+    if itself || attrs.namespace.is_empty() {
+        return Ok(Value::Null);
+    }
+    let stored = shared.storage.lock().get(
+        &ResKey::new("", "namespaces"),
+        &(String::new(), attrs.namespace.to_owned()),
+    );
+    let Some(stored) = stored else {
+        return Err(ApiError::not_found("namespaces", "", attrs.namespace));
+    };
+    let namespace = stored.value();
+    let mut kept = Map::new();
+    for field in ["spec", "status"] {
+        if let Some(v) = namespace.get(field) {
+            kept.insert(field.to_owned(), v.clone());
+        }
+    }
+    if let Some(meta) = namespace.get("metadata").and_then(Value::as_object) {
+        let meta: Map<String, Value> = NAMESPACE_METADATA
+            .iter()
+            .filter_map(|f| meta.get(*f).map(|v| ((*f).to_owned(), v.clone())))
+            .collect();
+        kept.insert("metadata".to_owned(), Value::Object(meta));
+    }
+    Ok(Value::Object(kept))
+}
+
+/// The metadata of a Namespace that policies see (no managed fields, no
+/// owner references).
+const NAMESPACE_METADATA: &[&str] = &[
+    "name",
+    "generateName",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "finalizers",
+];
+
 /// Judges a request by every policy bound to it: the warnings to add, and
 /// the denial if any. `admission` converts parameters of a CRD whose
 /// conversion takes its webhook; `user` made the request (none: a server
@@ -121,8 +223,10 @@ pub(crate) fn admit(
         return (Vec::new(), Ok(()));
     }
     let policies = stored(shared, "validatingadmissionpolicies");
-    let (_, review) = super::review::request(attrs, attrs.version, object, old, user);
-    let request = review.get("request").unwrap_or(&Value::Null);
+    // The request's objects at each version a policy matched, converted
+    // once (kube-apiserver keeps only the conversions that succeeded).
+    let mut versions: HashMap<String, Versioned> = HashMap::new();
+    let mut namespace: Option<Value> = None;
     let mut warnings = Vec::new();
     let mut denials = Vec::new();
     for policy in policies.iter().map(|p| p.value()) {
@@ -137,10 +241,12 @@ pub(crate) fn admit(
         if bound.is_empty() {
             continue;
         }
+        // The policy's own match decides the version it judges at; a
+        // binding's only whether it applies.
         let constraints = spec.get("matchConstraints").unwrap_or(&NULL);
-        if !resources_match(constraints, shared, attrs, object, old) {
+        let Some(version) = resources_match(constraints, shared, attrs, object, old) else {
             continue;
-        }
+        };
         let ignore_failures = spec.get("failurePolicy").and_then(Value::as_str) == Some("Ignore");
         let configuration_error = |binding: Option<&Value>, why: &str| Denial {
             policy: policy_name.to_owned(),
@@ -171,7 +277,7 @@ pub(crate) fn admit(
                 .pointer("/spec/matchResources")
                 .filter(|r| !r.is_null())
             {
-                if !resources_match(resources, shared, attrs, object, old) {
+                if resources_match(resources, shared, attrs, object, old).is_none() {
                     continue;
                 }
             }
@@ -186,9 +292,32 @@ pub(crate) fn admit(
                     continue;
                 }
             };
-            if params.is_empty() {
-                continue;
+            if !params.is_empty() && !versions.contains_key(&version) {
+                match Versioned::at(admission, attrs, object, old, &version, user) {
+                    Ok(seen) => {
+                        versions.insert(version.clone(), seen);
+                    }
+                    Err(e) => {
+                        if !ignore_failures {
+                            let why = format!("failed to convert object version: {}", e.message);
+                            denials.push(configuration_error(Some(binding), &why));
+                        }
+                        continue;
+                    }
+                }
             }
+            // Read once a binding applies, params or not, as kube-apiserver
+            // reads it; its absence fails the request whatever the policy.
+            let namespace = match &namespace {
+                Some(ns) => ns,
+                None => match namespace_object(shared, attrs) {
+                    Ok(ns) => namespace.insert(ns),
+                    Err(e) => return (warnings, Err(e)),
+                },
+            };
+            let Some(seen) = versions.get(&version).filter(|_| !params.is_empty()) else {
+                continue;
+            };
             let compiled = compiled.get_or_insert_with(|| compile(spec));
             let actions: Vec<&str> = binding
                 .pointer("/spec/validationActions")
@@ -196,15 +325,14 @@ pub(crate) fn admit(
                 .map(|a| a.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
             for param in &params {
-                for failure in judge(
-                    spec,
-                    compiled,
-                    request,
-                    object,
-                    old,
-                    param.value(),
-                    Some(authorizer),
-                ) {
+                let inputs = [
+                    ("object", seen.object.as_deref().unwrap_or(&NULL)),
+                    ("oldObject", seen.old.as_deref().unwrap_or(&NULL)),
+                    ("request", &seen.request),
+                    ("params", param.value()),
+                    ("namespaceObject", namespace),
+                ];
+                for failure in judge(spec, compiled, &inputs, Some(authorizer)) {
                     if actions.contains(&"Warn") {
                         warnings.push(format!(
                             "Validation failed for ValidatingAdmissionPolicy '{policy_name}' with binding '{}': {}",
@@ -346,14 +474,13 @@ fn at_version(
         .map_err(|e| e.message)
 }
 
-/// The failures one policy's evaluation with one param gave a request.
+/// The failures one policy's evaluation with one param gave a request:
+/// `inputs` binds `object`, `oldObject`, `request`, `params` and
+/// `namespaceObject`.
 fn judge(
     spec: &Value,
     compiled: &Result<Compiled, String>,
-    request: &Value,
-    object: Option<&Value>,
-    old: Option<&Value>,
-    params: &Value,
+    inputs: &[(&str, &Value)],
     authorizer: Option<&Arc<Session>>,
 ) -> Vec<Failure> {
     let ignore_failures = spec.get("failurePolicy").and_then(Value::as_str) == Some("Ignore");
@@ -367,14 +494,8 @@ fn judge(
             }]
         }
     };
-    let inputs = [
-        ("object", object.unwrap_or(&NULL)),
-        ("oldObject", old.unwrap_or(&NULL)),
-        ("request", request),
-        ("params", params),
-    ];
     let conditions_given = array(spec.get("matchConditions"));
-    match conditions::decide_with(conditions_given, ignore_failures, &inputs, authorizer) {
+    match conditions::decide_with(conditions_given, ignore_failures, inputs, authorizer) {
         Decision::Call => {}
         Decision::Skip => return Vec::new(),
         Decision::Refuse(text) => return error(text),
@@ -393,7 +514,7 @@ fn judge(
         .iter()
         .map(|(p, m)| (p, m.as_ref()))
         .collect();
-    let results = match evaluate_policy(&inputs, authorizer, &variables, &validations) {
+    let results = match evaluate_policy(inputs, authorizer, &variables, &validations) {
         Ok(r) => r,
         Err(e) => return error(e),
     };
@@ -531,18 +652,17 @@ mod tests {
 
     fn failures_with(spec: Value, object: Value, params: &Value) -> Vec<(String, Option<String>)> {
         let request = json!({"operation": "CREATE"});
-        judge(
-            &spec,
-            &compile(&spec),
-            &request,
-            Some(&object),
-            None,
-            params,
-            None,
-        )
-        .into_iter()
-        .map(|f| (f.message, f.reason))
-        .collect()
+        let inputs = [
+            ("object", &object),
+            ("oldObject", &NULL),
+            ("request", &request),
+            ("params", params),
+            ("namespaceObject", &NULL),
+        ];
+        judge(&spec, &compile(&spec), &inputs, None)
+            .into_iter()
+            .map(|f| (f.message, f.reason))
+            .collect()
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod conditions;
 mod conversion;
 mod policies;
 mod policy_params;
+mod policy_versions;
 mod scale;
 mod server;
 mod validation;
