@@ -7,13 +7,10 @@
 //! [`CreateAuthorized`] is the second authorization of an update or an
 //! apply that creates its object.
 
-use serde_json::Value;
-
 use super::attributes::Attributes;
 use super::audit::Outcome;
 use super::rbac::{self, Decision};
 use super::user::UserInfo;
-use crate::objects::admit::{Admission, Attributes as AdmissionAttributes, Operation};
 use crate::registry::ResourceDef;
 use crate::state::Shared;
 use crate::status::{qualified, ApiError, Details};
@@ -52,51 +49,9 @@ pub(crate) fn check(shared: &Shared, user: &UserInfo, attrs: &Attributes) -> Dec
 /// and a server-side apply of a missing object (`handlers/patch.go`). The
 /// request was authorized for `update` or `patch`; the create is
 /// authorized for `create` as well, as a request of the same user (so the
-/// permission audit counts it), after mutating admission and the kind's
-/// validation and before validating admission. Denied, it is
-/// `NewForbidden` of the object with the authorizer's reason.
-pub(crate) struct CreateAuthorized<'a> {
-    pub inner: &'a dyn Admission,
-    pub shared: &'a Shared,
-    /// The identity making the request (after impersonation); `None`
-    /// checks nothing (the server's own writes).
-    pub user: Option<&'a UserInfo>,
-}
-
-impl Admission for CreateAuthorized<'_> {
-    fn mutate(
-        &self,
-        attrs: &AdmissionAttributes<'_>,
-        object: Option<&mut Value>,
-        old: Option<&Value>,
-    ) -> Result<(), ApiError> {
-        self.inner.mutate(attrs, object, old)
-    }
-
-    fn validate(
-        &self,
-        attrs: &AdmissionAttributes<'_>,
-        object: Option<&Value>,
-        old: Option<&Value>,
-    ) -> Result<(), ApiError> {
-        if let (Some(user), Operation::Create) = (self.user, attrs.operation) {
-            check_create(self.shared, user, attrs.def, attrs.namespace, attrs.name)?;
-        }
-        self.inner.validate(attrs, object, old)
-    }
-
-    fn convert(
-        &self,
-        def: &ResourceDef,
-        object: Value,
-        api_version: &str,
-    ) -> Result<Value, ApiError> {
-        self.inner.convert(def, object, api_version)
-    }
-}
-
-/// The `create` authorization of [`CreateAuthorized`].
-fn check_create(
+/// permission audit counts it). Denied, it is `NewForbidden` of the object
+/// with the authorizer's reason.
+pub(crate) fn check_create(
     shared: &Shared,
     user: &UserInfo,
     def: &ResourceDef,

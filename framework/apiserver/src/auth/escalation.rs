@@ -24,12 +24,28 @@ use crate::state::Shared;
 use crate::status::{ApiError, Details};
 
 /// The request's admission chain with the escalation check in front of
-/// validating admission.
+/// validating admission, and for a write that creates although it is not
+/// a create, the `create` authorization after it (kube's RBAC storage
+/// checks escalation on the object being built; `withAuthorization` wraps
+/// the create validation that follows).
+#[derive(Clone)]
 pub(crate) struct Guarded<'a> {
     pub inner: &'a dyn Admission,
     pub shared: &'a Shared,
     /// The identity making the request (after impersonation).
     pub user: Option<Arc<UserInfo>>,
+    /// A PUT or apply that creates: authorize `create` too.
+    pub authorize_create: bool,
+}
+
+impl Guarded<'_> {
+    /// This chain for a PUT or apply that creates its object.
+    pub fn creating(&self) -> Self {
+        Self {
+            authorize_create: true,
+            ..self.clone()
+        }
+    }
 }
 
 impl Admission for Guarded<'_> {
@@ -51,6 +67,11 @@ impl Admission for Guarded<'_> {
         if let (Some(user), Some(object)) = (&self.user, object) {
             check(self.shared, user, attrs, object, old)?;
             super::owner_refs::check(self.shared, user, attrs, object, old)?;
+        }
+        if let (Some(user), true, Operation::Create) =
+            (&self.user, self.authorize_create, attrs.operation)
+        {
+            super::authz::check_create(self.shared, user, attrs.def, attrs.namespace, attrs.name)?;
         }
         self.inner.validate(attrs, object, old)
     }

@@ -12,7 +12,6 @@ use super::ctx::Ctx;
 use crate::auth::escalation::Guarded;
 use crate::auth::UserInfo;
 use crate::http::{self as h, Body};
-use crate::objects::admit::Admission;
 use crate::status::ApiError;
 use crate::webhooks::Chain;
 use crate::work;
@@ -23,7 +22,7 @@ use crate::work;
 /// `Warning` headers, on an error response too.
 pub(super) async fn admitted<F>(ctx: &Arc<Ctx>, work: F) -> Result<Response<Body>, ApiError>
 where
-    F: FnOnce(&dyn Admission) -> Result<Response<Body>, ApiError> + Send + 'static,
+    F: FnOnce(&Guarded<'_>) -> Result<Response<Body>, ApiError> + Send + 'static,
 {
     let user = ctx.parts.extensions.get::<Arc<UserInfo>>().cloned();
     let chain = Arc::new(
@@ -37,6 +36,7 @@ where
             inner: &*in_work,
             shared: &shared,
             user,
+            authorize_create: false,
         })
     };
     let outcome = if calls_out {

@@ -13,7 +13,7 @@ use super::ctx::Ctx;
 use super::offload::{add_warnings, admitted};
 use super::read::{parse_rv, render_written};
 use crate::admission::{self, FieldValidation};
-use crate::auth::{self, UserInfo};
+use crate::auth::escalation::Guarded;
 use crate::http::{self as h, Body, Format, Output};
 use crate::objects::admit::Admission;
 use crate::objects::{self, Precondition, Sub, WriteOpts, Written};
@@ -175,7 +175,7 @@ fn update_with(
     ctx: &Ctx,
     obj: Value,
     opts: &WriteOpts,
-    admission: &dyn Admission,
+    admission: &Guarded<'_>,
 ) -> Result<Response<Body>, ApiError> {
     check_identity(ctx, &obj)?;
     let pre = match util::meta_str(&obj, "resourceVersion").filter(|s| !s.is_empty()) {
@@ -188,7 +188,7 @@ fn update_with(
         uid_precondition(ctx, &obj, "")?;
     }
     if missing && ctx.def.creates_on_update() && opts.sub == Sub::Main {
-        match create_on_update(ctx, obj.clone(), opts, admission) {
+        match create_on_update(ctx, obj.clone(), opts, &admission.creating()) {
             Ok(w) => return written(ctx, 201, &w, admission),
             // Created meanwhile: update what is there now.
             Err(e) if e.code == 409 && e.reason == "AlreadyExists" => {}
@@ -250,14 +250,6 @@ fn exists(ctx: &Ctx, key: &ObjKey) -> bool {
     ctx.shared.storage.lock().get(&ctx.def.key(), key).is_some()
 }
 
-/// The user a request is made as, when the server authenticates.
-fn requester(ctx: &Ctx) -> Option<&UserInfo> {
-    ctx.parts
-        .extensions
-        .get::<Arc<UserInfo>>()
-        .map(|user| &**user)
-}
-
 /// A PUT of a missing object of a kind that creates on update: the
 /// registry store's `Update` creates it through the create strategy and
 /// the create admission (operation `CREATE`, `CreateOptions`), authorized
@@ -273,18 +265,13 @@ fn create_on_update(
     if let Some(meta) = util::meta_mut(&mut obj) {
         meta.remove("resourceVersion");
     }
-    let authorized = auth::authz::CreateAuthorized {
-        inner: admission,
-        shared: &ctx.shared,
-        user: requester(ctx),
-    };
     objects::create_admitted(
         &ctx.shared,
         &ctx.def,
         ctx.path.namespace.as_deref(),
         obj,
         opts,
-        &authorized,
+        admission,
     )
 }
 
@@ -395,7 +382,7 @@ fn patch_with(
     ctx: &Ctx,
     bytes: &[u8],
     mut opts: WriteOpts,
-    admission: &dyn Admission,
+    admission: &Guarded<'_>,
 ) -> Result<Response<Body>, ApiError> {
     let patch = parse_patch(ctx, bytes)?;
     let force = patch_options(ctx, &patch)?;
@@ -414,18 +401,13 @@ fn patch_with(
                 &util::now(),
             )?;
             check_identity(ctx, &obj)?;
-            let authorized = auth::authz::CreateAuthorized {
-                inner: admission,
-                shared: &ctx.shared,
-                user: requester(ctx),
-            };
             match objects::create_admitted(
                 &ctx.shared,
                 &ctx.def,
                 ctx.path.namespace.as_deref(),
                 obj,
                 &opts,
-                &authorized,
+                &admission.creating(),
             ) {
                 Ok(w) => return written(ctx, 201, &w, admission),
                 // Created meanwhile: apply to what is there now.

@@ -400,6 +400,64 @@ async fn a_role_created_by_a_put_may_not_escalate() {
     assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
 }
 
+/// A PUT that would create a Role it may not create and that grants more
+/// than its user holds fails on the escalation, as kube's RBAC storage
+/// checks escalation before the create authorization wrapped around the
+/// create's validation; a Role within what the user holds fails on the
+/// create authorization.
+#[tokio::test]
+async fn a_put_that_creates_is_checked_for_escalation_before_create() {
+    let k = Kube::start().await;
+    let robot = As::creds(
+        &k.server,
+        &k.server.add_service_account("default", "robot").unwrap(),
+    );
+    let roles = format!("{RBAC}/namespaces/default/roles");
+    apply(
+        &k,
+        &roles,
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "robot"},
+            "rules": [
+                {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["update"]},
+                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
+            ],
+        }),
+    )
+    .await;
+    bind_to_robot(&k, "robot").await;
+    let role = |name: &str, verbs: &[&str]| {
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": name},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": verbs}],
+        })
+    };
+    let put = async |name: &str, verbs: &[&str]| {
+        let r = robot
+            .send("PUT", &format!("{roles}/{name}"), Some(role(name, verbs)))
+            .await;
+        assert_eq!(r.code(), 403, "{}", String::from_utf8_lossy(&r.body));
+        r.json()["message"].as_str().unwrap_or_default().to_owned()
+    };
+    let wider = put("wider", &["get", "delete"]).await;
+    assert!(
+        wider.contains("is attempting to grant RBAC permissions not currently held"),
+        "{wider}"
+    );
+    let narrow = put("narrow", &["get"]).await;
+    // `withAuthorization`'s NewForbidden with RBAC's reason, which is
+    // empty for a request no rule allows.
+    assert_eq!(
+        narrow,
+        "roles.rbac.authorization.k8s.io \"narrow\" is forbidden: "
+    );
+    for name in ["wider", "narrow"] {
+        assert_eq!(k.get(&format!("{roles}/{name}")).await.code(), 404);
+    }
+}
+
 #[tokio::test]
 async fn with_recording_off_requests_are_authorized_but_not_audited() {
     let k = Kube::with(ApiServer::builder().permission_audit(false)).await;
