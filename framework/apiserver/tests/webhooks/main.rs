@@ -79,12 +79,36 @@ pub(crate) fn configmap(name: &str, labels: Value) -> Value {
     })
 }
 
-fn warnings(r: &common::Resp) -> Vec<String> {
+/// The `Warning` headers of a response.
+pub(crate) fn warnings(r: &common::Resp) -> Vec<String> {
     r.headers
         .get_all(http::header::WARNING)
         .iter()
         .filter_map(|v| v.to_str().ok().map(str::to_owned))
         .collect()
+}
+
+/// The `(reason, field, message)` causes of a 422 Invalid from the
+/// admissionregistration group, asserting its code, reason and group.
+pub(crate) fn invalid_causes(r: &common::Resp) -> Vec<(String, String, String)> {
+    assert_eq!(r.code(), 422, "{}", String::from_utf8_lossy(&r.body));
+    let status = r.json();
+    assert_eq!(status["reason"], "Invalid");
+    assert_eq!(status["details"]["group"], "admissionregistration.k8s.io");
+    status["details"]["causes"]
+        .as_array()
+        .expect("causes")
+        .iter()
+        .map(|c| {
+            let s = |f: &str| c[f].as_str().unwrap_or("").to_owned();
+            (s("reason"), s("field"), s("message"))
+        })
+        .collect()
+}
+
+/// One expected cause, as [`invalid_causes`] gives it.
+pub(crate) fn cause(reason: &str, field: &str, message: &str) -> (String, String, String) {
+    (reason.into(), field.into(), message.into())
 }
 
 #[tokio::test]

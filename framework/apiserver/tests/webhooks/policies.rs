@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 
 use crate::common::Kube;
-use crate::CONFIGMAPS;
+use crate::{cause, invalid_causes, warnings, CONFIGMAPS};
 
 pub(crate) const POLICIES: &str =
     "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
@@ -61,24 +61,7 @@ fn merge(into: &mut Value, changes: Value) {
 
 /// The `(reason, field, message)` causes of the 422 a create gets.
 async fn refused(kube: &Kube, collection: &str, obj: &Value) -> Vec<(String, String, String)> {
-    let r = kube.post(collection, obj).await;
-    assert_eq!(r.code(), 422, "{}", String::from_utf8_lossy(&r.body));
-    let status = r.json();
-    assert_eq!(status["reason"], "Invalid");
-    assert_eq!(status["details"]["group"], "admissionregistration.k8s.io");
-    status["details"]["causes"]
-        .as_array()
-        .expect("causes")
-        .iter()
-        .map(|c| {
-            let s = |f: &str| c[f].as_str().unwrap_or("").to_owned();
-            (s("reason"), s("field"), s("message"))
-        })
-        .collect()
-}
-
-fn cause(reason: &str, field: &str, message: &str) -> (String, String, String) {
-    (reason.into(), field.into(), message.into())
+    invalid_causes(&kube.post(collection, obj).await)
 }
 
 #[tokio::test]
@@ -418,14 +401,6 @@ async fn install(kube: &Kube, policy: Value, binding: Value) {
         let r = kube.post(collection, &obj).await;
         assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
     }
-}
-
-fn warnings(r: &crate::common::Resp) -> Vec<String> {
-    r.headers
-        .get_all(http::header::WARNING)
-        .iter()
-        .filter_map(|v| v.to_str().ok().map(str::to_owned))
-        .collect()
 }
 
 #[tokio::test]
