@@ -10,7 +10,7 @@
 
 use anyhow::{bail, Context as _};
 
-use crate::files::Files;
+use crate::files::{admission_module_file, Files};
 use crate::names;
 use crate::plan::Plan;
 use crate::project::{AdmissionWebhook, Project, Resource, WebhookRecord, RECORD_FILE};
@@ -293,12 +293,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
 
     let before = resource.webhooks.clone().unwrap_or_default();
-    let module = format!(
-        "src/webhooks/{}/{}/{}.rs",
-        resource.group_module(),
-        resource.version,
-        resource.kind_module()
-    );
+    let module = admission_module_file(&resource);
     check_not_there_already(&args, &gvk, &module, &before)?;
     let new_admission = args.defaulting || args.validation;
     // A second admission type goes into the module the first one wrote.

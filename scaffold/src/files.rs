@@ -99,7 +99,7 @@ const REGISTER_CHAIN: &str = "mgr.webhooks()";
 const RESOURCE_EXT_IMPORT: &str = "use kubeforge::prelude::ResourceExt as _;";
 
 /// The webhook module of `r`'s defaulter and validator.
-fn admission_module_file(r: &Resource) -> String {
+pub(crate) fn admission_module_file(r: &Resource) -> String {
     format!(
         "src/webhooks/{}/{}/{}.rs",
         r.group_module(),

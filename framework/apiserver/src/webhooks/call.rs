@@ -82,7 +82,7 @@ impl Target {
 /// an error message.
 pub(crate) async fn post(target: Target, body: Vec<u8>) -> Result<Bytes, String> {
     let url = target.url.clone();
-    match tokio::time::timeout(target.timeout, exchange(&target, body)).await {
+    match tokio::time::timeout(target.timeout, exchange(target, body)).await {
         Ok(Ok(bytes)) => Ok(bytes),
         Ok(Err(e)) => Err(format!("Post \"{url}\": {e}")),
         Err(_) => Err(format!("Post \"{url}\": context deadline exceeded")),
@@ -107,7 +107,7 @@ fn tls_config(ca_pem: &[u8]) -> Result<rustls::ClientConfig, String> {
     Ok(config)
 }
 
-async fn exchange(target: &Target, body: Vec<u8>) -> Result<Bytes, String> {
+async fn exchange(target: Target, body: Vec<u8>) -> Result<Bytes, String> {
     let uri: Uri = target
         .url
         .parse()
@@ -127,7 +127,7 @@ async fn exchange(target: &Target, body: Vec<u8>) -> Result<Bytes, String> {
         .map_err(|e| e.to_string())?;
     let key = PoolKey {
         authority: authority.as_str().to_owned(),
-        ca_pem: target.ca_pem.clone(),
+        ca_pem: target.ca_pem,
     };
     let (idle, tls) = POOL.checkout(&key).await;
     if let Some(mut sender) = idle {
@@ -143,7 +143,7 @@ async fn exchange(target: &Target, body: Vec<u8>) -> Result<Bytes, String> {
     }
     let tls = match tls {
         Some(tls) => tls,
-        None => Arc::new(tls_config(&target.ca_pem)?),
+        None => Arc::new(tls_config(&key.ca_pem)?),
     };
     let mut sender = connect(&authority, tls.clone()).await?;
     let response = sender
