@@ -269,7 +269,12 @@ fn variable_checks(variable: &Value, path: &str, out: &mut Vec<Cause>) {
             "name is not a valid CEL identifier",
         ));
     }
-    let text = str_at(variable, "expression").unwrap_or("");
+    required_expression(variable, path, out);
+}
+
+/// `{path}.expression`: required, and a CEL expression.
+fn required_expression(item: &Value, path: &str, out: &mut Vec<Cause>) {
+    let text = str_at(item, "expression").unwrap_or("");
     if text.trim().is_empty() {
         out.push(required(
             format!("{path}.expression"),
@@ -282,15 +287,7 @@ fn variable_checks(variable: &Value, path: &str, out: &mut Vec<Cause>) {
 
 /// `validateValidation`.
 fn validation(v: &Value, path: &str, out: &mut Vec<Cause>) {
-    let text = str_at(v, "expression").unwrap_or("");
-    if text.trim().is_empty() {
-        out.push(required(
-            format!("{path}.expression"),
-            "expression is not specified",
-        ));
-    } else {
-        expression(text, &format!("{path}.expression"), out);
-    }
+    required_expression(v, path, out);
     let message_expression = str_at(v, "messageExpression").unwrap_or("");
     if !message_expression.is_empty() && message_expression.trim().is_empty() {
         out.push(invalid(
