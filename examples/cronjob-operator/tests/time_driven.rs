@@ -156,17 +156,17 @@ async fn suspend_stops_new_runs_and_resuming_runs_the_latest_one() {
         )
         .await
         .expect("suspend");
+    // The status is still rebuilt while suspended. Waiting for it also
+    // waits for the operator's cache to hold the suspension: a reconcile
+    // that read the CronJob before it did would rightly start the b4 run.
+    let cj = cron_job_where(&op, "pause", "Available=False/Suspended", |cj| {
+        has_condition(cj, AVAILABLE, "False", "Suspended")
+    })
+    .await;
+    assert_eq!(active_names(&cj), [job_name("pause", b1)]);
     op.clock.set(b4);
     op.settle("pause").await;
     assert_eq!(op.job_names().await, [job_name("pause", b1)]);
-    // The status is still rebuilt while suspended.
-    let cj = op.get("pause").await;
-    assert!(
-        has_condition(&cj, AVAILABLE, "False", "Suspended"),
-        "{:?}",
-        cj.status
-    );
-    assert_eq!(active_names(&cj), [job_name("pause", b1)]);
 
     op.cronjobs()
         .patch(
