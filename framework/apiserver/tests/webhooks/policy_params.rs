@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use crate::common::Kube;
 use crate::policies::{binding, policy, BINDINGS, POLICIES};
+use crate::warnings;
 
 const PARAMS_NS: &str = "/api/v1/namespaces/params/configmaps";
 
@@ -192,14 +193,8 @@ async fn a_selector_evaluates_every_matching_param_and_any_denial_denies() {
     assert_eq!(r.code(), 200, "{}", String::from_utf8_lossy(&r.body));
     let r = kube.post(cms, &with_keys("six", 6)).await;
     assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
-    let warnings: Vec<&str> = r
-        .headers
-        .get_all(http::header::WARNING)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
     assert_eq!(
-        warnings,
+        warnings(&r),
         vec![
             "299 - \"Validation failed for ValidatingAdmissionPolicy 'max-keys' with binding 'tiers': at most 5 keys (loose)\"",
             "299 - \"Validation failed for ValidatingAdmissionPolicy 'max-keys' with binding 'tiers': at most 2 keys (tight)\"",

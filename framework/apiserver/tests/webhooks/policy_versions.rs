@@ -12,7 +12,7 @@ use crate::common::{Kube, Resp};
 use crate::conversion::{install as install_widgets, widget};
 use crate::policies::{binding, policy, BINDINGS, POLICIES};
 use crate::server::{Answer, Convert, Webhook};
-use crate::CONFIGMAPS;
+use crate::{warnings, CONFIGMAPS};
 
 const V1: &str = "/apis/ex.com/v1/namespaces/default/widgets";
 const V2: &str = "/apis/ex.com/v2/namespaces/default/widgets";
@@ -26,14 +26,6 @@ fn widgets_at(version: &str) -> Value {
 async fn create(kube: &Kube, collection: &str, obj: &Value) {
     let r = kube.post(collection, obj).await;
     assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
-}
-
-fn warnings(r: &Resp) -> Vec<String> {
-    r.headers
-        .get_all(http::header::WARNING)
-        .iter()
-        .filter_map(|v| v.to_str().ok().map(str::to_owned))
-        .collect()
 }
 
 /// The text of the warning a Warn binding gave, without the header's
