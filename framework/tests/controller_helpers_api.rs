@@ -819,6 +819,50 @@ async fn recorder_creates_then_aggregates_into_a_series() {
 }
 
 #[tokio::test]
+async fn a_recorder_ends_series_and_forgets_singletons_within_its_window() {
+    let server = Server::start().await;
+    let window = Duration::from_secs(1);
+    let recorder = Recorder::with_series_window(server.client.clone(), "ctrl", "ctrl-0", window);
+    assert_eq!(recorder.series_window(), window);
+    let regarding = object_reference(&deployment_ref(), &());
+    let publish = |reason: &'static str| {
+        let (recorder, regarding) = (recorder.clone(), regarding.clone());
+        async move {
+            recorder
+                .publish(&regarding, EventType::Normal, reason, "Act", "")
+                .await
+        }
+    };
+    // A singleton, and a series of three whose last count is unwritten.
+    publish("Once").await;
+    for _ in 0..3 {
+        publish("Thrice").await;
+    }
+    assert_eq!(recorder.cached_events(), 2);
+    server.clear();
+
+    // Within 7/6 of the window both are over: the series' final count is
+    // written and nothing is held any more.
+    let started = std::time::Instant::now();
+    while recorder.cached_events() > 0 {
+        assert!(
+            started.elapsed() < window * 3,
+            "still holding {} events",
+            recorder.cached_events()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let writes = server.writes();
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert_eq!(writes[0].0, "PATCH");
+    assert_eq!(writes[0].3["series"]["count"], 3);
+
+    // A repeat after the window is a new event.
+    publish("Once").await;
+    assert_eq!(server.writes()[1].0, "POST");
+}
+
+#[tokio::test]
 async fn recorder_keys_events_like_client_go() {
     let server = Server::start().await;
     let recorder = Recorder::new(server.client.clone(), "ctrl", "ctrl-0");

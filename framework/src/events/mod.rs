@@ -23,6 +23,13 @@
 //! - a singleton is forgotten six minutes after it happened, so a repeat
 //!   after that starts a new event.
 //!
+//! The six minutes are the series window ([`SERIES_WINDOW`];
+//! [`Recorder::with_series_window`] sets another). client-go looks for
+//! what is over once per window, so it holds up to two windows of events;
+//! the recorder looks six times per window, holding at most 7/6 of one,
+//! which bounds the memory of an operator that records an event for each
+//! of many objects.
+//!
 //! Writing events never fails a reconcile: errors are logged. As in
 //! client-go, an error the server answered (a `Status`) is not retried,
 //! except `AlreadyExists` on a series re-create; transport errors are
@@ -53,7 +60,11 @@ mod series;
 
 pub use builder::{EventBuilder, EventRegarding};
 
-use series::{micro, SeriesCache, Write, FINISH_TIME};
+use series::{micro, SeriesCache, Write};
+
+/// How long a series stays open without a repeat, and a singleton is kept
+/// for one (client-go's `finishTime`, six minutes).
+pub const SERIES_WINDOW: Duration = series::FINISH_TIME;
 
 /// The API server's limit on `note` (events validation `NoteLengthLimit`).
 pub const NOTE_LENGTH_LIMIT: usize = 1024;
@@ -143,6 +154,7 @@ struct Inner {
     reporting_controller: String,
     reporting_instance: String,
     cache: Mutex<SeriesCache>,
+    series_window: Duration,
     _stop_maintenance: DropGuard,
 }
 
@@ -196,12 +208,32 @@ impl Recorder {
         reporting_controller: impl Into<String>,
         reporting_instance: impl Into<String>,
     ) -> Self {
+        Self::with_series_window(
+            client,
+            reporting_controller,
+            reporting_instance,
+            SERIES_WINDOW,
+        )
+    }
+
+    /// [`Recorder::new`] with another series window than client-go's six
+    /// minutes: repeats further apart than `window` are separate events,
+    /// and the recorder holds at most about `window` of them. A window
+    /// under a second is taken as one second.
+    pub fn with_series_window(
+        client: Client,
+        reporting_controller: impl Into<String>,
+        reporting_instance: impl Into<String>,
+        window: Duration,
+    ) -> Self {
+        let window = window.max(Duration::from_secs(1));
         let stop = CancellationToken::new();
         let inner = Arc::new(Inner {
             client,
             reporting_controller: reporting_controller.into(),
             reporting_instance: reporting_instance.into(),
-            cache: Mutex::new(SeriesCache::new()),
+            cache: Mutex::new(SeriesCache::with_window(window)),
+            series_window: window,
             _stop_maintenance: stop.clone().drop_guard(),
         });
         let recorder = Self {
@@ -233,6 +265,16 @@ impl Recorder {
     /// The reporting instance.
     pub fn reporting_instance(&self) -> &str {
         &self.inner.reporting_instance
+    }
+
+    /// The series window (see [`Recorder::with_series_window`]).
+    pub fn series_window(&self) -> Duration {
+        self.inner.series_window
+    }
+
+    /// How many events the recorder holds for aggregation now.
+    pub fn cached_events(&self) -> usize {
+        self.inner.cache().len()
     }
 
     /// Publishes an event about `regarding`: its `type`, a CamelCase
@@ -412,11 +454,15 @@ async fn attempt(client: &Client, write: &Write) -> Result<(), bool> {
     }
 }
 
-/// Ends series and rewrites open ones on client-go's schedule until the
-/// recorder is dropped.
+/// Ends series, six times per window, and rewrites open ones on client-go's
+/// schedule until the recorder is dropped.
 async fn maintain(inner: std::sync::Weak<Inner>, stop: CancellationToken, retry: Duration) {
+    let Some(window) = inner.upgrade().map(|inner| inner.series_window) else {
+        return;
+    };
+    let sweep_every = window / 6;
     let start = tokio::time::Instant::now();
-    let mut finish = tokio::time::interval_at(start + FINISH_TIME, FINISH_TIME);
+    let mut finish = tokio::time::interval_at(start + sweep_every, sweep_every);
     let mut refresh = tokio::time::interval_at(start + REFRESH_TIME, REFRESH_TIME);
     loop {
         let finishing = tokio::select! {

@@ -11,7 +11,8 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 
-/// How long a series stays open without repeats (client-go `finishTime`).
+/// How long a series stays open without repeats, and a singleton is kept
+/// for a repeat (client-go `finishTime`); the default series window.
 pub(crate) const FINISH_TIME: Duration = Duration::from_secs(6 * 60);
 
 /// The fields of an `ObjectReference`, with absent strings as `""` (Go's
@@ -94,18 +95,20 @@ impl Write {
 /// What is due when the clock says `now` ([`SeriesCache::due`]).
 #[derive(Debug, Default)]
 pub(crate) struct Due {
-    /// Series with no repeat for [`FINISH_TIME`]: write the final count,
+    /// Series with no repeat for the window: write the final count,
     /// then [`SeriesCache::remove_if_unchanged`].
     pub(crate) finished: Vec<(EventKey, Event)>,
-    /// Singletons older than [`FINISH_TIME`], already forgotten.
+    /// Singletons older than the window, already forgotten.
     pub(crate) forgotten: usize,
 }
 
-/// client-go's event cache: the events seen recently, keyed by
-/// [`EventKey`], each holding the first occurrence and its series.
-#[derive(Debug, Default)]
+/// client-go's event cache: the events seen within the series window
+/// ([`FINISH_TIME`] by default), keyed by [`EventKey`], each holding the
+/// first occurrence and its series.
+#[derive(Debug)]
 pub(crate) struct SeriesCache {
     entries: HashMap<EventKey, Event>,
+    window: Duration,
 }
 
 pub(crate) fn micro(t: Timestamp) -> MicroTime {
@@ -121,9 +124,19 @@ fn older_than(t: &MicroTime, now: Timestamp, age: Duration) -> bool {
 }
 
 impl SeriesCache {
-    /// An empty cache.
+    /// An empty cache with client-go's six-minute window.
+    #[cfg(test)]
     pub(crate) fn new() -> Self {
-        Self::default()
+        Self::with_window(FINISH_TIME)
+    }
+
+    /// An empty cache that ends series, and forgets singletons, `window`
+    /// after their last occurrence.
+    pub(crate) fn with_window(window: Duration) -> Self {
+        Self {
+            entries: HashMap::new(),
+            window,
+        }
     }
 
     /// Records one occurrence of `event` at `now` and says what to write:
@@ -154,13 +167,14 @@ impl SeriesCache {
     }
 
     /// Ends what is over at `now` (client-go's `finishSeries`): forgets
-    /// singletons older than [`FINISH_TIME`] and returns the series without
-    /// a repeat for that long, which stay cached until their final write.
+    /// singletons older than the window and returns the series without a
+    /// repeat for that long, which stay cached until their final write.
     pub(crate) fn due(&mut self, now: Timestamp) -> Due {
         let mut due = Due::default();
+        let window = self.window;
         self.entries.retain(|key, event| match &event.series {
             Some(series) => {
-                if older_than(&series.last_observed_time, now, FINISH_TIME) {
+                if older_than(&series.last_observed_time, now, window) {
                     due.finished.push((key.clone(), event.clone()));
                 }
                 true
@@ -169,7 +183,7 @@ impl SeriesCache {
                 let expired = event
                     .event_time
                     .as_ref()
-                    .is_none_or(|t| older_than(t, now, FINISH_TIME));
+                    .is_none_or(|t| older_than(t, now, window));
                 if expired {
                     due.forgotten += 1;
                 }

@@ -88,6 +88,7 @@ pub struct ManagerBuilder {
     lease_lock: Option<Box<dyn LeaseLock>>,
     graceful_shutdown_timeout: Duration,
     cache_sync_timeout: Duration,
+    event_series_window: Duration,
     read_your_writes_timeout: Duration,
     field_manager: String,
     keep_managed_fields: bool,
@@ -130,6 +131,7 @@ impl Default for ManagerBuilder {
             lease_lock: None,
             graceful_shutdown_timeout: DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
             cache_sync_timeout: DEFAULT_CACHE_SYNC_TIMEOUT,
+            event_series_window: crate::events::SERIES_WINDOW,
             read_your_writes_timeout: DEFAULT_READ_YOUR_WRITES_TIMEOUT,
             field_manager: DEFAULT_FIELD_MANAGER.to_owned(),
             keep_managed_fields: false,
@@ -265,6 +267,18 @@ impl ManagerBuilder {
     /// finish before abandoning them (default 30 s).
     pub fn graceful_shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.graceful_shutdown_timeout = timeout;
+        self
+    }
+
+    /// The series window of the manager's event recorders (default
+    /// client-go's six minutes; see [`Recorder::with_series_window`]):
+    /// repeats further apart are separate events, and a recorder holds
+    /// about this long of events. Shorter bounds the memory of an operator
+    /// that records events about many objects.
+    ///
+    /// [`Recorder::with_series_window`]: crate::events::Recorder::with_series_window
+    pub fn event_series_window(mut self, window: Duration) -> Self {
+        self.event_series_window = window;
         self
     }
 
@@ -451,6 +465,7 @@ impl ManagerBuilder {
             graceful_shutdown_timeout: self.graceful_shutdown_timeout,
             cache_sync_timeout: self.cache_sync_timeout,
             recorders: Mutex::new(HashMap::new()),
+            event_series_window: self.event_series_window,
             permissions,
             webhooks,
             webhook_server: Mutex::new(webhook_server),

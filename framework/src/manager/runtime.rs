@@ -63,6 +63,7 @@ pub(crate) struct ManagerParts {
     pub(crate) graceful_shutdown_timeout: Duration,
     pub(crate) cache_sync_timeout: Duration,
     pub(crate) recorders: Mutex<HashMap<String, Recorder>>,
+    pub(crate) event_series_window: Duration,
     pub(crate) permissions: Permissions,
     pub(crate) webhooks: Webhooks,
     /// The webhook server bound at build, when configured.
@@ -291,11 +292,12 @@ impl Manager {
         lock(&self.parts.recorders)
             .entry(name.to_owned())
             .or_insert_with(|| {
-                Recorder::new(
+                Recorder::with_series_window(
                     self.parts.client.clone(),
                     name.to_owned(),
                     // client-go's recorders report the host (pod) name.
                     hostname(),
+                    self.parts.event_series_window,
                 )
             })
             .clone()

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use kubeforge::events::Recorder;
 use kubeforge::k8s_openapi::api::apps::v1::Deployment;
 use kubeforge::k8s_openapi::api::events::v1::Event;
 use kubeforge::k8s_openapi::jiff::Timestamp;
@@ -55,6 +56,13 @@ pub struct SoakOptions {
     /// A soak of minutes shortens it to reach the steady state an hour
     /// would.
     pub event_ttl: Option<Duration>,
+    /// The operator's event recorders' series window (client-go's six
+    /// minutes): how long a recorder keeps an event to aggregate repeats.
+    /// Shortened with the Event TTL, for the same reason: the recorder
+    /// holds one event per deleted Memcached for that long, so with six
+    /// minutes its heap would still be growing when a 10-minute soak's
+    /// warm-up ends.
+    pub event_window: Duration,
 }
 
 impl Default for SoakOptions {
@@ -70,6 +78,7 @@ impl Default for SoakOptions {
             seed: 1,
             server_process: None,
             event_ttl: Some(Duration::from_secs(60)),
+            event_window: Duration::from_secs(60),
         }
     }
 }
@@ -88,6 +97,8 @@ pub struct Sample {
     pub server: Option<(Option<u64>, Option<u64>)>,
     /// The controller's metrics.
     pub figures: ControllerFigures,
+    /// Events the operator's recorder holds for aggregation.
+    pub events_cached: usize,
 }
 
 /// What a run found.
@@ -160,6 +171,7 @@ pub async fn run(options: SoakOptions, heap: fn() -> Option<u64>) -> anyhow::Res
         .metrics_bind_address("0")
         .health_probe_bind_address("0")
         .graceful_shutdown_timeout(Duration::from_secs(5))
+        .event_series_window(options.event_window)
         .build()
         .await?;
     register(
@@ -170,6 +182,7 @@ pub async fn run(options: SoakOptions, heap: fn() -> Option<u64>) -> anyhow::Res
         2,
     );
     let registry: SharedRegistry = mgr.registry().clone();
+    let recorder = mgr.recorder(CONTROLLER_NAME);
     let stop_manager = CancellationToken::new();
     let manager = tokio::spawn(mgr.run_until(stop_manager.clone()));
 
@@ -209,11 +222,13 @@ pub async fn run(options: SoakOptions, heap: fn() -> Option<u64>) -> anyhow::Res
     } else {
         ""
     };
-    eprintln!("     t      rss MiB   heap MiB   reconciles/s   errors/s   queue   active{apart}");
+    eprintln!(
+        "     t      rss MiB   heap MiB   reconciles/s   errors/s   queue   active   events{apart}"
+    );
     while started.elapsed() < options.duration {
         let left = options.duration.saturating_sub(started.elapsed());
         tokio::time::sleep(options.sample_every.min(left)).await;
-        let sample = take_sample(started, &registry, heap, &server).await;
+        let sample = take_sample(started, &registry, &recorder, heap, &server).await;
         print_sample(&sample, previous.as_ref());
         previous = Some(sample);
         samples.push(sample);
@@ -251,7 +266,7 @@ pub async fn run(options: SoakOptions, heap: fn() -> Option<u64>) -> anyhow::Res
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let converged_after = unconverged.is_empty().then(|| settle_started.elapsed());
-    let final_sample = take_sample(started, &registry, heap, &server).await;
+    let final_sample = take_sample(started, &registry, &recorder, heap, &server).await;
     print_sample(&final_sample, previous.as_ref());
     // What the server keeps that the run keeps adding to: one Event per
     // finalized Memcached, until the Event TTL expires it.
@@ -298,6 +313,7 @@ pub async fn run(options: SoakOptions, heap: fn() -> Option<u64>) -> anyhow::Res
 async fn take_sample(
     started: Instant,
     registry: &SharedRegistry,
+    recorder: &Recorder,
     heap: fn() -> Option<u64>,
     server: &SoakServer,
 ) -> Sample {
@@ -313,6 +329,7 @@ async fn take_sample(
         heap,
         server: server.memory().await.map(|(heap, rss)| (rss, heap)),
         figures,
+        events_cached: recorder.cached_events(),
     }
 }
 
@@ -332,14 +349,15 @@ fn print_sample(s: &Sample, previous: Option<&Sample>) {
         format!("{:>17.1} {:>17.2}", mib(rss), mib(heap))
     });
     eprintln!(
-        "{:>6.1}s {:>10.1} {:>10.2} {:>14.1} {:>10.2} {:>7} {:>8}{apart}",
+        "{:>6.1}s {:>10.1} {:>10.2} {:>14.1} {:>10.2} {:>7} {:>8} {:>8}{apart}",
         s.at,
         mib(s.rss),
         mib(s.heap),
         rate,
         error_rate,
         s.figures.queue_depth,
-        s.figures.active_workers
+        s.figures.active_workers,
+        s.events_cached
     );
 }
 

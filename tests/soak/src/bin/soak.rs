@@ -8,6 +8,8 @@
 //! the server's are measured apart. `--event-ttl` (default 60 s, 0 for
 //! never) is the server's Event TTL, an hour in kube-apiserver: shortened
 //! so that a run of minutes reaches the steady state an hour would.
+//! `--event-window` (default 60 s) is the operator's event recorders'
+//! series window, six minutes in client-go, shortened for the same reason.
 
 use std::alloc::System;
 use std::process::ExitCode;
@@ -61,6 +63,7 @@ fn parse_args() -> Result<(SoakOptions, Option<f64>), String> {
                 let ttl = parse_duration(&value()?)?;
                 options.event_ttl = (!ttl.is_zero()).then_some(ttl);
             }
+            "--event-window" => options.event_window = parse_duration(&value()?)?,
             "--memcacheds" => {
                 options.memcacheds = value()?.parse().map_err(|e| format!("--memcacheds: {e}"))?
             }
@@ -74,7 +77,7 @@ fn parse_args() -> Result<(SoakOptions, Option<f64>), String> {
                 max_slope = Some(value()?.parse().map_err(|e| format!("--max-heap-slope: {e}"))?)
             }
             "-h" | "--help" => {
-                return Err("usage: soak [--duration 10m] [--sample-every 5s] [--settle 60s] [--memcacheds 24] [--seed 1] [--event-ttl 60s (0: never)] [--server-process] [--max-heap-slope MIB_PER_MIN]".to_owned())
+                return Err("usage: soak [--duration 10m] [--sample-every 5s] [--settle 60s] [--memcacheds 24] [--seed 1] [--event-ttl 60s (0: never)] [--event-window 60s] [--server-process] [--max-heap-slope MIB_PER_MIN]".to_owned())
             }
             other => return Err(format!("unknown argument {other:?} (try --help)")),
         }
