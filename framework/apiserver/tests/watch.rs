@@ -7,6 +7,7 @@ mod common;
 
 use std::time::Duration;
 
+use base64::Engine as _;
 use common::{ev, rv, Kube};
 use kubeforge_apiserver::ApiServer;
 use serde_json::json;
@@ -278,6 +279,31 @@ async fn pages_say_how_many_items_remain_when_no_selector_is_given() {
         .await
         .json();
     assert_eq!(p2["metadata"]["remainingItemCount"], 1);
+    // The count rides in the token, so later pages do not walk the rest of
+    // the list again; a token whose count was altered misstates only its
+    // own list's count.
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(&token)
+        .unwrap();
+    let mut claims: serde_json::Value = serde_json::from_slice(&decoded).unwrap();
+    assert_eq!(claims["remaining"], 4);
+    claims["remaining"] = json!(1000);
+    let altered = base64::engine::general_purpose::STANDARD.encode(claims.to_string());
+    let p2 = k
+        .get(&format!("{CMS}?limit=3&continue={altered}"))
+        .await
+        .json();
+    assert_eq!(p2["metadata"]["remainingItemCount"], 997);
+    claims["remaining"] = json!(0);
+    let altered = base64::engine::general_purpose::STANDARD.encode(claims.to_string());
+    let p2 = k
+        .get(&format!("{CMS}?limit=3&continue={altered}"))
+        .await
+        .json();
+    assert_eq!(
+        p2["metadata"]["remainingItemCount"], 1,
+        "never below one while more follow"
+    );
     let exact = k.get(&format!("{CMS}?limit=7")).await.json();
     assert!(exact["metadata"].get("remainingItemCount").is_none());
     assert!(exact["metadata"].get("continue").is_none());

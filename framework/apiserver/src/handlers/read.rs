@@ -152,13 +152,20 @@ pub(super) async fn get(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
     })
 }
 
-fn encode_continue(rv: u64, key: &ObjKey) -> String {
-    let token =
+/// kube-apiserver's continue token (base64 of `{"v", "rv", "start"}`),
+/// with the page's `remainingItemCount` beside them when it has one, so
+/// the next page need not count the rest of the list again.
+fn encode_continue(rv: u64, key: &ObjKey, remaining: Option<u64>) -> String {
+    let mut token =
         json!({"v": "meta.k8s.io/v1", "rv": rv, "start": format!("{}/{}\u{0}", key.0, key.1)});
+    if let Some(n) = remaining {
+        token["remaining"] = json!(n);
+    }
     base64::engine::general_purpose::STANDARD.encode(token.to_string())
 }
 
-fn decode_continue(token: &str) -> Result<(u64, ObjKey), ApiError> {
+/// The resourceVersion, last key and remaining count of a continue token.
+fn decode_continue(token: &str) -> Result<(u64, ObjKey, Option<u64>), ApiError> {
     let bad = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
     let raw = base64::engine::general_purpose::STANDARD
         .decode(token)
@@ -181,7 +188,8 @@ fn decode_continue(token: &str) -> Result<(u64, ObjKey), ApiError> {
     let (ns, name) = start
         .split_once('/')
         .ok_or_else(|| bad("invalid start key"))?;
-    Ok((rv, (ns.to_owned(), name.to_owned())))
+    let remaining = v.get("remaining").and_then(Value::as_u64);
+    Ok((rv, (ns.to_owned(), name.to_owned()), remaining))
 }
 
 const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue value from the response to get a consistent snapshot.";
@@ -234,15 +242,17 @@ pub(super) async fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
     let mut at = None;
     let mut start_after = None;
     let mut from_continue = false;
+    let mut known_remaining = None;
     if let Some(token) = cont {
         if rv.is_some_and(|r| r != "0") {
             return Err(ApiError::bad_request(
                 "specifying resource version is not allowed when using continue",
             ));
         }
-        let (trv, key) = decode_continue(token)?;
+        let (trv, key, remaining) = decode_continue(token)?;
         at = Some(trv);
         start_after = Some(key);
+        known_remaining = remaining;
         from_continue = true;
     } else if let Some(rv) = rv {
         if rv == "0" {
@@ -260,7 +270,14 @@ pub(super) async fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
     }
     let page = {
         let store = ctx.shared.storage.lock();
-        store.list(&ctx.def.key(), &filter, at, start_after.as_ref(), limit)
+        store.list_page(
+            &ctx.def.key(),
+            &filter,
+            at,
+            start_after.as_ref(),
+            limit,
+            known_remaining,
+        )
     };
     let page = match page {
         Ok(p) => p,
@@ -281,7 +298,10 @@ pub(super) async fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
         Err(e) => return Err(store_error(&ctx.def, "", e)),
     };
     let items = conversion::serve(&ctx.def, &ctx.path.version, page.items, true).await?;
-    let cont_token = page.next.as_ref().map(|k| encode_continue(page.rv, k));
+    let cont_token = page
+        .next
+        .as_ref()
+        .map(|k| encode_continue(page.rv, k, page.remaining));
     let rv_s = page.rv.to_string();
     Ok(match out {
         Output::Object(f) => h::respond(

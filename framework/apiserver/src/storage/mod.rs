@@ -447,6 +447,26 @@ impl Store {
         start_after: Option<&ObjKey>,
         limit: Option<usize>,
     ) -> Result<ListPage, StoreError> {
+        self.list_page(res, filter, at, start_after, limit, None)
+    }
+
+    /// [`list`](Self::list), continuing a paged list whose previous page
+    /// said `known_remaining` items follow `start_after` (its
+    /// `remainingItemCount`). Every page of a list is at one
+    /// resourceVersion, so that count still holds: this page's is that
+    /// less its items, and the page stops at its limit instead of
+    /// counting the rest again. Without it the first page counts them
+    /// once, so a paged list costs one pass over the collection rather
+    /// than one per page.
+    pub fn list_page(
+        &self,
+        res: &ResKey,
+        filter: &Filter,
+        at: Option<u64>,
+        start_after: Option<&ObjKey>,
+        limit: Option<usize>,
+        known_remaining: Option<u64>,
+    ) -> Result<ListPage, StoreError> {
         let empty = Collection::default();
         let coll = self.collections.get(res).unwrap_or(&empty);
         let list_rv = at.unwrap_or(self.rv);
@@ -477,7 +497,8 @@ impl Store {
         let mut items = Vec::new();
         let mut last_key: Option<ObjKey> = None;
         let mut more = false;
-        let count_remaining = filter.labels.is_empty() && filter.fields.is_empty();
+        let unfiltered = filter.labels.is_empty() && filter.fields.is_empty();
+        let count_remaining = unfiltered && known_remaining.is_none();
         let mut remaining = 0u64;
         loop {
             let next = match (current.peek(), past.peek()) {
@@ -518,11 +539,17 @@ impl Store {
             last_key = Some(key.clone());
             items.push(obj.clone());
         }
+        let remaining = match known_remaining {
+            // A count carried by a token the client may have altered: it
+            // can only misstate its own list's count, never go negative.
+            Some(known) if unfiltered => Some(known.saturating_sub(items.len() as u64).max(1)),
+            _ => count_remaining.then_some(remaining),
+        };
         Ok(ListPage {
             rv: list_rv,
             items,
             next: if more { last_key } else { None },
-            remaining: (more && count_remaining).then_some(remaining),
+            remaining: remaining.filter(|_| more),
         })
     }
 
