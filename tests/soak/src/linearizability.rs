@@ -17,7 +17,10 @@
 //!   write acknowledged before it started, written by a write invoked
 //!   before it returned; a list returns exactly the model's state at its
 //!   resourceVersion, which is not older than any write acknowledged
-//!   before it started.
+//!   before it started;
+//! - half the lists are read in pages of two: every page is at the first
+//!   page's resourceVersion (the union is checked as one list), and each
+//!   page's `remainingItemCount` counts what the later pages returned.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -86,6 +89,9 @@ pub enum Outcome {
     Conflict,
     /// No answer from the server: the write may or may not have happened.
     Unknown(String),
+    /// An answer that breaks the API's own contract (a paged list whose
+    /// pages disagree): a violation in itself.
+    Broken(String),
 }
 
 /// One operation of the history.
@@ -385,6 +391,9 @@ pub fn check(ops: &[Op], events: &[Event]) -> Vec<String> {
                     ));
                 }
             }
+            (_, Outcome::Broken(why)) => {
+                violations.push(format!("{:?} {}: {why}", op.kind, op.key));
+            }
             (OpKind::List, Outcome::List { rv, items }) => {
                 if *rv < low {
                     violations.push(format!(
@@ -488,6 +497,77 @@ fn outcome_of(result: Result<ConfigMap, kubeforge::Error>) -> Outcome {
     }
 }
 
+/// A list, whole or in pages of `page_size` followed to the end. The pages
+/// of one list must share its first page's resourceVersion, and each
+/// page's `remainingItemCount`, when given, must count the items the later
+/// pages returned.
+async fn list_outcome(api: &Api<ConfigMap>, page_size: Option<u32>) -> Outcome {
+    let mut items = BTreeMap::new();
+    let mut list_rv: Option<u64> = None;
+    // Each page's item count and the remaining count it claimed.
+    let mut pages: Vec<(usize, Option<i64>)> = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut params = ListParams::default();
+        if let Some(limit) = page_size {
+            params = params.limit(limit);
+        }
+        if let Some(token) = token.take() {
+            params = params.continue_token(&token);
+        }
+        let list = match api.list(&params).await {
+            Ok(list) => list,
+            // A later page may find its snapshot compacted: a 410, which
+            // says nothing about the store's history.
+            Err(e) if !pages.is_empty() => return Outcome::Unknown(e.to_string()),
+            Err(e) => return error_outcome(&e),
+        };
+        for cm in &list.items {
+            match parse_rv(&cm.metadata) {
+                Ok(rv) => {
+                    items.insert(cm.name_any(), (rv, value_of(cm)));
+                }
+                Err(e) => return Outcome::Unknown(e),
+            }
+        }
+        let text = list.metadata.resource_version.as_deref().unwrap_or("");
+        let Ok(rv) = text.parse::<u64>() else {
+            return Outcome::Unknown(format!("list resourceVersion {text:?} is not a number"));
+        };
+        match list_rv {
+            None => list_rv = Some(rv),
+            Some(first) if first != rv => {
+                return Outcome::Broken(format!(
+                    "a later page is at rv {rv}, the first at rv {first}"
+                ))
+            }
+            Some(_) => {}
+        }
+        pages.push((list.items.len(), list.metadata.remaining_item_count));
+        match list.metadata.continue_.filter(|t| !t.is_empty()) {
+            Some(next) => token = Some(next),
+            None => break,
+        }
+    }
+    let mut after = 0usize;
+    for (i, (count, claimed)) in pages.iter().enumerate().rev() {
+        if let Some(claimed) = claimed {
+            if usize::try_from(*claimed).ok() != Some(after) {
+                return Outcome::Broken(format!(
+                    "page {} of {} said {claimed} items remain; {after} followed",
+                    i + 1,
+                    pages.len()
+                ));
+            }
+        }
+        after += count;
+    }
+    match list_rv {
+        Some(rv) => Outcome::List { rv, items },
+        None => Outcome::Unknown("no page answered".to_owned()),
+    }
+}
+
 fn error_outcome(e: &kubeforge::Error) -> Outcome {
     match e.code() {
         Some(404) => Outcome::NotFound,
@@ -576,29 +656,9 @@ async fn client_ops(
                 }
             }
             OpKind::Get => outcome_of(api.get(&key).await),
-            OpKind::List => match api.list(&ListParams::default()).await {
-                Ok(list) => {
-                    let mut items = BTreeMap::new();
-                    let mut bad = None;
-                    for cm in &list.items {
-                        match parse_rv(&cm.metadata) {
-                            Ok(rv) => {
-                                items.insert(cm.name_any(), (rv, value_of(cm)));
-                            }
-                            Err(e) => bad = Some(e),
-                        }
-                    }
-                    let list_rv = list.metadata.resource_version.as_deref().unwrap_or("");
-                    let list_rv = list_rv
-                        .parse::<u64>()
-                        .map_err(|_| format!("list resourceVersion {list_rv:?} is not a number"));
-                    match (list_rv, bad) {
-                        (Ok(rv), None) => Outcome::List { rv, items },
-                        (Err(e), _) | (_, Some(e)) => Outcome::Unknown(e),
-                    }
-                }
-                Err(e) => error_outcome(&e),
-            },
+            // Half the lists in pages of two, so a list spans several
+            // requests that must agree on one snapshot.
+            OpKind::List => list_outcome(&api, rng.bool().then_some(2)).await,
         };
         let response = start.elapsed();
         match &outcome {
@@ -872,5 +932,22 @@ mod tests {
         });
         let v = check(&ops, &events);
         assert!(v.iter().any(|v| v.starts_with("list at rv 6")), "{v:?}");
+    }
+
+    #[test]
+    fn pages_that_disagree_are_a_violation() {
+        let (mut ops, events) = good_history();
+        ops.push(Op {
+            client: 2,
+            kind: OpKind::List,
+            key: String::new(),
+            value: None,
+            precondition: None,
+            invoke: at(31),
+            response: at(35),
+            outcome: Outcome::Broken("a later page is at rv 7, the first at rv 6".to_owned()),
+        });
+        let v = check(&ops, &events);
+        assert_eq!(v, ["List : a later page is at rv 7, the first at rv 6"]);
     }
 }

@@ -3,13 +3,14 @@
 //! store (`kubeforge_soak::linearizability`). A few seeds here; the long
 //! version (`--ignored`) checks many more.
 
-use kubeforge_soak::linearizability::{run_seed, RunOptions, SeedReport};
+use kubeforge_soak::linearizability::{run_seed, OpKind, RunOptions, SeedReport};
 
 async fn check_seeds(seeds: std::ops::Range<u64>, options: RunOptions) {
     let mut ops = 0;
     let mut writes = 0;
     let mut refused = 0;
     let mut events = 0;
+    let mut lists = 0;
     let mut failed: Vec<SeedReport> = Vec::new();
     for seed in seeds.clone() {
         let report = run_seed(seed, options).await.expect("the run completes");
@@ -17,12 +18,13 @@ async fn check_seeds(seeds: std::ops::Range<u64>, options: RunOptions) {
         writes += report.acknowledged_writes();
         refused += report.refused_writes();
         events += report.events.len();
+        lists += report.ops.iter().filter(|o| o.kind == OpKind::List).count();
         if !report.violations.is_empty() {
             failed.push(report);
         }
     }
     eprintln!(
-        "linearizability: {} seeds checked, {ops} operations ({writes} acknowledged writes, {refused} refused), {events} watch events",
+        "linearizability: {} seeds checked, {ops} operations ({writes} acknowledged writes, {refused} refused, {lists} lists, half of them in pages), {events} watch events",
         seeds.end - seeds.start
     );
     for report in &failed {
