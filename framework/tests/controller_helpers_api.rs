@@ -863,6 +863,16 @@ async fn a_recorder_ends_series_and_forgets_singletons_within_its_window() {
 }
 
 #[tokio::test]
+async fn a_recorders_series_window_is_kept_within_a_second_and_a_day() {
+    let server = Server::start().await;
+    let client = server.client.clone();
+    let short = Recorder::with_series_window(client.clone(), "c", "i", Duration::ZERO);
+    assert_eq!(short.series_window(), Duration::from_secs(1));
+    let long = Recorder::with_series_window(client, "c", "i", Duration::MAX);
+    assert_eq!(long.series_window(), Duration::from_secs(24 * 60 * 60));
+}
+
+#[tokio::test]
 async fn recorder_keys_events_like_client_go() {
     let server = Server::start().await;
     let recorder = Recorder::new(server.client.clone(), "ctrl", "ctrl-0");

@@ -65,6 +65,9 @@ use series::{micro, SeriesCache, Write};
 /// How long a series stays open without a repeat, and a singleton is kept
 /// for one (client-go's `finishTime`, six minutes).
 pub const SERIES_WINDOW: Duration = series::FINISH_TIME;
+/// The longest series window a recorder takes (its sweeps are timers, which
+/// must stay within the clock's range).
+const MAX_SERIES_WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// The API server's limit on `note` (events validation `NoteLengthLimit`).
 pub const NOTE_LENGTH_LIMIT: usize = 1024;
@@ -219,14 +222,14 @@ impl Recorder {
     /// [`Recorder::new`] with another series window than client-go's six
     /// minutes: repeats further apart than `window` are separate events,
     /// and the recorder holds at most about `window` of them. A window
-    /// under a second is taken as one second.
+    /// under a second is taken as one second, and one over a day as a day.
     pub fn with_series_window(
         client: Client,
         reporting_controller: impl Into<String>,
         reporting_instance: impl Into<String>,
         window: Duration,
     ) -> Self {
-        let window = window.max(Duration::from_secs(1));
+        let window = window.clamp(Duration::from_secs(1), MAX_SERIES_WINDOW);
         let stop = CancellationToken::new();
         let inner = Arc::new(Inner {
             client,
