@@ -914,10 +914,9 @@ mod tests {
         assert!(v.iter().any(|v| v.contains("was refused")), "{v:?}");
     }
 
-    #[test]
-    fn a_list_that_differs_from_the_model_is_found() {
-        let (mut ops, events) = good_history();
-        ops.push(Op {
+    /// A list by a third client, after the good history's writes.
+    fn list_answering(outcome: Outcome) -> Op {
+        Op {
             client: 2,
             kind: OpKind::List,
             key: String::new(),
@@ -925,11 +924,17 @@ mod tests {
             precondition: None,
             invoke: at(31),
             response: at(35),
-            outcome: Outcome::List {
-                rv: 6,
-                items: [("a".to_owned(), (5, Some("1".to_owned())))].into(),
-            },
-        });
+            outcome,
+        }
+    }
+
+    #[test]
+    fn a_list_that_differs_from_the_model_is_found() {
+        let (mut ops, events) = good_history();
+        ops.push(list_answering(Outcome::List {
+            rv: 6,
+            items: [("a".to_owned(), (5, Some("1".to_owned())))].into(),
+        }));
         let v = check(&ops, &events);
         assert!(v.iter().any(|v| v.starts_with("list at rv 6")), "{v:?}");
     }
@@ -937,16 +942,9 @@ mod tests {
     #[test]
     fn pages_that_disagree_are_a_violation() {
         let (mut ops, events) = good_history();
-        ops.push(Op {
-            client: 2,
-            kind: OpKind::List,
-            key: String::new(),
-            value: None,
-            precondition: None,
-            invoke: at(31),
-            response: at(35),
-            outcome: Outcome::Broken("a later page is at rv 7, the first at rv 6".to_owned()),
-        });
+        ops.push(list_answering(Outcome::Broken(
+            "a later page is at rv 7, the first at rv 6".to_owned(),
+        )));
         let v = check(&ops, &events);
         assert_eq!(v, ["List : a later page is at rv 7, the first at rv 6"]);
     }
