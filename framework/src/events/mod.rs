@@ -248,6 +248,7 @@ impl Recorder {
                 Arc::downgrade(&recorder.inner),
                 stop,
                 recorder.retry_interval,
+                window,
             ));
         }
         recorder
@@ -459,10 +460,12 @@ async fn attempt(client: &Client, write: &Write) -> Result<(), bool> {
 
 /// Ends series, six times per window, and rewrites open ones on client-go's
 /// schedule until the recorder is dropped.
-async fn maintain(inner: std::sync::Weak<Inner>, stop: CancellationToken, retry: Duration) {
-    let Some(window) = inner.upgrade().map(|inner| inner.series_window) else {
-        return;
-    };
+async fn maintain(
+    inner: std::sync::Weak<Inner>,
+    stop: CancellationToken,
+    retry: Duration,
+    window: Duration,
+) {
     let sweep_every = window / 6;
     let start = tokio::time::Instant::now();
     let mut finish = tokio::time::interval_at(start + sweep_every, sweep_every);
