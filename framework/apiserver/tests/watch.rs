@@ -285,21 +285,17 @@ async fn pages_say_how_many_items_remain_when_no_selector_is_given() {
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(&token)
         .unwrap();
-    let mut claims: serde_json::Value = serde_json::from_slice(&decoded).unwrap();
+    let claims: serde_json::Value = serde_json::from_slice(&decoded).unwrap();
     assert_eq!(claims["remaining"], 4);
-    claims["remaining"] = json!(1000);
-    let altered = base64::engine::general_purpose::STANDARD.encode(claims.to_string());
-    let p2 = k
-        .get(&format!("{CMS}?limit=3&continue={altered}"))
-        .await
-        .json();
+    let second_page_claiming = |remaining: u64| {
+        let mut altered = claims.clone();
+        altered["remaining"] = json!(remaining);
+        let token = base64::engine::general_purpose::STANDARD.encode(altered.to_string());
+        format!("{CMS}?limit=3&continue={token}")
+    };
+    let p2 = k.get(&second_page_claiming(1000)).await.json();
     assert_eq!(p2["metadata"]["remainingItemCount"], 997);
-    claims["remaining"] = json!(0);
-    let altered = base64::engine::general_purpose::STANDARD.encode(claims.to_string());
-    let p2 = k
-        .get(&format!("{CMS}?limit=3&continue={altered}"))
-        .await
-        .json();
+    let p2 = k.get(&second_page_claiming(0)).await.json();
     assert_eq!(
         p2["metadata"]["remainingItemCount"], 1,
         "never below one while more follow"
