@@ -27,7 +27,12 @@ pub(crate) fn full(bytes: impl Into<Bytes>) -> Body {
 
 /// A response with a JSON body.
 pub(crate) fn json_bytes(code: u16, body: Bytes) -> Response<Body> {
-    let mut resp = Response::new(full(body));
+    json_response(code, full(body))
+}
+
+/// A response with a JSON body that may still be being written.
+pub(crate) fn json_response(code: u16, body: Body) -> Response<Body> {
+    let mut resp = Response::new(body);
     *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
     resp.headers_mut().insert(
         header::CONTENT_TYPE,

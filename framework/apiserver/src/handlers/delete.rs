@@ -10,8 +10,9 @@ use hyper::body::Incoming;
 use serde_json::{json, Value};
 
 use super::ctx::Ctx;
+use super::list_body::{list_body, ListMeta};
 use super::offload::admitted;
-use super::read::{filter, list_body, parse_rv, render_written};
+use super::read::{filter, parse_rv, render_written};
 use crate::http::{self as h, Body};
 use crate::objects::admit::{webhook_conversion, Admission};
 use crate::objects::{self, DeleteOpts, Deleted, Propagation};
@@ -168,6 +169,15 @@ fn delete_each(
     let rv = ctx.shared.storage.lock().rv().to_string();
     Ok(h::json_bytes(
         200,
-        list_body(&ctx.def, &ctx.path.version, &deleted, &rv, None, None),
+        list_body(
+            &ctx.def,
+            &ctx.path.version,
+            &deleted,
+            &ListMeta {
+                rv: &rv,
+                cont: None,
+                remaining: None,
+            },
+        ),
     ))
 }

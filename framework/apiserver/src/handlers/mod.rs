@@ -6,6 +6,7 @@
 mod ctx;
 mod delete;
 mod jsonpatch;
+mod list_body;
 mod offload;
 mod openapi;
 mod pods;

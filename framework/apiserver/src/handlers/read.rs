@@ -7,11 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use http::Response;
+use http_body_util::BodyExt as _;
 use serde_json::{json, Value};
 
 use super::ctx::Ctx;
+use super::list_body::{list_body, ListMeta, ListStream};
 use crate::conversion;
 use crate::http::{self as h, Body, Format, Output};
 use crate::objects::admit::{webhook_conversion, Admission};
@@ -46,7 +48,11 @@ pub(super) fn render(def: &ResourceDef, version: &str, obj: &StoredObject) -> By
 
 /// The object re-encoded for a version or group it is not stored at;
 /// `None` when the stored bytes serve as they are.
-fn converted(def: &ResourceDef, version: &str, obj: &StoredObject) -> Option<StoredObject> {
+pub(super) fn converted(
+    def: &ResourceDef,
+    version: &str,
+    obj: &StoredObject,
+) -> Option<StoredObject> {
     if def.conversion().is_none()
         && (version == def.storage_version
             || obj.api_version() == Some(def.api_version(version).as_str()))
@@ -303,18 +309,20 @@ pub(super) async fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
         .as_ref()
         .map(|k| encode_continue(page.rv, k, page.remaining));
     let rv_s = page.rv.to_string();
+    let meta = ListMeta {
+        rv: &rv_s,
+        cont: cont_token.as_deref(),
+        remaining: page.remaining,
+    };
     Ok(match out {
+        Output::Object(Format::Json) => h::json_response(
+            200,
+            ListStream::new(Arc::clone(&ctx.def), &ctx.path.version, items, &meta).boxed_unsync(),
+        ),
         Output::Object(f) => h::respond(
             200,
             f,
-            list_body(
-                &ctx.def,
-                &ctx.path.version,
-                &items,
-                &rv_s,
-                cont_token.as_deref(),
-                page.remaining,
-            ),
+            list_body(&ctx.def, &ctx.path.version, &items, &meta),
         ),
         Output::Table { version } => {
             let cols = table::columns(&ctx.def, &ctx.path.version);
@@ -346,46 +354,6 @@ pub(super) async fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
             )
         }
     })
-}
-
-/// A `…List` body assembled from the stored bytes: built-in items without
-/// `kind`/`apiVersion` (kubernetes#3030), custom-resource items with them.
-pub(super) fn list_body(
-    def: &ResourceDef,
-    version: &str,
-    items: &[Arc<StoredObject>],
-    rv: &str,
-    cont: Option<&str>,
-    remaining: Option<u64>,
-) -> Bytes {
-    let mut meta = json!({"resourceVersion": rv});
-    if let Some(c) = cont {
-        meta["continue"] = json!(c);
-    }
-    if let Some(n) = remaining {
-        meta["remainingItemCount"] = json!(n);
-    }
-    let head =
-        json!({"kind": def.list_kind, "apiVersion": def.api_version(version), "metadata": meta});
-    let head = serde_json::to_vec(&head).unwrap_or_default();
-    let size: usize = items.iter().map(|o| o.bytes().len() + 1).sum::<usize>() + head.len() + 16;
-    let mut out = BytesMut::with_capacity(size);
-    // `{"kind":…,"metadata":{…}` then `,"items":[…]}`.
-    out.extend_from_slice(&head[..head.len().saturating_sub(1)]);
-    out.extend_from_slice(b",\"items\":[");
-    for (i, o) in items.iter().enumerate() {
-        if i > 0 {
-            out.put_u8(b',');
-        }
-        match (def.is_custom(), converted(def, version, o)) {
-            (true, Some(c)) => out.extend_from_slice(c.bytes()),
-            (true, None) => out.extend_from_slice(o.bytes()),
-            (false, Some(c)) => c.write_item(&mut out),
-            (false, None) => o.write_item(&mut out),
-        }
-    }
-    out.extend_from_slice(b"]}");
-    out.freeze()
 }
 
 pub(super) async fn watch(ctx: &Ctx) -> Result<Response<Body>, ApiError> {

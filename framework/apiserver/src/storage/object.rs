@@ -248,6 +248,11 @@ impl StoredObject {
         &self.bytes
     }
 
+    /// The length of [`Self::write_item`]'s output.
+    pub fn item_len(&self) -> usize {
+        1 + self.bytes.len() - self.rest_start
+    }
+
     /// Appends the encoding without `kind`/`apiVersion` (built-in list items).
     pub fn write_item(&self, out: &mut BytesMut) {
         out.put_u8(b'{');
