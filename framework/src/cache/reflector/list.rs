@@ -38,6 +38,31 @@ pub(crate) const LIST_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// that several are in flight for a list of a few megabytes.
 const BATCH_BYTES: usize = 128 * 1024;
 
+/// About what a byte of an item's JSON takes once decoded: a ConfigMap of
+/// 1.3 KiB as served is 6.4 KB decoded with its managedFields, and a
+/// 0.8 KiB one without them 2.9 KB.
+const DECODED_PER_JSON_BYTE: usize = 4;
+
+/// Asks the allocator once for about what decoding `json_bytes` of items
+/// will take, and gives it back, so that the thread's heap grows in one
+/// step rather than a page at a time.
+///
+/// glibc gives each thread an arena that grows with one `mprotect` call
+/// per page used, each call taking the process's memory map for writing:
+/// filling a cache of 100k ConfigMaps (640 MB) took about as much time in
+/// those calls as in page faults. A block this size,
+/// once freed, raises glibc's dynamic mmap and trim thresholds above it,
+/// so from the second batch on it comes from the arena and stays there as
+/// free space for the decode. This cut the time to sync 100k ConfigMaps by
+/// about a quarter. Other allocators see one large allocation and its
+/// free per batch.
+fn reserve_heap(json_bytes: usize) {
+    // `black_box`, or the optimiser drops an allocation nothing reads.
+    drop(std::hint::black_box(Vec::<u8>::with_capacity(
+        json_bytes * DECODED_PER_JSON_BYTE,
+    )));
+}
+
 /// Which of the keys the splitter looks for a string was.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Key {
@@ -411,6 +436,7 @@ where
             batch_bytes = 0;
             let transform = transform.cloned();
             in_flight.push_back(tokio::task::spawn_blocking(move || {
+                reserve_heap(BATCH_BYTES);
                 decode_batch(&full, transform.as_ref())
             }));
         }
