@@ -18,7 +18,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use http_body::{Frame, SizeHint};
 use serde_json::json;
 
-use super::read::converted;
+use super::served::converted;
 use crate::registry::ResourceDef;
 use crate::storage::StoredObject;
 

@@ -12,6 +12,7 @@ mod openapi;
 mod pods;
 mod read;
 mod scale;
+mod served;
 mod write;
 
 use std::future::Future;

@@ -14,11 +14,11 @@ use serde_json::{json, Value};
 
 use super::ctx::Ctx;
 use super::list_body::{list_body, ListMeta, ListStream};
+use super::served::render;
 use crate::conversion;
 use crate::http::{self as h, Body, Format, Output};
 use crate::objects::admit::{webhook_conversion, Admission};
 use crate::objects::{store_error, too_large};
-use crate::registry::ResourceDef;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::status::{ApiError, Cause};
 use crate::storage::{Filter, ObjKey, StoreError, StoredObject, WatchFrom};
@@ -35,34 +35,6 @@ pub(super) fn parse_rv(s: &str) -> Result<u64, ApiError> {
             "Invalid value: \"{s}\": strconv.ParseUint: parsing \"{s}\": invalid syntax"
         ))
     })
-}
-
-/// The object as served at `version`: the stored bytes when that is the
-/// storage version.
-pub(super) fn render(def: &ResourceDef, version: &str, obj: &StoredObject) -> Bytes {
-    match converted(def, version, obj) {
-        Some(c) => c.bytes().clone(),
-        None => obj.bytes().clone(),
-    }
-}
-
-/// The object re-encoded for a version or group it is not stored at;
-/// `None` when the stored bytes serve as they are.
-pub(super) fn converted(
-    def: &ResourceDef,
-    version: &str,
-    obj: &StoredObject,
-) -> Option<StoredObject> {
-    if def.conversion().is_none()
-        && (version == def.storage_version
-            || obj.api_version() == Some(def.api_version(version).as_str()))
-    {
-        return None;
-    }
-    let stored = obj.to_value();
-    let mut v = def.view(&stored).unwrap_or(stored);
-    v["apiVersion"] = json!(def.api_version(version));
-    Some(StoredObject::encode(v, obj.rv))
 }
 
 /// [`render`] for a write's response, which runs off the runtime: an
