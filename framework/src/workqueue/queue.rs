@@ -11,12 +11,13 @@
 //! themselves, so what they observe never depends on whether that task has
 //! run yet.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
+use hashbrown::HashSet;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 

@@ -5,11 +5,11 @@
 //! per-item limiter and a combinator taking the longest of several. Each
 //! limiter keeps its own small lock, held only for the arithmetic.
 
-use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use hashbrown::HashMap;
 use tokio::time::Instant;
 
 /// Decides how long an item must wait before it is retried.
