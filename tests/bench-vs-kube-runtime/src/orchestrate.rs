@@ -99,7 +99,10 @@ async fn one_size(n: usize, runs: usize) -> anyhow::Result<Report> {
 }
 
 async fn measure(kubeconfig: &Path, n: usize, runs: usize) -> anyhow::Result<Report> {
-    let floors = run_child(kubeconfig, Side::Kubeforge, Task::Floors, n).await?;
+    let mut floors = Vec::new();
+    for _ in 0..runs {
+        floors.push(run_child(kubeconfig, Side::Kubeforge, Task::Floors, n).await?);
+    }
     let mut samples: Vec<[Vec<Figures>; 2]> = TASKS.iter().map(|_| [vec![], vec![]]).collect();
     for run in 0..runs {
         for (task, samples) in TASKS.iter().zip(&mut samples) {
@@ -120,7 +123,7 @@ async fn measure(kubeconfig: &Path, n: usize, runs: usize) -> anyhow::Result<Rep
     for (task, [kube, kubeforge]) in TASKS.iter().zip(&samples) {
         rows.extend(Row::for_task(*task, kube, kubeforge));
     }
-    Ok(Report::new(n, runs, floors, rows))
+    Ok(Report::new(n, runs, &floors, rows))
 }
 
 /// Runs one measurement in a child process and reads its figures.

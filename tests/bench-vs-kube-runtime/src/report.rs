@@ -95,7 +95,11 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn new(objects: usize, runs: usize, floors: Figures, rows: Vec<Row>) -> Self {
+    /// The report of one size: `floors` holds one sample per run, each
+    /// figure of which is reported as its median.
+    pub fn new(objects: usize, runs: usize, floors: &[Figures], rows: Vec<Row>) -> Self {
+        let names = floors.iter().flat_map(|f| f.keys().cloned());
+        let floors = names.map(|n| (n.clone(), median_of(floors, &n))).collect();
         Self {
             objects,
             runs,
@@ -142,11 +146,16 @@ impl fmt::Display for Report {
                 row.kubeforge / row.kube
             )?;
         }
-        let (get, decode) = (self.floor("get_secs"), self.floor("decode_secs"));
+        let get = self.floor("get_secs");
+        let (decode, reused) = (
+            self.floor("decode_fresh_secs"),
+            self.floor("decode_reused_secs"),
+        );
         let (kept, stripped) = (self.floor("object_kept"), self.floor("object_stripped"));
         writeln!(
             f,
-            "floors: one HTTPS GET of the list {get:.3} s; serde_json decode of the typed list {decode:.3} s; \
+            "floors: one HTTPS GET of the list {get:.3} s; serde_json decode of the typed list {decode:.3} s \
+             ({reused:.3} s into memory an earlier decode freed); \
              the decoded object alone {kept:.0} B with managedFields, {stripped:.0} B without"
         )?;
         let larger = get.max(decode);

@@ -38,4 +38,10 @@ fn both_sides_sync_and_reconcile_every_object_and_the_table_has_each_figure() {
     }
     assert!(stdout.contains("2000 ConfigMaps"), "{stdout}");
     assert!(stdout.contains("floors: one HTTPS GET"), "{stdout}");
+    assert!(
+        stdout.contains("into memory an earlier decode freed"),
+        "{stdout}"
+    );
+    // A figure a child did not report prints as NaN.
+    assert!(!stdout.contains("NaN"), "{stdout}");
 }
