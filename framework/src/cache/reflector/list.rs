@@ -12,7 +12,9 @@
 //! `metadata` object. Items are gathered into batches that are decoded by
 //! `serde_json` on the blocking pool, several at once, and put back in list
 //! order; at most a few batches are in flight, so memory stays bounded
-//! whatever the list's size. When the transform drops managedFields anyway,
+//! whatever the list's size. A decode thread reserves about its batch's
+//! decoded size before decoding ([`reserve_heap`]), so its heap grows in
+//! one step. When the transform drops managedFields anyway,
 //! the splitter cuts each item's `metadata.managedFields` out of its bytes
 //! before decoding, so they are never built. Every byte JSON gives
 //! structural meaning to is ASCII, so scanning bytes is safe in UTF-8.
