@@ -202,6 +202,34 @@ mod tests {
         Arc::new(StoredObject::encode(v, rv))
     }
 
+    fn widget(i: usize, rv: u64) -> Arc<StoredObject> {
+        let v = json!({
+            "kind": "Widget",
+            "apiVersion": "example.com/v1",
+            "metadata": {"name": format!("w{i}"), "namespace": "ns", "resourceVersion": rv.to_string()},
+            "spec": {"size": i, "note": "y".repeat(i % 300)},
+        });
+        Arc::new(StoredObject::encode(v, rv))
+    }
+
+    fn widgets_def() -> Arc<ResourceDef> {
+        let crd = json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {
+                "group": "example.com",
+                "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                "versions": [{
+                    "name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+                }],
+            },
+        });
+        Arc::new(crate::registry::crd::resource_def(&crd))
+    }
+
     async fn streamed(def: &Arc<ResourceDef>, items: &[Arc<StoredObject>]) -> (Vec<Bytes>, u64) {
         let meta = ListMeta {
             rv: "9",
@@ -252,5 +280,26 @@ mod tests {
                 assert!(chunks.len() > 5, "{} chunks", chunks.len());
             }
         }
+    }
+
+    #[tokio::test]
+    async fn custom_resource_items_keep_kind_and_the_announced_size_is_exact() {
+        let def = widgets_def();
+        let items: Vec<_> = (0..1500).map(|i| widget(i, i as u64 + 1)).collect();
+        let meta = ListMeta {
+            rv: "9",
+            cont: Some("tok"),
+            remaining: Some(3),
+        };
+        let whole = list_body(&def, "v1", &items, &meta);
+        let (chunks, exact) = streamed(&def, &items).await;
+        let joined: Vec<u8> = chunks.iter().flat_map(|c| c.iter().copied()).collect();
+        assert_eq!(joined, whole.to_vec());
+        assert_eq!(exact, whole.len() as u64);
+        assert!(chunks.len() > 2, "{} chunks", chunks.len());
+        let v: serde_json::Value = serde_json::from_slice(&joined).expect("JSON");
+        assert_eq!(v["kind"], "WidgetList");
+        assert_eq!(v["items"][0]["kind"], "Widget");
+        assert_eq!(v["items"][1499]["apiVersion"], "example.com/v1");
     }
 }

@@ -52,12 +52,11 @@ const DECODED_PER_JSON_BYTE: usize = 4;
 /// glibc gives each thread an arena that grows with one `mprotect` call
 /// per page used, each call taking the process's memory map for writing:
 /// filling a cache of 100k ConfigMaps (640 MB) took about as much time in
-/// those calls as in page faults. A block this size,
-/// once freed, raises glibc's dynamic mmap and trim thresholds above it,
-/// so from the second batch on it comes from the arena and stays there as
-/// free space for the decode. This cut the time to sync 100k ConfigMaps by
-/// about a quarter. Other allocators see one large allocation and its
-/// free per batch.
+/// those calls as in page faults. A block this size, once freed, raises
+/// glibc's dynamic mmap and trim thresholds above it, so from the second
+/// batch on it comes from the arena and stays there as free space for the
+/// decode. This cut the time to sync 100k ConfigMaps by about a quarter.
+/// Other allocators see one large allocation and its free per batch.
 fn reserve_heap(json_bytes: usize) {
     // `black_box`, or the optimiser drops an allocation nothing reads.
     drop(std::hint::black_box(Vec::<u8>::with_capacity(
