@@ -230,13 +230,21 @@ mod tests {
         Arc::new(crate::registry::crd::resource_def(&crd))
     }
 
-    async fn streamed(def: &Arc<ResourceDef>, items: &[Arc<StoredObject>]) -> (Vec<Bytes>, u64) {
-        let meta = ListMeta {
-            rv: "9",
-            cont: Some("tok"),
-            remaining: Some(3),
-        };
-        let body = ListStream::new(Arc::clone(def), "v1", items.to_vec(), &meta);
+    const META: ListMeta<'static> = ListMeta {
+        rv: "9",
+        cont: Some("tok"),
+        remaining: Some(3),
+    };
+
+    /// Streams `items`, checks that the chunks join to [`list_body`]'s
+    /// bytes and that the announced size is theirs, and returns the chunks
+    /// and the list they make.
+    async fn stream_checked(
+        def: &Arc<ResourceDef>,
+        items: &[Arc<StoredObject>],
+    ) -> (Vec<Bytes>, serde_json::Value) {
+        let whole = list_body(def, "v1", items, &META);
+        let body = ListStream::new(Arc::clone(def), "v1", items.to_vec(), &META);
         let exact = http_body::Body::size_hint(&body)
             .exact()
             .expect("an exact size");
@@ -245,7 +253,10 @@ mod tests {
         while let Some(frame) = body.frame().await {
             chunks.push(frame.expect("infallible").into_data().expect("data"));
         }
-        (chunks, exact)
+        let joined: Vec<u8> = chunks.iter().flat_map(|c| c.iter().copied()).collect();
+        assert_eq!(joined, whole.to_vec(), "{} items", items.len());
+        assert_eq!(exact, whole.len() as u64, "{} items", items.len());
+        (chunks, serde_json::from_slice(&joined).expect("JSON"))
     }
 
     #[tokio::test]
@@ -255,17 +266,7 @@ mod tests {
             .expect("configmaps");
         for n in [0, 1, 2, 60, 2000] {
             let items: Vec<_> = (0..n).map(|i| configmap(i, i as u64 + 1)).collect();
-            let meta = ListMeta {
-                rv: "9",
-                cont: Some("tok"),
-                remaining: Some(3),
-            };
-            let whole = list_body(&def, "v1", &items, &meta);
-            let (chunks, exact) = streamed(&def, &items).await;
-            let joined: Vec<u8> = chunks.iter().flat_map(|c| c.iter().copied()).collect();
-            assert_eq!(joined, whole.to_vec(), "{n} items");
-            assert_eq!(exact, whole.len() as u64, "{n} items");
-            let v: serde_json::Value = serde_json::from_slice(&joined).expect("JSON");
+            let (chunks, v) = stream_checked(&def, &items).await;
             assert_eq!(v["items"].as_array().map(Vec::len), Some(n));
             assert_eq!(v["metadata"]["continue"], "tok");
             assert!(v["items"]
@@ -286,18 +287,8 @@ mod tests {
     async fn custom_resource_items_keep_kind_and_the_announced_size_is_exact() {
         let def = widgets_def();
         let items: Vec<_> = (0..1500).map(|i| widget(i, i as u64 + 1)).collect();
-        let meta = ListMeta {
-            rv: "9",
-            cont: Some("tok"),
-            remaining: Some(3),
-        };
-        let whole = list_body(&def, "v1", &items, &meta);
-        let (chunks, exact) = streamed(&def, &items).await;
-        let joined: Vec<u8> = chunks.iter().flat_map(|c| c.iter().copied()).collect();
-        assert_eq!(joined, whole.to_vec());
-        assert_eq!(exact, whole.len() as u64);
+        let (chunks, v) = stream_checked(&def, &items).await;
         assert!(chunks.len() > 2, "{} chunks", chunks.len());
-        let v: serde_json::Value = serde_json::from_slice(&joined).expect("JSON");
         assert_eq!(v["kind"], "WidgetList");
         assert_eq!(v["items"][0]["kind"], "Widget");
         assert_eq!(v["items"][1499]["apiVersion"], "example.com/v1");
