@@ -5,8 +5,9 @@
 //! two managers on one Lease (exactly one reconciles; the other takes over
 //! when the leader stops, with and without releasing the lease; never two
 //! leaders at once), losing the lease stops the controllers at once (no
-//! grace for a reconcile in flight) and the manager with an error, and
-//! start-up failures are named.
+//! grace for a reconcile in flight) and the manager with an error,
+//! start-up failures are named, and the manager's worker count is the
+//! default of controllers that set none.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -800,4 +801,75 @@ async fn a_manager_built_from_a_config_talks_to_that_server() {
         .expect_err("a config without a server URL cannot make a client");
     assert!(matches!(err, Error::Client(_)), "{err:?}");
     assert!(err.to_string().contains("no scheme"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_managers_max_concurrent_reconciles_is_each_controllers_default() {
+    init_tracing();
+    let server = ApiServer::start().await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(server.client().unwrap(), NS);
+    for i in 0..6 {
+        api.create(&PostParams::default(), &cm(&format!("c{i}")))
+            .await
+            .unwrap();
+    }
+    let mgr = builder(&server)
+        .metrics_bind_address("127.0.0.1:0")
+        .max_concurrent_reconciles(3)
+        .build()
+        .await
+        .unwrap();
+    let metrics = mgr.metrics_address().expect("metrics on");
+
+    #[derive(Default)]
+    struct Gauge {
+        running: AtomicUsize,
+        max_running: AtomicUsize,
+        done: AtomicUsize,
+    }
+    let gauge = Arc::new(Gauge::default());
+    // Leaves its concurrency to the manager.
+    mgr.controller::<ConfigMap>().reconcile(
+        |_: Arc<ConfigMap>, ctx: Arc<Context<Arc<Gauge>>>| async move {
+            let now = ctx.running.fetch_add(1, Ordering::SeqCst) + 1;
+            ctx.max_running.fetch_max(now, Ordering::SeqCst);
+            sleep(Duration::from_millis(300)).await;
+            ctx.running.fetch_sub(1, Ordering::SeqCst);
+            ctx.done.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, Never>(Action::done())
+        },
+        Arc::clone(&gauge),
+    );
+    // Says its own.
+    mgr.controller::<ConfigMap>()
+        .named("single")
+        .concurrency(1)
+        .reconcile(
+            |_: Arc<ConfigMap>, _: Arc<Context<()>>| async move { Ok::<_, Never>(Action::done()) },
+            (),
+        );
+    let (stop, task) = run(mgr);
+    eventually("the six objects reconciled", || {
+        gauge.done.load(Ordering::SeqCst) >= 6
+    })
+    .await;
+    assert_eq!(
+        gauge.max_running.load(Ordering::SeqCst),
+        3,
+        "six slow keys should fill the manager's three workers, and no more"
+    );
+    let (code, text) = http_get(metrics, "/metrics").await;
+    assert_eq!(code, 200);
+    let samples = parse_metrics(&text);
+    let workers = |controller: &str| {
+        samples
+            .get(&format!(
+                r#"controller_runtime_max_concurrent_reconciles{{controller="{controller}"}}"#
+            ))
+            .copied()
+    };
+    assert_eq!(workers("configmap"), Some(3.0), "{text}");
+    assert_eq!(workers("single"), Some(1.0), "{text}");
+    stop.cancel();
+    task.await.unwrap().unwrap();
 }

@@ -163,7 +163,8 @@ impl<W: 'static> Watch<W> {
 /// - mapped watches ([`watches`](ControllerBuilder::watches) and its
 ///   metadata-only and dynamic forms) and channels of events from outside
 ///   the cluster ([`watches_channel`](ControllerBuilder::watches_channel));
-/// - options: [`concurrency`](ControllerBuilder::concurrency) (1),
+/// - options: [`concurrency`](ControllerBuilder::concurrency) (1, or the
+///   manager's `max_concurrent_reconciles`),
 ///   [`rate_limiter`](ControllerBuilder::rate_limiter) (client-go's default
 ///   controller limiter), [`named`](ControllerBuilder::named) (the kind in
 ///   lower case), [`cache_sync_timeout`](ControllerBuilder::cache_sync_timeout)
@@ -187,7 +188,7 @@ pub(crate) struct BuilderParts<K> {
     for_predicates: Vec<BoxPredicate<K>>,
     filters: Vec<SharedMetaPredicate>,
     watches: Vec<WatchSpec>,
-    concurrency: usize,
+    concurrency: Option<usize>,
     rate_limiter: Option<Box<dyn RateLimiter<ObjectKey>>>,
     cache_sync_timeout: Option<Duration>,
     shutdown_timeout: Option<Duration>,
@@ -240,7 +241,7 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
                 for_predicates: Vec::new(),
                 filters: Vec::new(),
                 watches: Vec::new(),
-                concurrency: 1,
+                concurrency: None,
                 rate_limiter: None,
                 cache_sync_timeout: None,
                 shutdown_timeout: None,
@@ -462,10 +463,12 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
     }
 
     /// How many reconciles may run at once (controller-runtime's
-    /// `MaxConcurrentReconciles`, default 1). The workqueue never hands one
-    /// key to two workers, whatever this is. Zero counts as one.
+    /// `MaxConcurrentReconciles`; default 1, or what the manager's
+    /// [`max_concurrent_reconciles`](crate::manager::ManagerBuilder::max_concurrent_reconciles)
+    /// says). The workqueue never hands one key to two workers, whatever
+    /// this is. Zero counts as one.
     pub fn concurrency(mut self, workers: usize) -> Self {
-        self.parts.concurrency = workers.max(1);
+        self.parts.concurrency = Some(workers.max(1));
         self
     }
 
@@ -552,6 +555,8 @@ pub(crate) mod target {
         pub graceful_shutdown_timeout: Duration,
         /// The manager's cache sync timeout.
         pub cache_sync_timeout: Duration,
+        /// The manager's default number of workers per controller.
+        pub max_concurrent_reconciles: usize,
         /// The metrics `/metrics` serves.
         pub metrics: &'a ControllerMetrics,
         /// The manager's recorder for a controller name.
@@ -655,6 +660,8 @@ impl<K: CachedObject> BuilderParts<K> {
             .get_or_insert(defaults.graceful_shutdown_timeout);
         self.cache_sync_timeout
             .get_or_insert(defaults.cache_sync_timeout);
+        self.concurrency
+            .get_or_insert(defaults.max_concurrent_reconciles.max(1));
         if self.metrics.is_none() {
             self.metrics = Some(defaults.metrics.clone());
         }
@@ -725,10 +732,11 @@ impl<K: CachedObject> BuilderParts<K> {
             recorder,
             Arc::clone(&name),
         ));
+        let concurrency = self.concurrency.unwrap_or(1);
         let handles = self
             .metrics
             .unwrap_or_default()
-            .for_controller(&name, self.concurrency);
+            .for_controller(&name, concurrency);
         Controller::from_parts(ControllerParts {
             name,
             queue,
@@ -736,7 +744,7 @@ impl<K: CachedObject> BuilderParts<K> {
             primary,
             sources,
             reconciler: Arc::new(FnReconciler::new(reconcile, error_policy, context)),
-            concurrency: self.concurrency,
+            concurrency,
             cache_sync_timeout: self
                 .cache_sync_timeout
                 .unwrap_or(DEFAULT_CACHE_SYNC_TIMEOUT),

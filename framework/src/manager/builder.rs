@@ -89,6 +89,7 @@ pub struct ManagerBuilder {
     graceful_shutdown_timeout: Duration,
     cache_sync_timeout: Duration,
     event_series_window: Duration,
+    max_concurrent_reconciles: usize,
     read_your_writes_timeout: Duration,
     field_manager: String,
     keep_managed_fields: bool,
@@ -132,6 +133,7 @@ impl Default for ManagerBuilder {
             graceful_shutdown_timeout: DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
             cache_sync_timeout: DEFAULT_CACHE_SYNC_TIMEOUT,
             event_series_window: crate::events::SERIES_WINDOW,
+            max_concurrent_reconciles: 1,
             read_your_writes_timeout: DEFAULT_READ_YOUR_WRITES_TIMEOUT,
             field_manager: DEFAULT_FIELD_MANAGER.to_owned(),
             keep_managed_fields: false,
@@ -279,6 +281,15 @@ impl ManagerBuilder {
     /// [`Recorder::with_series_window`]: crate::events::Recorder::with_series_window
     pub fn event_series_window(mut self, window: Duration) -> Self {
         self.event_series_window = window;
+        self
+    }
+
+    /// How many reconciles each controller runs at once unless it says
+    /// otherwise with [`concurrency`](crate::controller::ControllerBuilder::concurrency)
+    /// (controller-runtime's `Controller.MaxConcurrentReconciles` manager
+    /// option; default 1). Zero counts as one.
+    pub fn max_concurrent_reconciles(mut self, workers: usize) -> Self {
+        self.max_concurrent_reconciles = workers.max(1);
         self
     }
 
@@ -466,6 +477,7 @@ impl ManagerBuilder {
             cache_sync_timeout: self.cache_sync_timeout,
             recorders: Mutex::new(HashMap::new()),
             event_series_window: self.event_series_window,
+            max_concurrent_reconciles: self.max_concurrent_reconciles,
             permissions,
             webhooks,
             webhook_server: Mutex::new(webhook_server),

@@ -64,6 +64,7 @@ pub(crate) struct ManagerParts {
     pub(crate) cache_sync_timeout: Duration,
     pub(crate) recorders: Mutex<HashMap<String, Recorder>>,
     pub(crate) event_series_window: Duration,
+    pub(crate) max_concurrent_reconciles: usize,
     pub(crate) permissions: Permissions,
     pub(crate) webhooks: Webhooks,
     /// The webhook server bound at build, when configured.
@@ -387,6 +388,7 @@ impl<K: CachedObject> Target<K> for &Manager {
         Some(ControllerDefaults {
             graceful_shutdown_timeout: self.parts.graceful_shutdown_timeout,
             cache_sync_timeout: self.parts.cache_sync_timeout,
+            max_concurrent_reconciles: self.parts.max_concurrent_reconciles,
             metrics: &self.parts.controller_metrics,
             recorder: Box::new(|name| self.recorder(name)),
         })
