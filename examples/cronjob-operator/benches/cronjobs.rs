@@ -13,6 +13,10 @@
 //!   and the **lag** from a Job's scheduled time to its ADDED event on a
 //!   watch, p50 / p99 / max, in real milliseconds and virtual seconds.
 //!
+//! The controller runs `CRONJOB_BENCH_WORKERS` reconciles at once (default
+//! 1, controller-runtime's default, set through the manager's
+//! `max_concurrent_reconciles`).
+//!
 //! Every virtual minute is a burst of one Job per CronJob, the worst case.
 //! The server shares the process and the cores. Run with
 //! `cargo bench -p cronjob-operator --bench cronjobs`
@@ -141,15 +145,18 @@ fn main() {
     let n = env("CRONJOB_BENCH_OBJECTS", 1_000) as usize;
     let speed = env("CRONJOB_BENCH_SPEED", 60) as u32;
     let minutes = env("CRONJOB_BENCH_MINUTES", 30);
+    let workers = env("CRONJOB_BENCH_WORKERS", 1) as usize;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    runtime.block_on(run(n, speed, minutes));
+    runtime.block_on(run(n, speed, minutes, workers));
 }
 
-async fn run(n: usize, speed: u32, minutes: u64) {
-    println!("\n== cronjobs: {n} CronJobs, clock x{speed}, {minutes} virtual minutes ==");
+async fn run(n: usize, speed: u32, minutes: u64, workers: usize) {
+    println!(
+        "\n== cronjobs: {n} CronJobs, clock x{speed}, {minutes} virtual minutes, {workers} worker(s) =="
+    );
     let server = ApiServer::builder()
         .watch_history(100_000)
         .watch_buffer(100_000)
@@ -176,6 +183,7 @@ async fn run(n: usize, speed: u32, minutes: u64) {
         .client(client.clone())
         .metrics_bind_address("0")
         .health_probe_bind_address("0")
+        .max_concurrent_reconciles(workers)
         .build()
         .await
         .expect("manager builds");
