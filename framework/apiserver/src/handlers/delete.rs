@@ -170,9 +170,9 @@ fn delete_each(
     Ok(h::json_bytes(
         200,
         list_body(
-            &ctx.def,
+            Arc::clone(&ctx.def),
             &ctx.path.version,
-            &deleted,
+            deleted,
             &ListMeta {
                 rv: &rv,
                 cont: None,

@@ -64,22 +64,15 @@ fn write_item(def: &ResourceDef, version: &str, o: &StoredObject, out: &mut Byte
 /// A whole list body in one buffer: for YAML, which is rendered from it,
 /// and for deletecollection's answer.
 pub(super) fn list_body(
-    def: &ResourceDef,
+    def: Arc<ResourceDef>,
     version: &str,
-    items: &[Arc<StoredObject>],
+    items: Vec<Arc<StoredObject>>,
     meta: &ListMeta<'_>,
 ) -> Bytes {
-    let head = head(def, version, meta);
-    let size: usize = items.iter().map(|o| o.bytes().len() + 1).sum::<usize>() + head.len() + 2;
+    let mut list = ListStream::new(def, version, items, meta);
+    let size = list.left.map_or(0, |n| usize::try_from(n).unwrap_or(0));
     let mut out = BytesMut::with_capacity(size);
-    out.extend_from_slice(&head);
-    for (i, o) in items.iter().enumerate() {
-        if i > 0 {
-            out.put_u8(b',');
-        }
-        write_item(def, version, o, &mut out);
-    }
-    out.extend_from_slice(b"]}");
+    while list.write_next(&mut out) {}
     out.freeze()
 }
 
@@ -132,25 +125,38 @@ impl ListStream {
         }
     }
 
+    /// Appends the next piece of the body: the head, then an item (after a
+    /// comma but for the first), then the closing `]}`. False once that
+    /// has been written.
+    fn write_next(&mut self, out: &mut BytesMut) -> bool {
+        if let Some(head) = self.head.take() {
+            out.extend_from_slice(&head);
+            return true;
+        }
+        match self.items.next() {
+            Some(o) => {
+                if !self.first {
+                    out.put_u8(b',');
+                }
+                self.first = false;
+                write_item(&self.def, &self.version, &o, out);
+                true
+            }
+            None => {
+                if !self.done {
+                    out.extend_from_slice(b"]}");
+                    self.done = true;
+                }
+                false
+            }
+        }
+    }
+
     /// The next chunk: whole items until it holds at least [`CHUNK`]
     /// bytes, the closing `]}` after the last.
     fn next_chunk(&mut self) -> Bytes {
         let mut out = BytesMut::with_capacity(CHUNK + CHUNK / 4);
-        if let Some(head) = self.head.take() {
-            out.extend_from_slice(&head);
-        }
-        while out.len() < CHUNK {
-            let Some(o) = self.items.next() else {
-                out.extend_from_slice(b"]}");
-                self.done = true;
-                break;
-            };
-            if !self.first {
-                out.put_u8(b',');
-            }
-            self.first = false;
-            write_item(&self.def, &self.version, &o, &mut out);
-        }
+        while out.len() < CHUNK && self.write_next(&mut out) {}
         if let Some(left) = self.left.as_mut() {
             *left = left.saturating_sub(out.len() as u64);
         }
@@ -243,7 +249,7 @@ mod tests {
         def: &Arc<ResourceDef>,
         items: &[Arc<StoredObject>],
     ) -> (Vec<Bytes>, serde_json::Value) {
-        let whole = list_body(def, "v1", items, &META);
+        let whole = list_body(Arc::clone(def), "v1", items.to_vec(), &META);
         let body = ListStream::new(Arc::clone(def), "v1", items.to_vec(), &META);
         let exact = http_body::Body::size_hint(&body)
             .exact()

@@ -294,7 +294,7 @@ pub(super) async fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
         Output::Object(f) => h::respond(
             200,
             f,
-            list_body(&ctx.def, &ctx.path.version, &items, &meta),
+            list_body(Arc::clone(&ctx.def), &ctx.path.version, items, &meta),
         ),
         Output::Table { version } => {
             let cols = table::columns(&ctx.def, &ctx.path.version);
