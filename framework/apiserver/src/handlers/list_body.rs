@@ -219,20 +219,7 @@ mod tests {
     }
 
     fn widgets_def() -> Arc<ResourceDef> {
-        let crd = json!({
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": "widgets.example.com"},
-            "spec": {
-                "group": "example.com",
-                "scope": "Namespaced",
-                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-                "versions": [{
-                    "name": "v1", "served": true, "storage": true,
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
-                }],
-            },
-        });
+        let crd = crate::schema::tests::base_crd();
         Arc::new(crate::registry::crd::resource_def(&crd))
     }
 

@@ -24,7 +24,7 @@ mod structural;
 mod validate;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub(crate) use cel::{
     authz, evaluate_conditions, evaluate_policy, parse_unbound, Checked, CEL_RESERVED_WORDS,

@@ -7,7 +7,10 @@ use serde_json::{json, Value};
 
 use super::*;
 
-fn base_crd() -> Value {
+/// A namespaced `widgets.example.com` CRD at `v1`, with a status and scale
+/// subresource, a printer column and a selectable field; other modules' tests
+/// use it too.
+pub(crate) fn base_crd() -> Value {
     json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
