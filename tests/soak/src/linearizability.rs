@@ -497,15 +497,48 @@ fn outcome_of(result: Result<ConfigMap, kubeforge::Error>) -> Outcome {
     }
 }
 
-/// A list, whole or in pages of `page_size` followed to the end. The pages
-/// of one list must share its first page's resourceVersion, and each
-/// page's `remainingItemCount`, when given, must count the items the later
-/// pages returned.
+/// One page of a list as it came back: its resourceVersion, how many items
+/// it held, and how many it said remained.
+#[derive(Clone, Copy, Debug)]
+struct Page {
+    rv: u64,
+    items: usize,
+    remaining: Option<i64>,
+}
+
+/// Why the pages of one list contradict each other, if they do: every page
+/// must be at the first page's resourceVersion, and a page's
+/// `remainingItemCount`, when given, must count the items the later pages
+/// returned.
+fn pages_disagree(pages: &[Page]) -> Option<String> {
+    let first = pages.first()?.rv;
+    if let Some(p) = pages.iter().find(|p| p.rv != first) {
+        return Some(format!(
+            "a later page is at rv {}, the first at rv {first}",
+            p.rv
+        ));
+    }
+    let mut after = 0usize;
+    for (i, page) in pages.iter().enumerate().rev() {
+        if let Some(claimed) = page.remaining {
+            if usize::try_from(claimed).ok() != Some(after) {
+                return Some(format!(
+                    "page {} of {} said {claimed} items remain; {after} followed",
+                    i + 1,
+                    pages.len()
+                ));
+            }
+        }
+        after += page.items;
+    }
+    None
+}
+
+/// A list, whole or in pages of `page_size` followed to the end; pages
+/// that disagree ([`pages_disagree`]) are a broken answer.
 async fn list_outcome(api: &Api<ConfigMap>, page_size: Option<u32>) -> Outcome {
     let mut items = BTreeMap::new();
-    let mut list_rv: Option<u64> = None;
-    // Each page's item count and the remaining count it claimed.
-    let mut pages: Vec<(usize, Option<i64>)> = Vec::new();
+    let mut pages: Vec<Page> = Vec::new();
     let mut token: Option<String> = None;
     loop {
         let mut params = ListParams::default();
@@ -534,36 +567,24 @@ async fn list_outcome(api: &Api<ConfigMap>, page_size: Option<u32>) -> Outcome {
         let Ok(rv) = text.parse::<u64>() else {
             return Outcome::Unknown(format!("list resourceVersion {text:?} is not a number"));
         };
-        match list_rv {
-            None => list_rv = Some(rv),
-            Some(first) if first != rv => {
-                return Outcome::Broken(format!(
-                    "a later page is at rv {rv}, the first at rv {first}"
-                ))
-            }
-            Some(_) => {}
-        }
-        pages.push((list.items.len(), list.metadata.remaining_item_count));
+        pages.push(Page {
+            rv,
+            items: list.items.len(),
+            remaining: list.metadata.remaining_item_count,
+        });
         match list.metadata.continue_.filter(|t| !t.is_empty()) {
             Some(next) => token = Some(next),
             None => break,
         }
     }
-    let mut after = 0usize;
-    for (i, (count, claimed)) in pages.iter().enumerate().rev() {
-        if let Some(claimed) = claimed {
-            if usize::try_from(*claimed).ok() != Some(after) {
-                return Outcome::Broken(format!(
-                    "page {} of {} said {claimed} items remain; {after} followed",
-                    i + 1,
-                    pages.len()
-                ));
-            }
-        }
-        after += count;
+    if let Some(why) = pages_disagree(&pages) {
+        return Outcome::Broken(why);
     }
-    match list_rv {
-        Some(rv) => Outcome::List { rv, items },
+    match pages.first() {
+        Some(first) => Outcome::List {
+            rv: first.rv,
+            items,
+        },
         None => Outcome::Unknown("no page answered".to_owned()),
     }
 }
@@ -937,6 +958,30 @@ mod tests {
         }));
         let v = check(&ops, &events);
         assert!(v.iter().any(|v| v.starts_with("list at rv 6")), "{v:?}");
+    }
+
+    #[test]
+    fn pages_that_disagree_are_found() {
+        let page = |rv, items, remaining| Page {
+            rv,
+            items,
+            remaining,
+        };
+        let good = [page(6, 2, Some(3)), page(6, 2, Some(1)), page(6, 1, None)];
+        assert_eq!(pages_disagree(&good), None);
+        assert_eq!(pages_disagree(&[page(6, 2, None)]), None);
+        assert_eq!(
+            pages_disagree(&[page(6, 2, Some(1)), page(7, 1, None)]),
+            Some("a later page is at rv 7, the first at rv 6".to_owned())
+        );
+        assert_eq!(
+            pages_disagree(&[page(6, 2, Some(5)), page(6, 2, Some(1)), page(6, 1, None)]),
+            Some("page 1 of 3 said 5 items remain; 3 followed".to_owned())
+        );
+        assert_eq!(
+            pages_disagree(&[page(6, 2, Some(0)), page(6, 1, None)]),
+            Some("page 1 of 2 said 0 items remain; 1 followed".to_owned())
+        );
     }
 
     #[test]
