@@ -2,6 +2,7 @@
 //! (kubeforge / kube-runtime), then the floors and how close kubeforge
 //! comes to them.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::time::Duration;
 
@@ -98,8 +99,11 @@ impl Report {
     /// The report of one size: `floors` holds one sample per run, each
     /// figure of which is reported as its median.
     pub fn new(objects: usize, runs: usize, floors: &[Figures], rows: Vec<Row>) -> Self {
-        let names = floors.iter().flat_map(|f| f.keys().cloned());
-        let floors = names.map(|n| (n.clone(), median_of(floors, &n))).collect();
+        let names: BTreeSet<&String> = floors.iter().flat_map(|f| f.keys()).collect();
+        let floors = names
+            .into_iter()
+            .map(|n| (n.clone(), median_of(floors, n)))
+            .collect();
         Self {
             objects,
             runs,
