@@ -1,12 +1,14 @@
 //! Workqueue throughput: prints operations per second for add/get/done with
-//! 1, 4 and 16 workers (with and without Prometheus metrics), for a burst
-//! of duplicate adds, and for add_after.
+//! 1, 4 and 16 workers (with and without Prometheus metrics, and with a
+//! controller's `namespace/name` keys), for a burst of duplicate adds, and
+//! for add_after.
 //!
 //! Run with `cargo bench -p kubeforge --bench workqueue`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use kubeforge::cache::ObjectKey;
 use kubeforge::workqueue::{PrometheusMetricsProvider, WorkQueue};
 use prometheus_client::registry::Registry;
 
@@ -24,7 +26,10 @@ fn rate(n: u64, elapsed: Duration) -> String {
 
 /// Spawns `workers` tasks that get and done until the queue shuts down;
 /// returns how many items they processed.
-fn spawn_workers(q: &WorkQueue<u64>, workers: usize) -> Vec<tokio::task::JoinHandle<u64>> {
+fn spawn_workers<T>(q: &WorkQueue<T>, workers: usize) -> Vec<tokio::task::JoinHandle<u64>>
+where
+    T: Clone + Eq + std::hash::Hash + Send + Sync + 'static,
+{
     (0..workers)
         .map(|_| {
             let q = q.clone();
@@ -42,17 +47,25 @@ fn spawn_workers(q: &WorkQueue<u64>, workers: usize) -> Vec<tokio::task::JoinHan
 
 /// One producer adds `ITEMS` distinct keys while `workers` drain them.
 async fn add_get_done(workers: usize, metrics: bool) -> Duration {
+    add_get_done_of(workers, metrics, |k| k).await
+}
+
+/// The same, keys made by `key`.
+async fn add_get_done_of<T>(workers: usize, metrics: bool, key: impl Fn(u64) -> T) -> Duration
+where
+    T: Clone + Eq + std::hash::Hash + Send + Sync + 'static,
+{
     let mut builder = WorkQueue::builder().name("bench");
     if metrics {
         let provider = PrometheusMetricsProvider::new();
         provider.register(&mut Registry::default());
         builder = builder.metrics(Arc::new(provider));
     }
-    let q: WorkQueue<u64> = builder.build();
+    let q: WorkQueue<T> = builder.build();
     let start = Instant::now();
     let handles = spawn_workers(&q, workers);
     for k in 0..ITEMS {
-        q.add(k);
+        q.add(key(k));
         if k % 256 == 0 {
             tokio::task::yield_now().await;
         }
@@ -139,6 +152,17 @@ fn main() {
         println!("\nsame, with Prometheus metrics");
         for workers in [1, 4, 16] {
             let e = add_get_done(workers, true).await;
+            println!(
+                "  {workers:>2} workers: {:>10} items  {:>10} ops  ({e:.2?})",
+                rate(ITEMS, e),
+                rate(3 * ITEMS, e)
+            );
+        }
+
+        println!("\nsame, with a controller's namespace/name keys");
+        let object_key = |k: u64| ObjectKey::namespaced("default", format!("configmap-{k}"));
+        for workers in [1, 4, 16] {
+            let e = add_get_done_of(workers, true, object_key).await;
             println!(
                 "  {workers:>2} workers: {:>10} items  {:>10} ops  ({e:.2?})",
                 rate(ITEMS, e),

@@ -23,14 +23,17 @@ pub(crate) fn random_uuid() -> String {
     let mut bits = fastrand::u128(..);
     bits = (bits & !(0xF << 76)) | (0x4 << 76); // version 4
     bits = (bits & !(0x3 << 62)) | (0x2 << 62); // RFC 4122 variant
-    format!(
-        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-        bits >> 96,
-        (bits >> 80) & 0xffff,
-        (bits >> 64) & 0xffff,
-        (bits >> 48) & 0xffff,
-        bits & 0xffff_ffff_ffff
-    )
+                                                // Written digit by digit: this runs once per reconcile.
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(36);
+    for digit in 0..32 {
+        if matches!(digit, 8 | 12 | 16 | 20) {
+            text.push('-');
+        }
+        let nibble = (bits >> (124 - 4 * digit)) & 0xf;
+        text.push(char::from(HEX[nibble as usize]));
+    }
+    text
 }
 
 #[cfg(test)]

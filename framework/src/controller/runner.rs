@@ -21,10 +21,9 @@
 //! their keys), shuts the queue down and removes the handlers.
 
 use std::any::Any;
-use std::collections::BTreeMap;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -115,8 +114,6 @@ struct Runtime<K> {
     reconciler: Arc<dyn ErasedReconciler<K>>,
     recover_panic: bool,
     metrics: Handles,
-    /// The key each busy worker holds, to name them if abandoned.
-    in_flight: Mutex<BTreeMap<usize, ObjectKey>>,
 }
 
 impl<K: CachedObject> Controller<K> {
@@ -201,12 +198,11 @@ impl<K: CachedObject> Controller<K> {
                 reconciler,
                 recover_panic,
                 metrics,
-                in_flight: Mutex::new(BTreeMap::new()),
             });
             let halt = stop.child_token();
             let mut workers = JoinSet::new();
-            for id in 0..concurrency {
-                workers.spawn(worker(Arc::clone(&runtime), id, halt.clone()).in_current_span());
+            for _ in 0..concurrency {
+                workers.spawn(worker(Arc::clone(&runtime), halt.clone()).in_current_span());
             }
 
             let mut result = Ok(());
@@ -238,13 +234,14 @@ impl<K: CachedObject> Controller<K> {
             })
             .await;
             if drained.is_err() {
-                let abandoned: Vec<String> = runtime
-                    .in_flight
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .values()
+                // The keys the workers still hold are the queue's in flight.
+                let mut abandoned: Vec<String> = runtime
+                    .queue
+                    .processing_items()
+                    .iter()
                     .map(ToString::to_string)
                     .collect();
+                abandoned.sort_unstable();
                 tracing::warn!(
                     timeout = ?shutdown_timeout,
                     ?abandoned,
@@ -265,7 +262,6 @@ impl<K: CachedObject> Controller<K> {
 /// One worker: takes keys until told to stop (or the queue shuts down).
 async fn worker<K: CachedObject>(
     runtime: Arc<Runtime<K>>,
-    id: usize,
     halt: CancellationToken,
 ) -> Result<(), Error> {
     loop {
@@ -277,9 +273,7 @@ async fn worker<K: CachedObject>(
                 None => return Ok(()),
             },
         };
-        runtime.set_in_flight(id, Some(&key));
         let outcome = runtime.process(&key).await;
-        runtime.set_in_flight(id, None);
         runtime.queue.done(&key);
         outcome?;
     }
@@ -294,17 +288,6 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
 }
 
 impl<K: CachedObject> Runtime<K> {
-    fn set_in_flight(&self, worker: usize, key: Option<&ObjectKey>) {
-        let mut in_flight = self
-            .in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        match key {
-            Some(key) => in_flight.insert(worker, key.clone()),
-            None => in_flight.remove(&worker),
-        };
-    }
-
     /// The object's current state: from the primary informer, once it has
     /// seen this process's last write of the type.
     async fn read(&self, key: &ObjectKey) -> Result<Option<Arc<K>>, Error> {

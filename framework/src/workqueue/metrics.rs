@@ -8,8 +8,6 @@
 //! provider implements only what it exports. The Prometheus implementation
 //! lives in [`super::prometheus`].
 
-use std::collections::HashMap;
-use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -110,20 +108,20 @@ impl MetricsProvider for NoopMetricsProvider {}
 /// `defaultUnfinishedWorkUpdatePeriod`).
 pub(crate) const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);
 
-/// A queue's metric handles and the timestamps they need. Lives inside the
-/// queue's state, so it is only touched under the queue's lock.
-pub(crate) struct QueueMetrics<T> {
+/// A queue's metric handles. The timestamps they need (when each item was
+/// added and when its processing started) live beside the item in the
+/// queue's state, so each item is hashed once per operation; this is only
+/// touched under the queue's lock.
+pub(crate) struct QueueMetrics {
     depth: Arc<dyn GaugeMetric>,
     adds: Arc<dyn CounterMetric>,
     latency: Arc<dyn HistogramMetric>,
     work_duration: Arc<dyn HistogramMetric>,
     unfinished_work_seconds: Arc<dyn SettableGaugeMetric>,
     longest_running_processor: Arc<dyn SettableGaugeMetric>,
-    add_times: HashMap<T, Instant>,
-    processing_start_times: HashMap<T, Instant>,
 }
 
-impl<T: Eq + Hash + Clone> QueueMetrics<T> {
+impl QueueMetrics {
     pub(crate) fn new(provider: &dyn MetricsProvider, name: &str) -> Self {
         Self {
             depth: provider.new_depth_metric(name),
@@ -132,42 +130,41 @@ impl<T: Eq + Hash + Clone> QueueMetrics<T> {
             work_duration: provider.new_work_duration_metric(name),
             unfinished_work_seconds: provider.new_unfinished_work_seconds_metric(name),
             longest_running_processor: provider.new_longest_running_processor_seconds_metric(name),
-            add_times: HashMap::new(),
-            processing_start_times: HashMap::new(),
         }
     }
 
-    /// An item became dirty at `at`.
-    pub(crate) fn add(&mut self, item: &T, at: Instant) {
+    /// An add that was not a duplicate.
+    pub(crate) fn added(&self) {
         self.adds.inc();
         self.depth.inc();
-        self.add_times.entry(item.clone()).or_insert(at);
     }
 
-    /// An item was handed out at `now`.
-    pub(crate) fn get(&mut self, item: &T, now: Instant) {
+    /// An item handed out at `now`, queued since `added`.
+    pub(crate) fn taken(&self, added: Option<Instant>, now: Instant) {
         self.depth.dec();
-        self.processing_start_times.insert(item.clone(), now);
-        if let Some(added) = self.add_times.remove(item) {
+        if let Some(added) = added {
             self.latency
                 .observe(now.saturating_duration_since(added).as_secs_f64());
         }
     }
 
-    /// An item's processing finished at `now`.
-    pub(crate) fn done(&mut self, item: &T, now: Instant) {
-        if let Some(started) = self.processing_start_times.remove(item) {
+    /// An item done at `now`, processed since `started`.
+    pub(crate) fn done(&self, started: Option<Instant>, now: Instant) {
+        if let Some(started) = started {
             self.work_duration
                 .observe(now.saturating_duration_since(started).as_secs_f64());
         }
     }
 
-    /// Re-measures the work in progress.
-    pub(crate) fn update_unfinished_work(&self, now: Instant) {
-        let (total, oldest) = self
-            .processing_start_times
-            .values()
-            .map(|&started| now.saturating_duration_since(started).as_secs_f64())
+    /// Re-measures the work in progress from when each item in flight
+    /// started.
+    pub(crate) fn update_unfinished_work(
+        &self,
+        started: impl Iterator<Item = Instant>,
+        now: Instant,
+    ) {
+        let (total, oldest) = started
+            .map(|started| now.saturating_duration_since(started).as_secs_f64())
             .fold((0.0, 0.0), |(total, oldest): (f64, f64), age| {
                 (total + age, oldest.max(age))
             });

@@ -1,9 +1,10 @@
 //! The work queue itself: dedup, processing, delays, rate-limited retries
 //! and shutdown.
 //!
-//! One mutex guards the whole state (the FIFO, the dirty and processing
-//! sets, the waiting room and the metric timestamps); it is held for a few
-//! map operations and never across an `.await`. Waiters park on
+//! One mutex guards the whole state (the FIFO, one map entry per item with
+//! its dirty and processing marks and metric timestamps, and the waiting
+//! room); it is held for a few map operations and never across an
+//! `.await`. Waiters park on
 //! [`tokio::sync::Notify`]s. One small background task per queue sleeps
 //! until the earliest delayed item is due (and, when metrics are on,
 //! re-measures unfinished work every 500 ms, as client-go does); `add`,
@@ -17,7 +18,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use hashbrown::HashSet;
+use hashbrown::hash_map::EntryRef;
+use hashbrown::HashMap;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -91,7 +93,7 @@ impl<T: Eq + Hash + Clone> std::fmt::Debug for WorkQueue<T> {
         f.debug_struct("WorkQueue")
             .field("name", &self.shared.name)
             .field("queued", &state.queue.len())
-            .field("processing", &state.processing.len())
+            .field("processing", &state.processing)
             .field("waiting", &state.waiting.len())
             .field("shutting_down", &state.shutting_down)
             .finish()
@@ -131,18 +133,65 @@ impl<T> Shared<T> {
 }
 
 struct State<T> {
-    /// Items to hand out, oldest first. Each is in `dirty` and not in
-    /// `processing`.
+    /// Items to hand out, oldest first. Each is marked dirty and not
+    /// processing in `items`.
     queue: VecDeque<T>,
-    /// Items that need processing: queued, or re-added while processing.
-    dirty: HashSet<T>,
-    /// Items handed out and not yet done.
-    processing: HashSet<T>,
+    /// Every item that is dirty (queued, or re-added while processing) or
+    /// processing (handed out and not yet done), with its marks: one entry
+    /// per item, so each operation hashes the item once.
+    items: HashMap<T, Marks>,
+    /// How many items are processing.
+    processing: usize,
     /// Delayed items and their ready times.
     waiting: Waiting<T>,
     shutting_down: bool,
     drain: bool,
-    metrics: Option<QueueMetrics<T>>,
+    metrics: Option<QueueMetrics>,
+    /// Where the stamps' clock starts.
+    epoch: Instant,
+}
+
+/// Where an item stands (client-go keeps these as the `dirty` and
+/// `processing` sets and the metrics' two time maps).
+#[derive(Clone, Copy, Debug, Default)]
+struct Marks {
+    /// Needs processing: queued, or added again while processing.
+    dirty: bool,
+    processing: bool,
+    /// When it was first added since it was last handed out (metrics only).
+    added_at: Stamp,
+    /// When it was handed out (metrics only).
+    started_at: Stamp,
+}
+
+/// A time on the queue's clock, or none: nanoseconds since the queue was
+/// built, plus one. Half the size of an `Option<Instant>`, which keeps an
+/// item's marks at 24 bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Stamp(u64);
+
+impl Stamp {
+    fn new(epoch: Instant, at: Instant) -> Self {
+        let since = at.saturating_duration_since(epoch).as_nanos();
+        Self(
+            u64::try_from(since)
+                .unwrap_or(u64::MAX - 1)
+                .saturating_add(1),
+        )
+    }
+
+    fn time(self, epoch: Instant) -> Option<Instant> {
+        let since = self.0.checked_sub(1)?;
+        epoch.checked_add(Duration::from_nanos(since))
+    }
+
+    fn take(&mut self) -> Self {
+        std::mem::take(self)
+    }
+
+    fn is_set(self) -> bool {
+        self.0 != 0
+    }
 }
 
 /// What a locked `get` attempt found.
@@ -152,23 +201,57 @@ enum Take<T> {
     Empty,
 }
 
+/// What a locked `done` found.
+enum Done {
+    /// The item was not being processed.
+    NotProcessing,
+    /// Done; it was added again meanwhile and is queued once more.
+    Requeued,
+    Finished,
+}
+
 impl<T: Eq + Hash + Clone> State<T> {
     /// Marks `item` dirty (as of `at`) and queues it unless it is being
     /// processed. Returns whether it was queued.
     fn add(&mut self, item: T, at: Instant) -> bool {
-        if self.shutting_down || self.dirty.contains(&item) {
+        if self.shutting_down {
             return false;
         }
-        if let Some(m) = &mut self.metrics {
-            m.add(&item, at);
+        let metrics = self.metrics.as_ref();
+        let stamp = match metrics {
+            Some(_) => Stamp::new(self.epoch, at),
+            None => Stamp::default(),
+        };
+        match self.items.entry_ref(&item) {
+            EntryRef::Occupied(mut entry) => {
+                let marks = entry.get_mut();
+                if marks.dirty {
+                    return false;
+                }
+                // Processing: queued again when done.
+                if let Some(m) = metrics {
+                    m.added();
+                }
+                marks.dirty = true;
+                if !marks.added_at.is_set() {
+                    marks.added_at = stamp;
+                }
+                false
+            }
+            EntryRef::Vacant(entry) => {
+                if let Some(m) = metrics {
+                    m.added();
+                }
+                let marks = Marks {
+                    dirty: true,
+                    added_at: stamp,
+                    ..Marks::default()
+                };
+                entry.insert_with_key(item.clone(), marks);
+                self.queue.push_back(item);
+                true
+            }
         }
-        if self.processing.contains(&item) {
-            self.dirty.insert(item);
-            return false;
-        }
-        self.dirty.insert(item.clone());
-        self.queue.push_back(item);
-        true
     }
 
     /// Adds every delayed item that is due at `now`, earliest first.
@@ -192,12 +275,49 @@ impl<T: Eq + Hash + Clone> State<T> {
                 Take::Empty
             };
         };
-        if let Some(m) = &mut self.metrics {
-            m.get(&item, now);
+        let marks = match self.items.entry_ref(&item) {
+            EntryRef::Occupied(entry) => entry.into_mut(),
+            // Every queued item has marks; kept total rather than trusted.
+            EntryRef::Vacant(entry) => entry.insert_with_key(item.clone(), Marks::default()),
+        };
+        marks.dirty = false;
+        marks.processing = true;
+        self.processing += 1;
+        if let Some(m) = &self.metrics {
+            m.taken(marks.added_at.take().time(self.epoch), now);
+            marks.started_at = Stamp::new(self.epoch, now);
         }
-        self.dirty.remove(&item);
-        self.processing.insert(item.clone());
         Take::Item(item)
+    }
+
+    fn done(&mut self, item: &T, now: Instant) -> Done {
+        let EntryRef::Occupied(mut entry) = self.items.entry_ref(item) else {
+            return Done::NotProcessing;
+        };
+        let marks = entry.get_mut();
+        if !marks.processing {
+            return Done::NotProcessing;
+        }
+        marks.processing = false;
+        self.processing -= 1;
+        if let Some(m) = &self.metrics {
+            m.done(marks.started_at.take().time(self.epoch), now);
+        }
+        if marks.dirty {
+            self.queue.push_back(item.clone());
+            Done::Requeued
+        } else {
+            entry.remove();
+            Done::Finished
+        }
+    }
+
+    /// When each item in flight started (metrics only).
+    fn processing_started(&self) -> impl Iterator<Item = Instant> + '_ {
+        let epoch = self.epoch;
+        self.items
+            .values()
+            .filter_map(move |marks| marks.started_at.time(epoch))
     }
 }
 
@@ -257,12 +377,13 @@ where
                 name: self.name,
                 state: Mutex::new(State {
                     queue: VecDeque::new(),
-                    dirty: HashSet::new(),
-                    processing: HashSet::new(),
+                    items: HashMap::new(),
+                    processing: 0,
                     waiting: Waiting::new(),
                     shutting_down: false,
                     drain: false,
                     metrics,
+                    epoch: Instant::now(),
                 }),
                 items: Notify::new(),
                 drained: Notify::new(),
@@ -435,20 +556,17 @@ where
         let (queued, drained) = {
             let mut state = self.shared.lock();
             let mut queued = state.promote_due(now);
-            if !state.processing.remove(item) {
-                drop(state);
-                self.wake_getters(queued);
-                tracing::debug!(queue = %self.shared.name, "done called for an item that is not being processed");
-                return;
+            match state.done(item, now) {
+                Done::NotProcessing => {
+                    drop(state);
+                    self.wake_getters(queued);
+                    tracing::debug!(queue = %self.shared.name, "done called for an item that is not being processed");
+                    return;
+                }
+                Done::Requeued => queued += 1,
+                Done::Finished => {}
             }
-            if let Some(m) = &mut state.metrics {
-                m.done(item, now);
-            }
-            if state.dirty.contains(item) {
-                state.queue.push_back(item.clone());
-                queued += 1;
-            }
-            (queued, state.shutting_down && state.processing.is_empty())
+            (queued, state.shutting_down && state.processing == 0)
         };
         self.wake_getters(queued);
         if drained {
@@ -468,6 +586,17 @@ where
         };
         self.wake_getters(promoted);
         len
+    }
+
+    /// The items handed out and not yet done, in no particular order.
+    pub(crate) fn processing_items(&self) -> Vec<T> {
+        let state = self.shared.lock();
+        state
+            .items
+            .iter()
+            .filter(|(_, marks)| marks.processing)
+            .map(|(item, _)| item.clone())
+            .collect()
     }
 
     /// Whether no item is queued and ready (see [`len`](Self::len)).
@@ -497,7 +626,7 @@ where
             notified.as_mut().enable();
             {
                 let state = self.shared.lock();
-                if state.processing.is_empty() || !state.drain {
+                if state.processing == 0 || !state.drain {
                     return;
                 }
             }
@@ -578,7 +707,7 @@ where
                 let promoted = state.promote_due(now);
                 let metrics_on = match &state.metrics {
                     Some(m) if next_metrics_update.is_none_or(|t| t <= now) => {
-                        m.update_unfinished_work(now);
+                        m.update_unfinished_work(state.processing_started(), now);
                         next_metrics_update = Some(now + UNFINISHED_WORK_UPDATE_PERIOD);
                         true
                     }
@@ -606,5 +735,45 @@ async fn sleep_until_some(deadline: Option<Instant>) {
     match deadline {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_items_in_flight_are_those_handed_out_and_not_done() {
+        let queue: WorkQueue<&str> = WorkQueue::new();
+        for item in ["a", "b", "c"] {
+            queue.add(item);
+        }
+        let first = queue.get().await;
+        let second = queue.get().await;
+        assert_eq!((first, second), (Some("a"), Some("b")));
+        let mut in_flight = queue.processing_items();
+        in_flight.sort_unstable();
+        assert_eq!(in_flight, ["a", "b"]);
+
+        // Added again while processing: still in flight, queued on done.
+        queue.add("a");
+        queue.done(&"a");
+        assert_eq!(queue.processing_items(), ["b"]);
+        assert_eq!(queue.len(), 2, "c, and a again");
+        queue.done(&"b");
+        assert!(queue.processing_items().is_empty());
+    }
+
+    #[test]
+    fn stamps_keep_the_time_and_the_marks_small() {
+        let epoch = Instant::now();
+        let later = epoch + Duration::from_millis(1500);
+        assert_eq!(Stamp::new(epoch, later).time(epoch), Some(later));
+        assert_eq!(Stamp::new(epoch, epoch).time(epoch), Some(epoch));
+        assert_eq!(Stamp::default().time(epoch), None);
+        let mut stamp = Stamp::new(epoch, later);
+        assert!(stamp.take().is_set());
+        assert!(!stamp.is_set());
+        assert_eq!(std::mem::size_of::<Marks>(), 24);
     }
 }
