@@ -395,8 +395,8 @@ pub(crate) fn aggregate(shared: &Shared) {
     };
     let opts = WriteOpts::internal(&def, AGGREGATOR);
     for role in &roles {
-        let Some(selectors) = role
-            .value()
+        let tree = role.value();
+        let Some(selectors) = tree
             .pointer("/aggregationRule/clusterRoleSelectors")
             .and_then(Value::as_array)
         else {
@@ -406,17 +406,17 @@ pub(crate) fn aggregate(shared: &Shared) {
         let mut seen = BTreeSet::new();
         let mut rules: Vec<Value> = Vec::new();
         for other in &roles {
-            if other.name() == role.name() || !selectors.iter().any(|s| s.matches(other.value())) {
+            if other.name() == role.name() || !selectors.iter().any(|s| s.matches(&other.value())) {
                 continue;
             }
-            for r in Rule::all_of(other.value()) {
+            for r in Rule::all_of(&other.value()) {
                 let v = r.to_json();
                 if seen.insert(v.to_string()) {
                     rules.push(v);
                 }
             }
         }
-        let current: Vec<Value> = Rule::all_of(role.value())
+        let current: Vec<Value> = Rule::all_of(&role.value())
             .iter()
             .map(Rule::to_json)
             .collect();

@@ -276,7 +276,7 @@ fn role_rules(
     let res = crate::registry::ResKey::new(GROUP, plural);
     let found = shared.storage.lock().get(&res, &key);
     match found {
-        Some(role) => Ok(Rule::all_of(role.value())),
+        Some(role) => Ok(Rule::all_of(&role.value())),
         None => Err(ApiError::new(
             404,
             "NotFound",

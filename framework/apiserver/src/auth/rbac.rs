@@ -151,15 +151,12 @@ impl Index {
     ) -> Self {
         let mut role_rules: HashMap<(&str, &str), Arc<[Rule]>> = HashMap::new();
         for r in roles {
-            let rules: Arc<[Rule]> = Rule::all_of(r.value()).into();
-            role_rules.insert(
-                (meta(r.value(), "namespace"), meta(r.value(), "name")),
-                rules,
-            );
+            let rules: Arc<[Rule]> = Rule::all_of(&r.value()).into();
+            role_rules.insert((r.namespace(), r.name()), rules);
         }
         let mut cluster_rules: HashMap<&str, Arc<[Rule]>> = HashMap::new();
         for r in cluster_roles {
-            cluster_rules.insert(meta(r.value(), "name"), Rule::all_of(r.value()).into());
+            cluster_rules.insert(r.name(), Rule::all_of(&r.value()).into());
         }
         let mut index = Index::default();
         let all = bindings

@@ -31,7 +31,8 @@ pub(crate) fn owner_gone(shared: &Shared, uid: &str) {
         };
         let mut alive: Vec<&str> = Vec::new();
         let mut unresolvable = false;
-        for r in owner_refs(obj.value()) {
+        let tree = obj.value();
+        for r in owner_refs(&tree) {
             match lookup(shared, obj.namespace(), r).verdict {
                 Verdict::Present => alive.push(ref_uid(r)),
                 Verdict::Absent => {}
@@ -63,10 +64,8 @@ pub(crate) fn report_misplaced(shared: &Shared, res: &ResKey, key: &ObjKey, uid:
     let Some(dependent) = shared.storage.lock().get(res, key) else {
         return;
     };
-    let Some(r) = owner_refs(dependent.value())
-        .iter()
-        .find(|r| ref_uid(r) == uid)
-    else {
+    let tree = dependent.value();
+    let Some(r) = owner_refs(&tree).iter().find(|r| ref_uid(r) == uid) else {
         return;
     };
     let field = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
@@ -81,7 +80,7 @@ pub(crate) fn report_misplaced(shared: &Shared, res: &ResKey, key: &ObjKey, uid:
     );
     let api_version = def.api_version(&def.storage_version);
     let about = Involved {
-        obj: dependent.value(),
+        obj: &dependent.value(),
         kind: &def.kind,
         api_version: &api_version,
     };
@@ -121,7 +120,7 @@ pub(crate) fn foreground(shared: &Shared, def: &ResourceDef, key: &ObjKey, uid: 
         let Some(dep) = shared.storage.lock().get(dres, dkey) else {
             continue;
         };
-        let blocks = owner_refs(dep.value()).iter().any(|r| {
+        let blocks = owner_refs(&dep.value()).iter().any(|r| {
             ref_uid(r) == uid && r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true)
         });
         if blocks {

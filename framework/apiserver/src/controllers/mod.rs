@@ -82,7 +82,7 @@ fn finalize(shared: &Shared, res: &ResKey, key: &ObjKey) -> bool {
     if !obj.deleting() {
         return true;
     }
-    let fins = util::finalizers(obj.value());
+    let fins = util::finalizers(&obj.value());
     let mut done = true;
     if def.builtin().is_some() && def.group.is_empty() && def.plural == "namespaces" {
         done &= namespaces::finalize(shared, &def, key);

@@ -109,7 +109,7 @@ pub(super) fn get(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
         .lock()
         .get(&ctx.def.key(), &key)
         .ok_or_else(|| ApiError::not_found(&ctx.def.plural, &ctx.def.group, &key.1))?;
-    Ok(h::json(200, &scale_of(ctx, obj.value())?))
+    Ok(h::json(200, &scale_of(ctx, &obj.value())?))
 }
 
 /// Writes the replicas of `scale` into `cur`.
@@ -222,7 +222,7 @@ pub(super) async fn update(ctx: &Arc<Ctx>, body: Incoming) -> Result<Response<Bo
             |cur| apply_scale(&ctx, cur, &scale),
             &admission,
         )?;
-        respond(&ctx, w.obj.value())
+        respond(&ctx, &w.obj.value())
     })
     .await
 }
@@ -258,5 +258,5 @@ fn patch_with(
         ))
     };
     let w = objects::update_admitted(&ctx.shared, &ctx.def, &key, opts, mutate, &admission)?;
-    respond(ctx, w.obj.value())
+    respond(ctx, &w.obj.value())
 }

@@ -248,7 +248,7 @@ pub(super) fn namespace_gate(shared: &Shared, def: &ResourceDef, ns: &str) -> Re
             Err(ApiError::forbidden(format!(
                 "{} \"{}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
                 qualified(&def.plural, &def.group),
-                util::meta_str(n.value(), "name").unwrap_or("")
+                util::meta_str(&n.value(), "name").unwrap_or("")
             ))
             .with_details(Details {
                 name: Some(String::new()),

@@ -96,8 +96,8 @@ pub(crate) fn evict(
         .lock()
         .get(&pods.key(), key)
         .ok_or_else(|| ApiError::not_found("pods", "", &key.1))?;
-    let phase = pod
-        .value()
+    let tree = pod.value();
+    let phase = tree
         .pointer("/status/phase")
         .and_then(Value::as_str)
         .unwrap_or("");

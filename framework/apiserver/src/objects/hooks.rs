@@ -60,7 +60,7 @@ fn queue_absent_owners(
     if !new.owner_uids().iter().any(|uid| added(uid)) {
         return;
     }
-    for r in owners::owner_refs(new.value()) {
+    for r in owners::owner_refs(&new.value()) {
         let uid = owners::ref_uid(r);
         if !added(uid) {
             continue;

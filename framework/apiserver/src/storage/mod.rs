@@ -148,7 +148,17 @@ pub(crate) struct Store {
     /// Every resourceVersion below this was compacted away, for every
     /// resource (including ones not written yet).
     compacted: u64,
+    /// The versions replaced most recently, oldest first: they keep their
+    /// parsed trees for the readers still catching up on them (informers
+    /// behind by a few events) until [`RETIRING_VERSIONS`] newer ones
+    /// follow.
+    retiring: VecDeque<Arc<StoredObject>>,
 }
+
+/// How many replaced versions keep their parsed trees. Older ones drop
+/// them ([`StoredObject::supersede`]), so the watch history holds bytes,
+/// not trees about ten times their size.
+const RETIRING_VERSIONS: usize = 1024;
 
 /// The store plus a channel announcing the current resourceVersion.
 pub(crate) struct Storage {
@@ -172,6 +182,7 @@ impl Storage {
                 watch_buffer: watch_buffer.max(1),
                 rv_tx,
                 compacted: 0,
+                retiring: VecDeque::new(),
             }),
             rv_rx,
         }
@@ -287,6 +298,17 @@ impl Store {
         }
     }
 
+    /// A version stopped being current: it keeps its parsed tree until
+    /// [`RETIRING_VERSIONS`] more have.
+    fn retire(&mut self, version: Arc<StoredObject>) {
+        self.retiring.push_back(version);
+        while self.retiring.len() > RETIRING_VERSIONS {
+            if let Some(oldest) = self.retiring.pop_front() {
+                oldest.supersede();
+            }
+        }
+    }
+
     fn record(&mut self, res: &ResKey, ev: Event) {
         let ev = Arc::new(ev);
         let limit = self.history_limit;
@@ -386,6 +408,7 @@ impl Store {
             .or_default()
             .objects
             .insert(key.clone(), obj.clone());
+        self.retire(old.clone());
         self.record(res, Event::new(key.clone(), obj.clone(), Some(old), false));
         Ok(obj)
     }
@@ -414,6 +437,9 @@ impl Store {
         self.rv += 1;
         let obj = Arc::new(old.with_rv(self.rv));
         self.index(res, key, Some(&old), None);
+        // The last state is never current: both retire.
+        self.retire(old.clone());
+        self.retire(obj.clone());
         if let Some(c) = self.collections.get_mut(res) {
             c.objects.remove(key);
         }
@@ -703,6 +729,35 @@ mod tests {
             .unwrap();
         assert_eq!(p2.items[0].name(), "b");
         assert!(p2.next.is_none());
+    }
+
+    #[test]
+    fn replaced_versions_drop_their_parsed_trees_once_retired() {
+        let s = Storage::new(100, 10);
+        let res = ResKey::new("", "configmaps");
+        let mut st = s.lock();
+        let first = st.create(&res, key("a"), cm("a", "1")).unwrap();
+        assert!(Arc::ptr_eq(&first.value(), &first.value()), "kept");
+        let second = st.update(&res, &key("a"), cm("a", "2"), None).unwrap();
+        assert!(first.keeps_tree(), "kept while readers catch up");
+        assert!(Arc::ptr_eq(&second.value(), &second.value()));
+        let gone = st.delete(&res, &key("a"), None, None).unwrap();
+        assert_eq!(gone.value()["data"]["v"], "2");
+        // Enough later versions retire the first ones.
+        st.create(&res, key("b"), cm("b", "0")).unwrap();
+        for i in 0..RETIRING_VERSIONS {
+            let _ = st
+                .update(&res, &key("b"), cm("b", &i.to_string()), None)
+                .unwrap()
+                .value();
+        }
+        for retired in [&first, &second, &gone] {
+            assert!(!retired.keeps_tree(), "the replaced version dropped it");
+            assert_eq!(retired.value()["metadata"]["name"], "a", "and still parses");
+            assert!(!retired.keeps_tree(), "without keeping it again");
+        }
+        let current = st.get(&res, &key("b")).unwrap();
+        assert!(current.keeps_tree(), "the current version keeps its tree");
     }
 
     #[test]

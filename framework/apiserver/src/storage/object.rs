@@ -10,7 +10,7 @@
 
 use std::fmt;
 use std::ops::Range;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -89,8 +89,22 @@ pub(crate) struct StoredObject {
     /// Where the fields after `kind`/`apiVersion` start in `bytes`.
     rest_start: usize,
     summary: Summary,
-    /// The parsed tree, once a reader asked for it through [`Self::value`].
-    parsed: OnceLock<Value>,
+    /// The parsed tree, once a reader asked for it through [`Self::value`],
+    /// while this version is current or recently replaced.
+    parsed: Mutex<Parsed>,
+}
+
+/// Whether a version keeps its parsed tree.
+#[derive(Debug, Default)]
+enum Parsed {
+    #[default]
+    NotYet,
+    Kept(Arc<Value>),
+    /// Replaced in storage long enough ago (see `Store::retire`): the
+    /// tree is dropped and never kept again. Only the bytes stay, for the
+    /// watch history; a tree there would live as long as the event, at
+    /// about ten times the bytes the history is bounded by.
+    Superseded,
 }
 
 impl fmt::Debug for StoredObject {
@@ -193,7 +207,7 @@ impl StoredObject {
             bytes: Bytes::from(buf),
             rest_start,
             summary,
-            parsed: OnceLock::new(),
+            parsed: Mutex::default(),
         }
     }
 
@@ -234,7 +248,7 @@ impl StoredObject {
             bytes: Bytes::from(buf),
             rest_start: self.rest_start,
             summary,
-            parsed: OnceLock::new(),
+            parsed: Mutex::default(),
         }
     }
 
@@ -259,18 +273,62 @@ impl StoredObject {
         out.extend_from_slice(&self.bytes[self.rest_start..]);
     }
 
-    /// The parsed object, parsed on first use and kept with this version:
-    /// for readers that come back to the same object (the workload
-    /// controllers). One-off readers use [`Self::to_value`].
-    pub fn value(&self) -> &Value {
-        self.parsed.get_or_init(|| parse(&self.bytes))
+    /// The parsed object, parsed on first use and kept until this version
+    /// is retired: for readers that come back to the same object (the
+    /// workload controllers). One-off readers use [`Self::to_value`].
+    pub fn value(&self) -> Arc<Value> {
+        let superseded = match &*self.parsed() {
+            Parsed::Kept(tree) => return Arc::clone(tree),
+            Parsed::NotYet => false,
+            Parsed::Superseded => true,
+        };
+        // Parsed outside the lock; two first readers may both parse, and
+        // the first to finish is kept.
+        let tree = Arc::new(parse(&self.bytes));
+        if superseded {
+            return tree;
+        }
+        let mut parsed = self.parsed();
+        match &*parsed {
+            Parsed::Kept(kept) => Arc::clone(kept),
+            Parsed::Superseded => tree,
+            Parsed::NotYet => {
+                *parsed = Parsed::Kept(Arc::clone(&tree));
+                tree
+            }
+        }
     }
 
     /// A parsed copy of the object, not kept.
     pub fn to_value(&self) -> Value {
-        match self.parsed.get() {
-            Some(v) => v.clone(),
+        match self.kept() {
+            Some(tree) => Value::clone(&tree),
             None => parse(&self.bytes),
+        }
+    }
+
+    /// This version was replaced a while ago: drop the parsed tree, and
+    /// keep none from now on.
+    pub(crate) fn supersede(&self) {
+        let dropped = std::mem::replace(&mut *self.parsed(), Parsed::Superseded);
+        drop(dropped);
+    }
+
+    /// Whether the parsed tree is kept with this version.
+    #[cfg(test)]
+    pub(crate) fn keeps_tree(&self) -> bool {
+        self.kept().is_some()
+    }
+
+    fn parsed(&self) -> MutexGuard<'_, Parsed> {
+        // Nothing panics while the lock is held.
+        self.parsed.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn kept(&self) -> Option<Arc<Value>> {
+        match &*self.parsed() {
+            Parsed::Kept(tree) => Some(Arc::clone(tree)),
+            _ => None,
         }
     }
 
@@ -314,8 +372,8 @@ impl StoredObject {
     /// The value at `path` (object keys), read from the bytes without
     /// parsing the rest; `None` when absent or not under objects.
     pub fn field(&self, path: &[String]) -> Option<Value> {
-        if let Some(v) = self.parsed.get() {
-            let mut cur = Some(v);
+        if let Some(tree) = self.kept() {
+            let mut cur = Some(&*tree);
             for seg in path {
                 cur = cur.and_then(|v| v.get(seg));
             }
@@ -508,7 +566,11 @@ impl Event {
         match (&self.prev, ty, self.deleted) {
             (Some(prev), EventType::Deleted, false) => self
                 .left
-                .get_or_init(|| Arc::new(prev.with_rv(self.rv)))
+                .get_or_init(|| {
+                    let left = prev.with_rv(self.rv);
+                    left.supersede();
+                    Arc::new(left)
+                })
                 .clone(),
             _ => self.object.clone(),
         }

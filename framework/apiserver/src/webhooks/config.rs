@@ -158,9 +158,10 @@ impl Hook {
             &ResKey::new("", "namespaces"),
             &(String::new(), attrs.namespace.to_owned()),
         );
-        let labels = namespace
-            .as_ref()
-            .and_then(|ns| ns.value().pointer("/metadata/labels"));
+        let tree = namespace.as_ref().map(|ns| ns.value());
+        let labels = tree
+            .as_deref()
+            .and_then(|ns| ns.pointer("/metadata/labels"));
         selector_matches(selector, labels)
     }
 

@@ -101,8 +101,8 @@ enum ParamKind {
 enum Param {
     /// No `paramKind`, or a binding without `paramRef`.
     Null,
-    /// Stored at the `paramKind`'s version: shared with the store.
-    Stored(Arc<StoredObject>),
+    /// Stored at the `paramKind`'s version: the stored object's tree.
+    Stored(Arc<Value>),
     /// Converted to the `paramKind`'s version.
     Converted(Value),
 }
@@ -111,7 +111,7 @@ impl Param {
     fn value(&self) -> &Value {
         match self {
             Param::Null => &NULL,
-            Param::Stored(obj) => obj.value(),
+            Param::Stored(tree) => tree,
             Param::Converted(value) => value,
         }
     }
@@ -231,8 +231,8 @@ pub(crate) fn admit(
     let mut denials = Vec::new();
     for policy in policies.iter().map(|p| p.value()) {
         let spec = policy.get("spec").unwrap_or(&NULL);
-        let policy_name = name_of(policy);
-        let bound: Vec<&Value> = bindings
+        let policy_name = name_of(&policy);
+        let bound: Vec<Arc<Value>> = bindings
             .iter()
             .map(|b| b.value())
             .filter(|b| b.pointer("/spec/policyName").and_then(Value::as_str) == Some(policy_name))
@@ -272,7 +272,7 @@ pub(crate) fn admit(
             }
         };
         let mut compiled = None;
-        for binding in bound {
+        for binding in bound.iter().map(|b| &**b) {
             if let Some(resources) = binding
                 .pointer("/spec/matchResources")
                 .filter(|r| !r.is_null())
@@ -464,7 +464,7 @@ fn at_version(
     let def = &source.def;
     let api_version = def.api_version(&source.version);
     if def.conversion().is_none() && obj.api_version() == Some(api_version.as_str()) {
-        return Ok(Param::Stored(obj));
+        return Ok(Param::Stored(obj.value()));
     }
     let value = obj.to_value();
     let value = def.view(&value).unwrap_or(value);

@@ -114,6 +114,11 @@ pub(crate) fn key_of(obj: &Value) -> ObjKey {
     )
 }
 
+/// [`key_of`] from a stored object's summary, without parsing it.
+pub(crate) fn stored_key(obj: &StoredObject) -> ObjKey {
+    (obj.namespace().to_owned(), obj.name().to_owned())
+}
+
 impl Api {
     pub fn def(&self, kind: Kind) -> Result<Arc<ResourceDef>, ApiError> {
         self.shared
@@ -290,10 +295,27 @@ pub(crate) fn controller_ref(owner: &Value, kind: Kind) -> Value {
 
 /// The controller reference of `obj`, if any.
 pub(crate) fn controller_of(obj: &Value) -> Option<&Value> {
-    obj.at("/metadata/ownerReferences")
-        .and_then(Value::as_array)?
+    controller_among(obj.at("/metadata/ownerReferences")?)
+}
+
+/// The reference marked `controller` in an `ownerReferences` array.
+fn controller_among(refs: &Value) -> Option<&Value> {
+    refs.as_array()?
         .iter()
         .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+}
+
+/// [`controller_key`] of a stored object, read from its ownerReferences
+/// alone: for a version whose whole tree is not wanted (an update's old
+/// state, which storage no longer keeps parsed).
+pub(crate) fn stored_controller_key(obj: &StoredObject, kind: Kind) -> Option<ObjKey> {
+    let path = ["metadata".to_owned(), "ownerReferences".to_owned()];
+    let refs = obj.field(&path)?;
+    let r = controller_among(&refs)?;
+    (r.get("kind").and_then(Value::as_str) == Some(kind.kind)).then(|| {
+        let name = r.get("name").and_then(Value::as_str).unwrap_or("");
+        (obj.namespace().to_owned(), name.to_owned())
+    })
 }
 
 /// The namespace key of `obj`'s controller when it is of `kind`.

@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::api::{controller_key, controller_ref, key_of, Api, CRONJOBS, JOBS};
+use super::api::{controller_ref, key_of, stored_controller_key, stored_key, Api, CRONJOBS, JOBS};
 use super::cron::Schedule;
 use super::informer::{self, Change};
 use super::queue::Queue;
@@ -32,7 +32,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         api.shared.clone(),
         CRONJOBS.res(),
         cancel.clone(),
-        move |c: &Change| q.add(key_of(c.obj.value())),
+        move |c: &Change| q.add(stored_key(&c.obj)),
     );
     let q = queue.clone();
     informer::watch(
@@ -40,7 +40,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         JOBS.res(),
         cancel.clone(),
         move |c: &Change| {
-            if let Some(k) = controller_key(c.obj.value(), CRONJOBS) {
+            if let Some(k) = stored_controller_key(&c.obj, CRONJOBS) {
                 q.add(k);
             }
         },
@@ -81,7 +81,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, key: &ObjKey) {
     // Active Jobs: drop the finished and the gone.
     let mut active: Vec<Value> = Vec::new();
     for j in &jobs {
-        match finished(j.value()) {
+        match finished(&j.value()) {
             None if !j.deleting() => active.push(json!({
                 "apiVersion": "batch/v1", "kind": "Job", "name": j.name(), "namespace": key.0,
                 "uid": j.uid(), "resourceVersion": j.rv.to_string(),
@@ -244,7 +244,7 @@ fn schedule(
     match cj.at("/spec/concurrencyPolicy").and_then(Value::as_str) {
         Some("Forbid") if has_active => return next_in,
         Some("Replace") if has_active => {
-            for j in jobs.iter().filter(|j| finished(j.value()).is_none()) {
+            for j in jobs.iter().filter(|j| finished(&j.value()).is_none()) {
                 delete_job(api, cj, j);
             }
             status.as_object_mut()?.remove("active");
@@ -331,7 +331,7 @@ fn cleanup(api: &Api, cj: &Value, jobs: &[Arc<StoredObject>]) {
             .unwrap_or(default);
         let mut done: Vec<&Arc<StoredObject>> = jobs
             .iter()
-            .filter(|j| finished(j.value()) == Some(cond))
+            .filter(|j| finished(&j.value()) == Some(cond))
             .collect();
         done.sort_by(|a, b| {
             let start = |j: &Arc<StoredObject>| {
@@ -354,7 +354,7 @@ fn cleanup(api: &Api, cj: &Value, jobs: &[Arc<StoredObject>]) {
 fn delete_job(api: &Api, cj: &Value, job: &StoredObject) {
     let deleted = api.delete(
         JOBS,
-        &key_of(job.value()),
+        &key_of(&job.value()),
         Some(job.uid()),
         None,
         Some(Propagation::Background),

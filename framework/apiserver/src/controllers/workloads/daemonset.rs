@@ -42,7 +42,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         cancel.clone(),
         move |_c: &Change| {
             for ds in a.list(DAEMONSETS, None) {
-                q.add(key_of(ds.value()));
+                q.add(key_of(&ds.value()));
             }
         },
     );
@@ -122,7 +122,7 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
     daemon_tolerations(&mut probe);
     let mut by_node: BTreeMap<String, Vec<Arc<StoredObject>>> = BTreeMap::new();
     for p in &claimed {
-        if let Some(n) = target_node(p.value()) {
+        if let Some(n) = target_node(&p.value()) {
             by_node.entry(n).or_default().push(p.clone());
         }
     }
@@ -137,11 +137,13 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
     let mut outdated: Vec<Arc<StoredObject>> = Vec::new();
     let mut unavailable_now = 0;
     for node in &nodes {
-        let should_run =
-            fit::selects(&probe, node.value()) && fit::untolerated(&probe, node.value()).is_none();
+        let should_run = fit::selects(&probe, &node.value())
+            && fit::untolerated(&probe, &node.value()).is_none();
         let on_node: Vec<Arc<StoredObject>> = by_node.remove(node.name()).unwrap_or_default();
-        let active: Vec<&Arc<StoredObject>> =
-            on_node.iter().filter(|p| pods::active(p.value())).collect();
+        let active: Vec<&Arc<StoredObject>> = on_node
+            .iter()
+            .filter(|p| pods::active(&p.value()))
+            .collect();
         if should_run {
             desired += 1;
             if !active.is_empty() {
@@ -151,16 +153,16 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
             misscheduled += 1;
         }
         for p in &active {
-            if pods::ready(p.value()) {
+            if pods::ready(&p.value()) {
                 ready += 1;
-                if pods::available(p.value(), min_ready) {
+                if pods::available(&p.value(), min_ready) {
                     available += 1;
                 }
             } else {
                 unavailable_now += 1;
             }
-            let label = p
-                .value()
+            let tree = p.value();
+            let label = tree
                 .at("/metadata/labels")
                 .and_then(|l| l.get(REVISION_LABEL))
                 .and_then(Value::as_str);
@@ -175,9 +177,9 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
         }
         for p in on_node
             .iter()
-            .filter(|p| pods::phase(p.value()) == "Failed" && !pods::deleting(p.value()))
+            .filter(|p| pods::phase(&p.value()) == "Failed" && !pods::deleting(&p.value()))
         {
-            let _ = api.delete(PODS, &key_of(p.value()), Some(p.uid()), None, None);
+            let _ = api.delete(PODS, &key_of(&p.value()), Some(p.uid()), None, None);
         }
         if should_run && active.is_empty() {
             let mut pod =
@@ -216,7 +218,7 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
         } else if !should_run {
             for p in active {
                 if api
-                    .delete(PODS, &key_of(p.value()), Some(p.uid()), None, None)
+                    .delete(PODS, &key_of(&p.value()), Some(p.uid()), None, None)
                     .is_ok()
                 {
                     api.event(
@@ -231,7 +233,7 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
             }
         } else if active.len() > 1 {
             for p in active.iter().skip(1) {
-                let _ = api.delete(PODS, &key_of(p.value()), Some(p.uid()), None, None);
+                let _ = api.delete(PODS, &key_of(&p.value()), Some(p.uid()), None, None);
             }
         }
     }
@@ -239,11 +241,11 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
     for p in by_node
         .values()
         .flatten()
-        .filter(|p| pods::active(p.value()))
+        .filter(|p| pods::active(&p.value()))
     {
         misscheduled += 1;
         if !deleting {
-            let _ = api.delete(PODS, &key_of(p.value()), Some(p.uid()), None, None);
+            let _ = api.delete(PODS, &key_of(&p.value()), Some(p.uid()), None, None);
         }
     }
     let rolling = ds.at("/spec/updateStrategy/type").and_then(Value::as_str) != Some("OnDelete");
@@ -256,14 +258,14 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
         .max(1);
         let mut budget = max - unavailable_now;
         // Not-ready outdated pods go first; they cost no availability.
-        outdated.sort_by_key(|p| pods::ready(p.value()));
+        outdated.sort_by_key(|p| pods::ready(&p.value()));
         for p in outdated {
-            let costs = pods::ready(p.value());
+            let costs = pods::ready(&p.value());
             if costs && budget <= 0 {
                 break;
             }
             if api
-                .delete(PODS, &key_of(p.value()), Some(p.uid()), None, None)
+                .delete(PODS, &key_of(&p.value()), Some(p.uid()), None, None)
                 .is_ok()
                 && costs
             {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::api::{key_of, Api, PDBS, PODS};
+use super::api::{key_of, stored_key, Api, PDBS, PODS};
 use super::deployment::scaled;
 use super::informer::{self, Change};
 use super::pods;
@@ -29,7 +29,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         api.shared.clone(),
         PDBS.res(),
         cancel.clone(),
-        move |c: &Change| q.add(key_of(c.obj.value())),
+        move |c: &Change| q.add(stored_key(&c.obj)),
     );
     let (q, a) = (queue.clone(), api.clone());
     informer::watch(
@@ -37,20 +37,22 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         PODS.res(),
         cancel.clone(),
         move |c: &Change| {
-            let ns = util::meta_str(c.obj.value(), "namespace").unwrap_or("");
-            for pdb in a.list(PDBS, Some(ns)) {
+            let ns = c.obj.namespace();
+            let budgets = a.list(PDBS, Some(ns));
+            if budgets.is_empty() {
+                return;
+            }
+            let labels = c.obj.labels().map(Value::Object);
+            for pdb in budgets {
                 let sel = pdb
                     .value()
                     .at("/spec/selector")
                     .cloned()
                     .unwrap_or_default();
                 if !pods::selector_is_empty(&sel)
-                    && crate::selectors::selector_matches(
-                        &sel,
-                        c.obj.value().at("/metadata/labels"),
-                    )
+                    && crate::selectors::selector_matches(&sel, labels.as_ref())
                 {
-                    q.add(key_of(pdb.value()));
+                    q.add(key_of(&pdb.value()));
                 }
             }
         },
@@ -73,7 +75,7 @@ fn sync(api: &Api, key: &ObjKey) {
         api.list(PODS, Some(&key.0))
             .into_iter()
             .filter(|p| crate::selectors::selector_matches(&sel, p.value().at("/metadata/labels")))
-            .filter(|p| !pods::terminal(p.value()))
+            .filter(|p| !pods::terminal(&p.value()))
             .collect()
     };
     // Evicted pods count as disrupted until they are gone.
@@ -85,7 +87,7 @@ fn sync(api: &Api, key: &ObjKey) {
                 .filter(|(name, _)| {
                     matching
                         .iter()
-                        .any(|p| p.name() == name.as_str() && !pods::deleting(p.value()))
+                        .any(|p| p.name() == name.as_str() && !pods::deleting(&p.value()))
                 })
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
@@ -95,8 +97,8 @@ fn sync(api: &Api, key: &ObjKey) {
     let healthy = matching
         .iter()
         .filter(|p| {
-            pods::ready(p.value())
-                && !pods::deleting(p.value())
+            pods::ready(&p.value())
+                && !pods::deleting(&p.value())
                 && !disrupted.contains_key(p.name())
         })
         .count() as i64;

@@ -75,7 +75,7 @@ pub(crate) fn ensure(
         return api
             .update(
                 REVISIONS,
-                &super::api::key_of(existing.value()),
+                &super::api::key_of(&existing.value()),
                 MANAGER,
                 |r| {
                     r["revision"] = json!(max + 1);

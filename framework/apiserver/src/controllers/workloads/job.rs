@@ -101,7 +101,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
     let mut candidates = api.owned(PODS, &uid);
     candidates.extend(orphans.of(api, &key.0));
     let all = claim(api, &job, JOBS, &selector, PODS, candidates, Some(TRACKING));
-    let active: Vec<&Arc<StoredObject>> = all.iter().filter(|p| pods::active(p.value())).collect();
+    let active: Vec<&Arc<StoredObject>> = all.iter().filter(|p| pods::active(&p.value())).collect();
     let mut status = job.get("status").cloned().unwrap_or_else(|| json!({}));
     if !status.is_object() {
         status = json!({});
@@ -111,14 +111,16 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
     // Finished pods still carrying the finalizer are counted now.
     let new_succeeded: Vec<&Arc<StoredObject>> = all
         .iter()
-        .filter(|p| has_finalizer(p.value()) && pods::phase(p.value()) == "Succeeded")
+        .filter(|p| has_finalizer(&p.value()) && pods::phase(&p.value()) == "Succeeded")
         .collect();
     let new_failed: Vec<&Arc<StoredObject>> = all
         .iter()
         .filter(|p| {
-            has_finalizer(p.value()) && failed(p.value()) && pods::phase(p.value()) != "Succeeded"
+            has_finalizer(&p.value())
+                && failed(&p.value())
+                && pods::phase(&p.value()) != "Succeeded"
         })
-        .filter(|p| pods::terminal(p.value()) || pods::deleting(p.value()))
+        .filter(|p| pods::terminal(&p.value()) || pods::deleting(&p.value()))
         .collect();
     let succeeded = prev_succeeded + new_succeeded.len() as i64;
     let failed_count = prev_failed + new_failed.len() as i64;
@@ -147,8 +149,8 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
     } else {
         let restarts: i64 = all
             .iter()
-            .filter(|p| matches!(pods::phase(p.value()), "Running" | "Pending"))
-            .map(|p| pods::restarts(p.value()))
+            .filter(|p| matches!(pods::phase(&p.value()), "Running" | "Pending"))
+            .map(|p| pods::restarts(&p.value()))
             .sum();
         let on_failure = job
             .at("/spec/template/spec/restartPolicy")
@@ -188,7 +190,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
     if finished.is_some() {
         for p in &active {
             if api
-                .delete(PODS, &key_of(p.value()), Some(p.uid()), None, None)
+                .delete(PODS, &key_of(&p.value()), Some(p.uid()), None, None)
                 .is_ok()
             {
                 active_count -= 1;
@@ -202,17 +204,17 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
         };
         if active_count > want {
             let mut victims = active.clone();
-            victims.sort_by(|a, b| pods::removal_order(a.value(), b.value()));
+            victims.sort_by(|a, b| pods::removal_order(&a.value(), &b.value()));
             for p in victims.into_iter().take((active_count - want) as usize) {
                 if api
-                    .delete(PODS, &key_of(p.value()), Some(p.uid()), None, None)
+                    .delete(PODS, &key_of(&p.value()), Some(p.uid()), None, None)
                     .is_ok()
                 {
                     active_count -= 1;
                 }
             }
         } else if active_count < want {
-            let terminating = all.iter().filter(|p| pods::terminating(p.value())).count() as i64;
+            let terminating = all.iter().filter(|p| pods::terminating(&p.value())).count() as i64;
             let diff = want - active_count - terminating;
             let (failures, last) = backoffs
                 .0
@@ -287,15 +289,15 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
     // Count finished pods: their finalizer goes.
     let counted: Vec<&Arc<StoredObject>> = all
         .iter()
-        .filter(|p| has_finalizer(p.value()))
+        .filter(|p| has_finalizer(&p.value()))
         .filter(|p| {
-            pods::terminal(p.value())
-                || pods::deleting(p.value())
+            pods::terminal(&p.value())
+                || pods::deleting(&p.value())
                 || job.at("/metadata/deletionTimestamp").is_some()
         })
         .collect();
     for p in &counted {
-        let _ = api.update(PODS, &key_of(p.value()), MANAGER, |o| {
+        let _ = api.update(PODS, &key_of(&p.value()), MANAGER, |o| {
             let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) else {
                 return false;
             };
@@ -314,9 +316,9 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
     status["succeeded"] = json!(succeeded);
     status["failed"] = json!(failed_count);
     let remaining: Vec<&Arc<StoredObject>> =
-        all.iter().filter(|p| pods::active(p.value())).collect();
-    let ready = remaining.iter().filter(|p| pods::ready(p.value())).count();
-    let terminating = all.iter().filter(|p| pods::terminating(p.value())).count() as i64
+        all.iter().filter(|p| pods::active(&p.value())).collect();
+    let ready = remaining.iter().filter(|p| pods::ready(&p.value())).count();
+    let terminating = all.iter().filter(|p| pods::terminating(&p.value())).count() as i64
         + (active.len() as i64 - active_count).max(0) * i64::from(finished.is_some());
     status["active"] = json!(active_count.max(0));
     status["ready"] = json!(ready);

@@ -29,15 +29,16 @@ pub(crate) fn claim(
     let owner_deleting = owner.at("/metadata/deletionTimestamp").is_some();
     let mut mine = Vec::new();
     for obj in candidates {
-        let labels = obj.value().at("/metadata/labels");
+        let tree = obj.value();
+        let labels = tree.at("/metadata/labels");
         let matches = selector_matches(selector, labels);
-        match controller_of(obj.value()) {
+        match controller_of(&obj.value()) {
             Some(r) if r.get("uid").and_then(Value::as_str) == Some(owner_uid.as_str()) => {
                 if matches {
                     mine.push(obj);
                 } else if !owner_deleting {
                     let uid = owner_uid.clone();
-                    let _ = api.update(child_kind, &key_of(obj.value()), MANAGER, |o| {
+                    let _ = api.update(child_kind, &key_of(&obj.value()), MANAGER, |o| {
                         let Some(refs) = o
                             .pointer_mut("/metadata/ownerReferences")
                             .and_then(Value::as_array_mut)
@@ -55,13 +56,13 @@ pub(crate) fn claim(
                 if owner_deleting
                     || !matches
                     || obj.deleting()
-                    || util::meta_str(obj.value(), "namespace")
+                    || util::meta_str(&obj.value(), "namespace")
                         != util::meta_str(owner, "namespace")
                 {
                     continue;
                 }
                 let reference = controller_ref(owner, owner_kind);
-                let adopted = api.update(child_kind, &key_of(obj.value()), MANAGER, |o| {
+                let adopted = api.update(child_kind, &key_of(&obj.value()), MANAGER, |o| {
                     if controller_of(o).is_some() {
                         return false;
                     }

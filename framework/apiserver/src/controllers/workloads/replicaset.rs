@@ -13,7 +13,8 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::api::{
-    controller_key, controller_of, controller_ref, key_of, Api, Kind, PODS, REPLICASETS,
+    controller_key, controller_of, controller_ref, key_of, stored_controller_key, stored_key, Api,
+    Kind, PODS, REPLICASETS,
 };
 use super::informer::{self, Change};
 use super::owners::claim;
@@ -79,7 +80,7 @@ pub(crate) fn watch_owners_and_pods(
         api.shared.clone(),
         kind.res(),
         cancel.clone(),
-        move |c: &Change| q.add(key_of(c.obj.value())),
+        move |c: &Change| q.add(stored_key(&c.obj)),
     );
     let (q, o) = (queue.clone(), orphans.clone());
     informer::watch(
@@ -87,8 +88,9 @@ pub(crate) fn watch_owners_and_pods(
         PODS.res(),
         cancel.clone(),
         move |c: &Change| {
-            o.observe(c.ty, c.obj.value());
-            if let Some(k) = controller_key(c.obj.value(), kind) {
+            let pod = c.obj.value();
+            o.observe(c.ty, &pod);
+            if let Some(k) = controller_key(&pod, kind) {
                 q.add(k);
             }
         },
@@ -104,7 +106,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         api.shared.clone(),
         REPLICASETS.res(),
         cancel.clone(),
-        move |c: &Change| q.add(key_of(c.obj.value())),
+        move |c: &Change| q.add(stored_key(&c.obj)),
     );
     let q = queue.clone();
     let o = orphans.clone();
@@ -114,23 +116,24 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         PODS.res(),
         cancel.clone(),
         move |c: &Change| {
-            o.observe(c.ty, c.obj.value());
-            if let Some(k) = controller_key(c.obj.value(), REPLICASETS) {
+            let pod = c.obj.value();
+            o.observe(c.ty, &pod);
+            if let Some(k) = controller_key(&pod, REPLICASETS) {
                 q.add(k);
-            } else if pods::active(c.obj.value()) && c.ty != EventType::Deleted {
+            } else if pods::active(&pod) && c.ty != EventType::Deleted {
                 // An orphan: wake the ReplicaSets that would adopt it.
-                let ns = util::meta_str(c.obj.value(), "namespace").unwrap_or("");
+                let ns = c.obj.namespace();
                 for rs in a.list(REPLICASETS, Some(ns)) {
                     let sel = rs.value().at("/spec/selector").cloned().unwrap_or_default();
                     if !pods::selector_is_empty(&sel)
-                        && selector_matches(&sel, c.obj.value().at("/metadata/labels"))
+                        && selector_matches(&sel, pod.at("/metadata/labels"))
                     {
-                        q.add(key_of(rs.value()));
+                        q.add(key_of(&rs.value()));
                     }
                 }
             }
             if let Some(old) = &c.old {
-                if let Some(k) = controller_key(old.value(), REPLICASETS) {
+                if let Some(k) = stored_controller_key(old, REPLICASETS) {
                     q.add(k);
                 }
             }
@@ -164,7 +167,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, key: &ObjKey) {
     let claimed = claim(api, &rs, REPLICASETS, &selector, PODS, candidates, None);
     let active: Vec<Arc<StoredObject>> = claimed
         .into_iter()
-        .filter(|p| pods::active(p.value()))
+        .filter(|p| pods::active(&p.value()))
         .collect();
     let mut failure = None;
     if rs.at("/metadata/deletionTimestamp").is_none() {
@@ -179,17 +182,18 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, key: &ObjKey) {
     let fully_labeled = active
         .iter()
         .filter(|p| {
-            let have = p.value().at("/metadata/labels");
+            let tree = p.value();
+            let have = tree.at("/metadata/labels");
             template_labels.as_object().is_none_or(|want| {
                 want.iter()
                     .all(|(k, v)| have.and_then(|h| h.get(k)) == Some(v))
             })
         })
         .count();
-    let ready = active.iter().filter(|p| pods::ready(p.value())).count();
+    let ready = active.iter().filter(|p| pods::ready(&p.value())).count();
     let available = active
         .iter()
-        .filter(|p| pods::available(p.value(), min_ready))
+        .filter(|p| pods::available(&p.value(), min_ready))
         .count();
     let mut status = rs.get("status").cloned().unwrap_or_else(|| json!({}));
     status["replicas"] = json!(active.len());
@@ -212,7 +216,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, key: &ObjKey) {
     }
     if let Some(wait) = active
         .iter()
-        .filter_map(|p| pods::until_available(p.value(), min_ready))
+        .filter_map(|p| pods::until_available(&p.value(), min_ready))
         .min()
     {
         queue.add_after(key.clone(), std::time::Duration::from_secs(wait as u64));
@@ -290,9 +294,9 @@ fn manage(api: &Api, rs: &Value, active: &[Arc<StoredObject>]) -> Option<String>
     } else if active.len() > desired {
         let surplus = (active.len() - desired).min(BURST);
         let mut victims: Vec<&Arc<StoredObject>> = active.iter().collect();
-        victims.sort_by(|a, b| pods::removal_order(a.value(), b.value()));
+        victims.sort_by(|a, b| pods::removal_order(&a.value(), &b.value()));
         for p in victims.into_iter().take(surplus) {
-            match api.delete(PODS, &key_of(p.value()), Some(p.uid()), None, None) {
+            match api.delete(PODS, &key_of(&p.value()), Some(p.uid()), None, None) {
                 Ok(_) => api.event(
                     rs,
                     REPLICASETS,

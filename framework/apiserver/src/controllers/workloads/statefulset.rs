@@ -165,7 +165,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, key: &ObjKey) {
     }
     let now_pods: Vec<Arc<StoredObject>> = claimed
         .iter()
-        .filter_map(|p| api.get(PODS, &key_of(p.value())))
+        .filter_map(|p| api.get(PODS, &key_of(&p.value())))
         .collect();
     let (mut count, mut ready, mut available, mut current, mut updated) = (0, 0, 0, 0, 0);
     for p in &now_pods {
@@ -239,7 +239,7 @@ fn manage(
                 } else {
                     update_rev
                 };
-                let pod = new_pod(set, i, rev.value());
+                let pod = new_pod(set, i, &rev.value());
                 let name = format!("{}-{i}", key.1);
                 if api.create(PODS, MANAGER, pod).is_ok() {
                     event("SuccessfulCreate", "create", &name);
@@ -271,14 +271,14 @@ fn manage(
     let condemned: Vec<&Arc<StoredObject>> =
         by_ordinal.range(replicas..).rev().map(|(_, p)| p).collect();
     for p in condemned {
-        if pods::deleting(p.value()) {
+        if pods::deleting(&p.value()) {
             if ordered {
                 return;
             }
             continue;
         }
         if api
-            .delete(PODS, &key_of(p.value()), Some(p.uid()), None, None)
+            .delete(PODS, &key_of(&p.value()), Some(p.uid()), None, None)
             .is_ok()
         {
             event("SuccessfulDelete", "delete", p.name());
@@ -295,16 +295,16 @@ fn manage(
         let Some(p) = by_ordinal.get(&i) else {
             return;
         };
-        if revision_of(p.value()) != update_name && !pods::deleting(p.value()) {
+        if revision_of(&p.value()) != update_name && !pods::deleting(&p.value()) {
             if api
-                .delete(PODS, &key_of(p.value()), Some(p.uid()), None, None)
+                .delete(PODS, &key_of(&p.value()), Some(p.uid()), None, None)
                 .is_ok()
             {
                 event("SuccessfulDelete", "delete", p.name());
             }
             return;
         }
-        if !running_and_ready(p.value()) {
+        if !running_and_ready(&p.value()) {
             return;
         }
     }
@@ -323,7 +323,8 @@ fn truncate_history(
         .at("/spec/revisionHistoryLimit")
         .and_then(Value::as_i64)
         .unwrap_or(10);
-    let live: Vec<&str> = pods.iter().map(|p| revision_of(p.value())).collect();
+    let trees: Vec<Arc<Value>> = pods.iter().map(|p| p.value()).collect();
+    let live: Vec<&str> = trees.iter().map(|tree| revision_of(tree)).collect();
     let old: Vec<Arc<StoredObject>> = history::list(api, uid)
         .into_iter()
         .filter(|r| r.name() != current && r.name() != update && !live.contains(&r.name()))
@@ -332,7 +333,7 @@ fn truncate_history(
     for r in old.iter().take(surplus.max(0) as usize) {
         let _ = api.delete(
             REVISIONS,
-            &key_of(r.value()),
+            &key_of(&r.value()),
             Some(r.uid()),
             None,
             Some(Propagation::Background),

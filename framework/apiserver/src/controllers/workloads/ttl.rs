@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::api::{key_of, Api, JOBS};
+use super::api::{stored_key, Api, JOBS};
 use super::informer::{self, Change};
 use super::queue::Queue;
 use crate::objects::Propagation;
@@ -24,8 +24,9 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         JOBS.res(),
         cancel.clone(),
         move |c: &Change| {
-            if c.obj.value().at("/spec/ttlSecondsAfterFinished").is_some() {
-                q.add(key_of(c.obj.value()));
+            let ttl = ["spec".to_owned(), "ttlSecondsAfterFinished".to_owned()];
+            if c.obj.field(&ttl).is_some() {
+                q.add(stored_key(&c.obj));
             }
         },
     );

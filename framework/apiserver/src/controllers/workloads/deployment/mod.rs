@@ -14,12 +14,13 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::api::{controller_key, key_of, Api, DEPLOYMENTS, PODS, REPLICASETS};
+use super::api::{
+    controller_key, key_of, stored_controller_key, stored_key, Api, DEPLOYMENTS, PODS, REPLICASETS,
+};
 use super::informer::{self, Change};
 use super::queue::Queue;
 use crate::selectors::selector_matches;
 use crate::storage::EventType;
-use crate::util as meta;
 use crate::util::Pointer;
 
 /// Starts the controller.
@@ -30,7 +31,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         api.shared.clone(),
         DEPLOYMENTS.res(),
         cancel.clone(),
-        move |c: &Change| q.add(key_of(c.obj.value())),
+        move |c: &Change| q.add(stored_key(&c.obj)),
     );
     let q = queue.clone();
     let a = api.clone();
@@ -39,21 +40,22 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         REPLICASETS.res(),
         cancel.clone(),
         move |c: &Change| {
-            if let Some(k) = controller_key(c.obj.value(), DEPLOYMENTS) {
+            let rs = c.obj.value();
+            if let Some(k) = controller_key(&rs, DEPLOYMENTS) {
                 q.add(k);
             } else if c.ty != EventType::Deleted {
-                let ns = meta::meta_str(c.obj.value(), "namespace").unwrap_or("");
+                let ns = c.obj.namespace();
                 for d in a.list(DEPLOYMENTS, Some(ns)) {
                     let sel = d.value().at("/spec/selector").cloned().unwrap_or_default();
-                    if selector_matches(&sel, c.obj.value().at("/metadata/labels")) {
-                        q.add(key_of(d.value()));
+                    if selector_matches(&sel, rs.at("/metadata/labels")) {
+                        q.add(key_of(&d.value()));
                     }
                 }
             }
             if let Some(k) = c
                 .old
                 .as_ref()
-                .and_then(|o| controller_key(o.value(), DEPLOYMENTS))
+                .and_then(|o| stored_controller_key(o, DEPLOYMENTS))
             {
                 q.add(k);
             }
@@ -70,11 +72,11 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
             if c.ty != EventType::Deleted {
                 return;
             }
-            let Some(rs_key) = controller_key(c.obj.value(), REPLICASETS) else {
+            let Some(rs_key) = stored_controller_key(&c.obj, REPLICASETS) else {
                 return;
             };
             if let Some(rs) = a.get(REPLICASETS, &rs_key) {
-                if let Some(k) = controller_key(rs.value(), DEPLOYMENTS) {
+                if let Some(k) = controller_key(&rs.value(), DEPLOYMENTS) {
                     q.add(k);
                 }
             }

@@ -228,8 +228,10 @@ pub(crate) fn rollout(d: &Value, all: &[&Rs], new_rs: Option<&Rs>) -> (Value, Op
             );
         }
     }
-    let failure = new_rs
-        .and_then(|r| r.v().get("status"))
+    let new_rs_tree = new_rs.map(Rs::v);
+    let failure = new_rs_tree
+        .as_deref()
+        .and_then(|r| r.get("status"))
         .and_then(|s| get(s, REPLICA_FAILURE))
         .filter(|c| field(c, "status") == "True")
         .cloned();

@@ -220,26 +220,28 @@ impl Sync<'_> {
     fn sync_existing_new(&mut self, rs: Rs, new_revision: i64) -> Rs {
         let d = self.d.clone();
         let min_ready = d.at("/spec/minReadySeconds").cloned();
-        let updated = self.api.update(REPLICASETS, &key_of(rs.v()), MANAGER, |o| {
-            let mut changed = set_new_rs_annotations(&d, o, new_revision, true);
-            let cur = o.at("/spec/minReadySeconds").cloned();
-            let want = min_ready.clone().filter(|v| v.as_i64() != Some(0));
-            if cur.filter(|v| v.as_i64() != Some(0)) != want {
-                if let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) {
-                    match &want {
-                        Some(v) => spec.insert("minReadySeconds".into(), v.clone()),
-                        None => spec.remove("minReadySeconds"),
-                    };
+        let updated = self
+            .api
+            .update(REPLICASETS, &key_of(&rs.v()), MANAGER, |o| {
+                let mut changed = set_new_rs_annotations(&d, o, new_revision, true);
+                let cur = o.at("/spec/minReadySeconds").cloned();
+                let want = min_ready.clone().filter(|v| v.as_i64() != Some(0));
+                if cur.filter(|v| v.as_i64() != Some(0)) != want {
+                    if let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) {
+                        match &want {
+                            Some(v) => spec.insert("minReadySeconds".into(), v.clone()),
+                            None => spec.remove("minReadySeconds"),
+                        };
+                    }
+                    changed = true;
                 }
-                changed = true;
-            }
-            changed
-        });
+                changed
+            });
         if let Ok(Some(obj)) = updated {
             // The next sync carries on with the updated ReplicaSet.
             return Rs { obj };
         }
-        let revision = rs.annotation(REVISION).unwrap_or("").to_owned();
+        let revision = rs.annotation(REVISION).unwrap_or_default();
         self.set_revision(&revision);
         let mut st = self.status();
         if status::deadline(&self.d).is_some() && status::get(&st, PROGRESSING).is_none() {
@@ -316,7 +318,7 @@ impl Sync<'_> {
             }
             Err(e) if e.code == 409 => {
                 let existing = self.api.get(REPLICASETS, &(ns.clone(), rs_name.clone()))?;
-                let ours = crate::controllers::workloads::api::controller_of(existing.value())
+                let ours = crate::controllers::workloads::api::controller_of(&existing.value())
                     .and_then(|r| r.get("uid"))
                     .and_then(Value::as_str)
                     == util::meta_str(&d, "uid");
@@ -373,14 +375,16 @@ impl Sync<'_> {
         let d = &self.d;
         let (want, max) = (desired(d), desired(d) + max_surge(d));
         let from = rs.replicas();
-        let res = self.api.update(REPLICASETS, &key_of(rs.v()), MANAGER, |o| {
-            let mut changed = set_replicas_annotations(o, want, max);
-            if o.at("/spec/replicas").and_then(Value::as_i64) != Some(to) {
-                o["spec"]["replicas"] = json!(to);
-                changed = true;
-            }
-            changed
-        });
+        let res = self
+            .api
+            .update(REPLICASETS, &key_of(&rs.v()), MANAGER, |o| {
+                let mut changed = set_replicas_annotations(o, want, max);
+                if o.at("/spec/replicas").and_then(Value::as_i64) != Some(to) {
+                    o["spec"]["replicas"] = json!(to);
+                    changed = true;
+                }
+                changed
+            });
         let scaled = matches!(res, Ok(Some(_))) && from != to;
         if scaled {
             self.event(
@@ -554,7 +558,7 @@ impl Sync<'_> {
             }
             let _ = self.api.delete(
                 REPLICASETS,
-                &key_of(rs.v()),
+                &key_of(&rs.v()),
                 Some(rs.uid()),
                 None,
                 Some(Propagation::Background),
@@ -694,7 +698,7 @@ impl Sync<'_> {
                 self.api
                     .owned(PODS, r.uid())
                     .iter()
-                    .any(|p| !pods::terminal(p.value()))
+                    .any(|p| !pods::terminal(&p.value()))
             })
     }
 }

@@ -41,7 +41,7 @@ pub(crate) struct Rs {
 }
 
 impl Rs {
-    pub fn v(&self) -> &Value {
+    pub fn v(&self) -> Arc<Value> {
         self.obj.value()
     }
     pub fn name(&self) -> &str {
@@ -52,34 +52,37 @@ impl Rs {
     }
     /// `spec.replicas`.
     pub fn replicas(&self) -> i64 {
-        int(self.v(), "/spec/replicas")
+        int(&self.v(), "/spec/replicas")
     }
     pub fn status_replicas(&self) -> i64 {
-        int(self.v(), "/status/replicas")
+        int(&self.v(), "/status/replicas")
     }
     pub fn ready(&self) -> i64 {
-        int(self.v(), "/status/readyReplicas")
+        int(&self.v(), "/status/readyReplicas")
     }
     pub fn available(&self) -> i64 {
-        int(self.v(), "/status/availableReplicas")
+        int(&self.v(), "/status/availableReplicas")
     }
     pub fn generation(&self) -> i64 {
-        int(self.v(), "/metadata/generation")
+        int(&self.v(), "/metadata/generation")
     }
     pub fn observed_generation(&self) -> i64 {
-        int(self.v(), "/status/observedGeneration")
+        int(&self.v(), "/status/observedGeneration")
     }
     pub fn deleting(&self) -> bool {
         self.v().at("/metadata/deletionTimestamp").is_some()
     }
-    pub fn created(&self) -> &str {
-        util::meta_str(self.v(), "creationTimestamp").unwrap_or("")
+    pub fn created(&self) -> String {
+        util::meta_str(&self.v(), "creationTimestamp")
+            .unwrap_or("")
+            .to_owned()
     }
-    pub fn annotation(&self, key: &str) -> Option<&str> {
+    pub fn annotation(&self, key: &str) -> Option<String> {
         self.v()
             .at("/metadata/annotations")
             .and_then(|a| a.get(key))
             .and_then(Value::as_str)
+            .map(str::to_owned)
     }
     /// The revision annotation (0 when absent).
     pub fn revision(&self) -> i64 {
@@ -92,7 +95,7 @@ impl Rs {
 /// Oldest first, then by name (`ReplicaSetsByCreationTimestamp`).
 pub(crate) fn by_creation(a: &Rs, b: &Rs) -> std::cmp::Ordering {
     a.created()
-        .cmp(b.created())
+        .cmp(&b.created())
         .then_with(|| a.name().cmp(b.name()))
 }
 

@@ -197,7 +197,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
                     continue;
                 };
                 let want = if fault.not_ready { "False" } else { "True" };
-                if ready_status(cur.value()) != Some(want) {
+                if ready_status(&cur.value()) != Some(want) {
                     let _ = api.update_status(NODES, &key, MANAGER, |n| {
                         let prev = n.at("/status/conditions").cloned();
                         n["status"]["conditions"] = conditions(!fault.not_ready, prev.as_ref());

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::behavior::{plan, Plan};
 use super::heartbeat::node_ip;
 use crate::cluster::{PodBehavior, Readiness};
-use crate::controllers::workloads::api::{key_of, Api, PODS};
+use crate::controllers::workloads::api::{key_of, stored_key, Api, PODS};
 use crate::controllers::workloads::informer::{self, Change};
 use crate::controllers::workloads::queue::Queue;
 use crate::storage::{EventType, ObjKey};
@@ -83,14 +83,12 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         PODS.res(),
         cancel.clone(),
         move |c: &Change| {
-            let node = c
-                .obj
-                .value()
-                .at("/spec/nodeName")
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            // Only the node name: the version may be superseded already,
+            // and a whole parse of it would not be kept.
+            let node = c.obj.field(&["spec".to_owned(), "nodeName".to_owned()]);
+            let node = node.as_ref().and_then(Value::as_str).unwrap_or("");
             if known.iter().any(|n| n == node) && c.ty != EventType::Deleted {
-                q.add(key_of(c.obj.value()));
+                q.add(stored_key(&c.obj));
             }
         },
     );
@@ -106,7 +104,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
             }
             for p in k2.api.list(PODS, None) {
                 if p.value().at("/spec/nodeName").is_some() {
-                    k2.queue.add(key_of(p.value()));
+                    k2.queue.add(key_of(&p.value()));
                 }
             }
         }

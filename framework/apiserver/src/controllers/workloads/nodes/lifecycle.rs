@@ -39,7 +39,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
                 _ = tokio::time::sleep(every) => {}
             }
             for node in api.list(NODES, None) {
-                check(&api, node.value());
+                check(&api, &node.value());
             }
         }
     });
