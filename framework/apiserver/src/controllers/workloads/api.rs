@@ -331,3 +331,46 @@ pub(crate) fn controller_key(obj: &Value, kind: Kind) -> Option<ObjKey> {
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod_owned_by(refs: &Value) -> StoredObject {
+        StoredObject::encode(
+            json!({"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": "p", "namespace": "ns", "resourceVersion": "3",
+                                "ownerReferences": refs}}),
+            3,
+        )
+    }
+
+    #[test]
+    fn a_stored_objects_controller_key_matches_the_parsed_one() {
+        let controlled = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1",
+                                 "uid": "u", "controller": true}]);
+        assert_eq!(
+            stored_controller_key(&pod_owned_by(&controlled), REPLICASETS),
+            Some(("ns".to_owned(), "web-1".to_owned()))
+        );
+        let cases = [
+            controlled,
+            json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1", "uid": "u"}]),
+            json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "u",
+                    "controller": true}]),
+            json!([]),
+        ];
+        for refs in cases {
+            let pod = pod_owned_by(&refs);
+            for kind in [REPLICASETS, DEPLOYMENTS] {
+                assert_eq!(
+                    stored_controller_key(&pod, kind),
+                    controller_key(&pod.value(), kind),
+                    "{refs} as {}",
+                    kind.kind
+                );
+            }
+            assert_eq!(stored_key(&pod), key_of(&pod.value()));
+        }
+    }
+}
