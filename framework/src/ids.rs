@@ -23,7 +23,8 @@ pub(crate) fn random_uuid() -> String {
     let mut bits = fastrand::u128(..);
     bits = (bits & !(0xF << 76)) | (0x4 << 76); // version 4
     bits = (bits & !(0x3 << 62)) | (0x2 << 62); // RFC 4122 variant
-                                                // Written digit by digit: this runs once per reconcile.
+
+    // Written digit by digit: this runs once per reconcile.
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut text = String::with_capacity(36);
     for digit in 0..32 {
