@@ -217,21 +217,17 @@ impl<T: Eq + Hash + Clone> State<T> {
         if self.shutting_down {
             return false;
         }
-        let metrics = self.metrics.as_ref();
-        let stamp = match metrics {
+        let stamp = match self.metrics {
             Some(_) => Stamp::new(self.epoch, at),
             None => Stamp::default(),
         };
-        match self.items.entry_ref(&item) {
+        let queued = match self.items.entry_ref(&item) {
             EntryRef::Occupied(mut entry) => {
                 let marks = entry.get_mut();
                 if marks.dirty {
                     return false;
                 }
                 // Processing: queued again when done.
-                if let Some(m) = metrics {
-                    m.added();
-                }
                 marks.dirty = true;
                 if !marks.added_at.is_set() {
                     marks.added_at = stamp;
@@ -239,19 +235,22 @@ impl<T: Eq + Hash + Clone> State<T> {
                 false
             }
             EntryRef::Vacant(entry) => {
-                if let Some(m) = metrics {
-                    m.added();
-                }
                 let marks = Marks {
                     dirty: true,
                     added_at: stamp,
                     ..Marks::default()
                 };
                 entry.insert_with_key(item.clone(), marks);
-                self.queue.push_back(item);
                 true
             }
+        };
+        if let Some(m) = &self.metrics {
+            m.added();
         }
+        if queued {
+            self.queue.push_back(item);
+        }
+        queued
     }
 
     /// Adds every delayed item that is due at `now`, earliest first.
