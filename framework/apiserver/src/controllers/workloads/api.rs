@@ -311,24 +311,21 @@ fn controller_among(refs: &Value) -> Option<&Value> {
 pub(crate) fn stored_controller_key(obj: &StoredObject, kind: Kind) -> Option<ObjKey> {
     let path = ["metadata".to_owned(), "ownerReferences".to_owned()];
     let refs = obj.field(&path)?;
-    let r = controller_among(&refs)?;
-    (r.get("kind").and_then(Value::as_str) == Some(kind.kind)).then(|| {
-        let name = r.get("name").and_then(Value::as_str).unwrap_or("");
-        (obj.namespace().to_owned(), name.to_owned())
-    })
+    key_of_controller(controller_among(&refs)?, obj.namespace(), kind)
 }
 
 /// The namespace key of `obj`'s controller when it is of `kind`.
 pub(crate) fn controller_key(obj: &Value, kind: Kind) -> Option<ObjKey> {
-    let r = controller_of(obj)?;
+    let namespace = util::meta_str(obj, "namespace").unwrap_or("");
+    key_of_controller(controller_of(obj)?, namespace, kind)
+}
+
+/// The key of the object the controller reference `r` names, in
+/// `namespace`, when it is of `kind`.
+fn key_of_controller(r: &Value, namespace: &str, kind: Kind) -> Option<ObjKey> {
     (r.get("kind").and_then(Value::as_str) == Some(kind.kind)).then(|| {
-        (
-            util::meta_str(obj, "namespace").unwrap_or("").to_owned(),
-            r.get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned(),
-        )
+        let name = r.get("name").and_then(Value::as_str).unwrap_or("");
+        (namespace.to_owned(), name.to_owned())
     })
 }
 
