@@ -177,7 +177,7 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
         }
         for p in on_node
             .iter()
-            .filter(|p| pods::phase(&p.value()) == "Failed" && !pods::deleting(&p.value()))
+            .filter(|p| pods::phase(&p.value()) == "Failed" && !p.deleting())
         {
             let _ = api.delete(PODS, &key_of(&p.value()), Some(p.uid()), None, None);
         }

@@ -87,7 +87,7 @@ fn sync(api: &Api, key: &ObjKey) {
                 .filter(|(name, _)| {
                     matching
                         .iter()
-                        .any(|p| p.name() == name.as_str() && !pods::deleting(&p.value()))
+                        .any(|p| p.name() == name.as_str() && !p.deleting())
                 })
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
@@ -96,11 +96,7 @@ fn sync(api: &Api, key: &ObjKey) {
     let expected = matching.len() as i64;
     let healthy = matching
         .iter()
-        .filter(|p| {
-            pods::ready(&p.value())
-                && !pods::deleting(&p.value())
-                && !disrupted.contains_key(p.name())
-        })
+        .filter(|p| pods::ready(&p.value()) && !p.deleting() && !disrupted.contains_key(p.name()))
         .count() as i64;
     let desired = match (pdb.at("/spec/minAvailable"), pdb.at("/spec/maxUnavailable")) {
         (Some(min), _) => scaled(Some(min), expected, true),

@@ -120,7 +120,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
                 && failed(&p.value())
                 && pods::phase(&p.value()) != "Succeeded"
         })
-        .filter(|p| pods::terminal(&p.value()) || pods::deleting(&p.value()))
+        .filter(|p| pods::terminal(&p.value()) || p.deleting())
         .collect();
     let succeeded = prev_succeeded + new_succeeded.len() as i64;
     let failed_count = prev_failed + new_failed.len() as i64;
@@ -292,7 +292,7 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
         .filter(|p| has_finalizer(&p.value()))
         .filter(|p| {
             pods::terminal(&p.value())
-                || pods::deleting(&p.value())
+                || p.deleting()
                 || job.at("/metadata/deletionTimestamp").is_some()
         })
         .collect();

@@ -271,7 +271,7 @@ fn manage(
     let condemned: Vec<&Arc<StoredObject>> =
         by_ordinal.range(replicas..).rev().map(|(_, p)| p).collect();
     for p in condemned {
-        if pods::deleting(&p.value()) {
+        if p.deleting() {
             if ordered {
                 return;
             }
@@ -295,7 +295,7 @@ fn manage(
         let Some(p) = by_ordinal.get(&i) else {
             return;
         };
-        if revision_of(&p.value()) != update_name && !pods::deleting(&p.value()) {
+        if revision_of(&p.value()) != update_name && !p.deleting() {
             if api
                 .delete(PODS, &key_of(&p.value()), Some(p.uid()), None, None)
                 .is_ok()
