@@ -310,8 +310,9 @@ impl StoredObject {
     /// This version was replaced a while ago: drop the parsed tree, and
     /// keep none from now on.
     pub(crate) fn supersede(&self) {
-        let dropped = std::mem::replace(&mut *self.parsed(), Parsed::Superseded);
-        drop(dropped);
+        let tree = std::mem::replace(&mut *self.parsed(), Parsed::Superseded);
+        // Freed here, after the cell's lock is released.
+        drop(tree);
     }
 
     /// Whether the parsed tree is kept with this version.

@@ -83,8 +83,8 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
         PODS.res(),
         cancel.clone(),
         move |c: &Change| {
-            // Only the node name: the version may be superseded already,
-            // and a whole parse of it would not be kept.
+            // Only the node name: the version may be retired already, and
+            // a whole parse of it would then be thrown away.
             let node = c.obj.field(&["spec".to_owned(), "nodeName".to_owned()]);
             let node = node.as_ref().and_then(Value::as_str).unwrap_or("");
             if known.iter().any(|n| n == node) && c.ty != EventType::Deleted {
