@@ -14,20 +14,18 @@
 //! `cargo bench -p kubeforge-apiserver --bench rbac`
 //! (`RBAC_BENCH_REQUESTS` per round, `RBAC_BENCH_ROLES` scale it).
 //!
-//! Measured with `RBAC_BENCH_REQUESTS=10000` on a shared 2-core machine
-//! under a load of 2 to 5 from other builds, so differences under ~20%
-//! are noise (the admin's own rate moved 4,000-7,600 req/s between
-//! runs). Service-account rate as a share of the token user's (audit
-//! recording) in the same run, bootstrap policy / +1,000 Roles:
-//! before the verified-token cache 0.42 / 0.32 and 0.44 / 0.62 in two
-//! runs (2,400-4,400 req/s, every request an ES256 verification);
-//! with it 0.71 / 0.65 and 0.53 / 0.69 (3,800-4,700 req/s). What is
-//! left of the gap is the per-request ServiceAccount lookup under the
-//! store's lock and the 900-byte header. Audit recording on or off:
-//! within the noise in every run (6,117 vs 6,193, 8,384 vs 8,228 req/s
-//! with the bootstrap policy); the Role user against the admin ranged
-//! from -29% to +13% with the bootstrap policy, so RBAC's cost is below
-//! what this machine can resolve.
+//! Measured with `RBAC_BENCH_REQUESTS=10000` on a shared 2-core machine,
+//! where differences under ~10% are noise (one run of the same binary put
+//! the service account at -39% in one round). The admin gets 43,000 to
+//! 47,000 req/s. The service account, as a share of the admin's rate,
+//! bootstrap policy / +1,000 Roles: 0.87 / 0.83 with the account looked up
+//! under the store's lock and its identity built on every request; 0.89 /
+//! 0.87-0.89 once the authenticator remembers the account's version and
+//! identity with the verified token. In a profile, authentication is then
+//! under 1% of the samples; what is left of the gap is the 900-byte header
+//! itself (HPACK's Huffman coding on both ends, TLS, copies). Audit
+//! recording on or off, and the Role user against the admin, are within
+//! the noise: RBAC's cost is below what this machine can resolve.
 
 #[path = "../tests/common/mod.rs"]
 mod common;

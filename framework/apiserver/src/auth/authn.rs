@@ -10,7 +10,7 @@ use http::header;
 use http::request::Parts;
 
 use super::certs::PeerIdentity;
-use super::jwt::{Signer, TokenSubject};
+use super::jwt::{LiveAccount, Signer, TokenSubject};
 use super::user::UserInfo;
 use crate::registry::ResKey;
 use crate::state::Shared;
@@ -30,16 +30,32 @@ fn now_secs() -> i64 {
 }
 
 /// The service account `subject` if it still exists with the token's uid
-/// and is not being deleted.
+/// and is not being deleted. The first request that finds it live
+/// remembers the account's version and identity with the subject, and
+/// later requests bearing the token reuse them without the storage lock
+/// for as long as that version is current (a write to the account, or its
+/// deletion, sends them back to the store).
 fn live_service_account(shared: &Shared, subject: &TokenSubject) -> Option<Arc<UserInfo>> {
+    if let Some(live) = subject.live.get() {
+        if !live.version.is_replaced() {
+            return Some(live.user.clone());
+        }
+    }
     let res = ResKey::new("", "serviceaccounts");
     let key = (subject.namespace.clone(), subject.name.clone());
     let sa = shared.storage.lock().get(&res, &key)?;
-    let live = sa.uid() == subject.uid && !sa.deleting();
-    live.then(|| {
-        let user = UserInfo::service_account(&subject.namespace, &subject.name, &subject.uid);
-        Arc::new(user.with_authenticated_group())
-    })
+    if sa.uid() != subject.uid || sa.deleting() {
+        return None;
+    }
+    let user = UserInfo::service_account(&subject.namespace, &subject.name, &subject.uid);
+    let user = Arc::new(user.with_authenticated_group());
+    // Only the first version found is remembered: after a write to the
+    // account, requests go to the store until the token is verified again.
+    let _ = subject.live.set(LiveAccount {
+        version: sa,
+        user: user.clone(),
+    });
+    Some(user)
 }
 
 /// Who sent the request, or the 401 kube-apiserver answers.
@@ -59,7 +75,7 @@ pub(crate) fn authenticate(shared: &Shared, parts: &Parts) -> Result<Arc<UserInf
             }
             if Signer::looks_like_jwt(token) {
                 // Verified from the cache when recently seen; the account
-                // is looked up on every request, so deleting it is a 401 at
+                // is checked on every request, so deleting it is a 401 at
                 // once.
                 let subject = authn.signer.authenticate(token, now_secs());
                 if let Some(user) = subject.and_then(|s| live_service_account(shared, &s)) {

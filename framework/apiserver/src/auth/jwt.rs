@@ -18,7 +18,7 @@ use ring::signature::{EcdsaKeyPair, KeyPair, UnparsedPublicKey, ECDSA_P256_SHA25
 use serde_json::{json, Value};
 
 use self::cache::{Verified, VerifiedTokens};
-pub(crate) use self::subject::TokenSubject;
+pub(crate) use self::subject::{LiveAccount, TokenSubject};
 use crate::error::Error;
 
 /// The issuer (and default audience) of the tokens, as a kubeadm cluster
@@ -179,11 +179,11 @@ impl Signer {
         let (expires_at, not_before) = (time("exp")?, time("nbf"));
         let k8s = claims.get("kubernetes.io")?;
         let sa = k8s.get("serviceaccount")?;
-        let subject = TokenSubject {
-            namespace: k8s.get("namespace")?.as_str()?.to_owned(),
-            name: sa.get("name")?.as_str()?.to_owned(),
-            uid: sa.get("uid")?.as_str()?.to_owned(),
-        };
+        let subject = TokenSubject::new(
+            k8s.get("namespace")?.as_str()?.to_owned(),
+            sa.get("name")?.as_str()?.to_owned(),
+            sa.get("uid")?.as_str()?.to_owned(),
+        );
         let sub = super::user::service_account_user(&subject.namespace, &subject.name);
         (claims.get("sub").and_then(Value::as_str) == Some(sub.as_str())).then(|| Verified {
             subject: Arc::new(subject),
@@ -200,11 +200,7 @@ mod tests {
     use super::*;
 
     fn subject() -> TokenSubject {
-        TokenSubject {
-            namespace: "ns".into(),
-            name: "sa".into(),
-            uid: "u1".into(),
-        }
+        TokenSubject::new("ns".into(), "sa".into(), "u1".into())
     }
 
     fn spec(issued_at: i64, ttl: i64) -> TokenSpec {
@@ -255,10 +251,7 @@ mod tests {
     }
 
     fn named(name: &str) -> TokenSubject {
-        TokenSubject {
-            name: name.into(),
-            ..subject()
-        }
+        TokenSubject::new("ns".into(), name.into(), "u1".into())
     }
 
     #[test]

@@ -41,11 +41,7 @@ pub(crate) fn issue(
         issued_at: now,
         expires_at: now.saturating_add(expiration_secs),
     };
-    let subject = TokenSubject {
-        namespace: namespace.to_owned(),
-        name: name.to_owned(),
-        uid: sa.uid().to_owned(),
-    };
+    let subject = TokenSubject::new(namespace.to_owned(), name.to_owned(), sa.uid().to_owned());
     let token = shared
         .authn
         .signer

@@ -298,9 +298,10 @@ impl Store {
         }
     }
 
-    /// A version stopped being current: it keeps its parsed tree until
-    /// [`RETIRING_VERSIONS`] more have.
+    /// A version stopped being current: it says so at once, and keeps its
+    /// parsed tree until [`RETIRING_VERSIONS`] more have.
     fn retire(&mut self, version: Arc<StoredObject>) {
+        version.mark_replaced();
         self.retiring.push_back(version);
         while self.retiring.len() > RETIRING_VERSIONS {
             if let Some(oldest) = self.retiring.pop_front() {
@@ -666,16 +667,20 @@ impl Store {
         let Some(coll) = self.collections.get_mut(res) else {
             return 0;
         };
-        let mut changed = 0;
+        let mut replaced = Vec::new();
         for obj in coll.objects.values_mut() {
             let mut value = obj.to_value();
             if reread(&mut value) {
-                *obj = Arc::new(StoredObject::encode(value, obj.rv));
-                changed += 1;
+                let new = Arc::new(StoredObject::encode(value, obj.rv));
+                replaced.push(std::mem::replace(obj, new));
             }
         }
-        if changed > 0 {
+        if !replaced.is_empty() {
             coll.watchers.clear();
+        }
+        let changed = replaced.len();
+        for old in replaced {
+            self.retire(old);
         }
         changed
     }
@@ -758,6 +763,35 @@ mod tests {
         }
         let current = st.get(&res, &key("b")).unwrap();
         assert!(current.keeps_tree(), "the current version keeps its tree");
+    }
+
+    #[test]
+    fn a_version_says_when_storage_stopped_holding_it() {
+        let s = Storage::new(100, 10);
+        let res = ResKey::new("", "configmaps");
+        let mut st = s.lock();
+        let first = st.create(&res, key("a"), cm("a", "1")).unwrap();
+        let other = st.create(&res, key("b"), cm("b", "1")).unwrap();
+        assert!(!first.is_replaced());
+        let second = st.update(&res, &key("a"), cm("a", "2"), None).unwrap();
+        assert!(first.is_replaced(), "updated");
+        assert!(!second.is_replaced() && !other.is_replaced());
+        let reread = |v: &mut Value| {
+            v["data"]["v"] = json!("reread");
+            true
+        };
+        assert_eq!(st.reread(&res, reread), 2);
+        assert!(second.is_replaced() && other.is_replaced(), "reread");
+        let third = st.get(&res, &key("a")).unwrap();
+        assert!(!third.is_replaced());
+        let gone = st.delete(&res, &key("a"), None, None).unwrap();
+        assert!(third.is_replaced(), "deleted");
+        assert!(
+            gone.is_replaced(),
+            "a deletion's last state is never current"
+        );
+        let again = st.create(&res, key("a"), cm("a", "3")).unwrap();
+        assert!(!again.is_replaced(), "a new object under the same key");
     }
 
     #[test]

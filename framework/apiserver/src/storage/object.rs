@@ -10,6 +10,7 @@
 
 use std::fmt;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -92,6 +93,11 @@ pub(crate) struct StoredObject {
     /// The parsed tree, once a reader asked for it through [`Self::value`],
     /// while this version is current or recently replaced.
     parsed: Mutex<Parsed>,
+    /// Set once storage holds another version of the object, or none:
+    /// readers that memoize what they found in a version (the
+    /// service-account authenticator) know it still holds without taking
+    /// the storage lock.
+    replaced: AtomicBool,
 }
 
 /// Whether a version keeps its parsed tree.
@@ -208,6 +214,7 @@ impl StoredObject {
             rest_start,
             summary,
             parsed: Mutex::default(),
+            replaced: AtomicBool::new(false),
         }
     }
 
@@ -249,6 +256,7 @@ impl StoredObject {
             rest_start: self.rest_start,
             summary,
             parsed: Mutex::default(),
+            replaced: AtomicBool::new(false),
         }
     }
 
@@ -305,6 +313,18 @@ impl StoredObject {
             Some(tree) => Value::clone(&tree),
             None => parse(&self.bytes),
         }
+    }
+
+    /// Storage no longer holds this version as the object's current one:
+    /// it was updated, reread or deleted.
+    pub(crate) fn mark_replaced(&self) {
+        self.replaced.store(true, Ordering::Release);
+    }
+
+    /// Whether storage has replaced or deleted this version (a deletion's
+    /// last state, never current, is marked as it is made).
+    pub fn is_replaced(&self) -> bool {
+        self.replaced.load(Ordering::Acquire)
     }
 
     /// This version was replaced a while ago: drop the parsed tree, and

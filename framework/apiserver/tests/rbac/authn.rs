@@ -105,10 +105,21 @@ async fn token_request_issues_a_jwt_that_authenticates_until_the_account_is_dele
         .await;
     assert_eq!(resp.code(), 404);
 
-    let r = k
-        .delete("/api/v1/namespaces/default/serviceaccounts/robot")
-        .await;
+    // A write to the account leaves its tokens working; a finalizer holds
+    // the deletion below, and an account being deleted refuses them.
+    let account = "/api/v1/namespaces/default/serviceaccounts/robot";
+    let merge = "application/merge-patch+json";
+    let held = json!({"metadata": {"finalizers": ["example.com/hold"]}});
+    assert_eq!(k.patch(account, merge, &held).await.code(), 200);
+    for _ in 0..2 {
+        assert_ne!(robot.get("/version").await.code(), 401);
+    }
+    let r = k.delete(account).await;
     assert_eq!(r.code(), 200);
+    assert_unauthorized(&robot.get("/version").await);
+    let release = json!({"metadata": {"finalizers": null}});
+    assert_eq!(k.patch(account, merge, &release).await.code(), 200);
+    assert_eq!(k.get(account).await.code(), 404, "gone once released");
     // The token is still cached as verified: the account's absence is
     // what refuses it.
     assert_unauthorized(&robot.get("/version").await);

@@ -10,7 +10,8 @@
 //! An entry keeps what a hit still needs: the subject and the token's
 //! `exp` and `nbf`, checked against the clock on every hit. Whether the
 //! service account still exists is not the cache's business; the caller
-//! asks the store on every request. Entries are keyed by an HMAC-SHA256 of
+//! checks it on every request (from the account version it remembers in
+//! the subject, while that version is current). Entries are keyed by an HMAC-SHA256 of
 //! the token under a key generated per server (as kube-apiserver keys its
 //! cache), so the token text is never stored and the keys tell nothing
 //! about it.
