@@ -7,6 +7,8 @@
 //! - [`Api`]: typed and dynamic resource operations built with
 //!   `kube_core::Request`.
 //! - [`watch`]: incremental watch-event decoding.
+//! - `exact`: decoding with every list allocated at its length, for what a
+//!   cache keeps (list items and watch events).
 //! - [`discovery`]: legacy and aggregated discovery, GVK -> resource.
 //! - [`Error`]: API errors with the server's `Status`, and everything else.
 //!
@@ -32,6 +34,7 @@ pub(crate) mod auth;
 pub mod config;
 pub mod discovery;
 pub(crate) mod error;
+pub(crate) mod exact;
 pub(crate) mod tls;
 mod transport;
 pub mod watch;

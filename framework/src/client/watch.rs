@@ -72,7 +72,7 @@ pub(crate) fn decode_event<K: DeserializeOwned>(
     if line.iter().all(u8::is_ascii_whitespace) {
         return None;
     }
-    Some(match serde_json::from_slice::<WatchEvent<K>>(line) {
+    Some(match super::exact::from_slice::<WatchEvent<K>>(line) {
         Ok(WatchEvent::Error(status)) => {
             let mut status = status;
             if status.code == 0 {

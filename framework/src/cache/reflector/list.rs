@@ -334,8 +334,8 @@ impl ItemSplitter {
     }
 }
 
-/// Decodes one item: `serde_json`, then the list-wide tidying, then the
-/// transform, then the `Arc` the cache shares.
+/// Decodes one item: `serde_json` with lists at their lengths, then the
+/// list-wide tidying, then the transform, then the `Arc` the cache shares.
 fn decode_item<K>(
     item: &[u8],
     transform: Option<&Transform<K>>,
@@ -343,7 +343,7 @@ fn decode_item<K>(
 where
     K: Resource + DeserializeOwned,
 {
-    let mut obj: K = serde_json::from_slice(item)?;
+    let mut obj: K = client::exact::from_slice(item)?;
     trim_metadata(&mut obj);
     Ok(Arc::new(match transform {
         Some(t) => t.apply(obj),
