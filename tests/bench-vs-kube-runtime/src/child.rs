@@ -1,4 +1,4 @@
-//! One measurement in a process of its own: `child SIDE TASK PARAM
+//! One measurement in a process of its own: `child SIDE KIND TASK PARAM
 //! EXPECTED`, with the server named by `KUBECONFIG`. It prints one line,
 //! [`RESULT_PREFIX`] followed by a JSON object of named figures, and fails
 //! (exit code 1, the reason on stderr) if a side did not see every object.
@@ -8,6 +8,9 @@ use std::fmt;
 
 use anyhow::{bail, Context as _};
 
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+
+use crate::workload::Kind;
 use crate::{kube_side, kubeforge_side};
 
 /// The first argument that makes this binary a child.
@@ -48,7 +51,7 @@ impl fmt::Display for Side {
 /// One measurement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Task {
-    /// Start a cache of every ConfigMap, wait until synced: time, live and
+    /// Start a cache of every object, wait until synced: time, live and
     /// peak heap. `strip` drops managedFields before caching.
     Sync { strip: bool },
     /// Start a controller of every ConfigMap whose reconcile only counts:
@@ -85,13 +88,14 @@ impl Task {
     }
 }
 
-/// The arguments that make this binary measure `task` for `side`,
-/// expecting `expected` objects.
-pub fn args(side: Side, task: Task, expected: usize) -> Vec<String> {
+/// The arguments that make this binary measure `task` for `side` on the
+/// server's objects of `kind`, expecting `expected` of them.
+pub fn args(side: Side, kind: Kind, task: Task, expected: usize) -> Vec<String> {
     let [task, param] = task.to_args();
     vec![
         COMMAND.into(),
         side.to_string(),
+        kind.plural().into(),
         task,
         param,
         expected.to_string(),
@@ -100,10 +104,15 @@ pub fn args(side: Side, task: Task, expected: usize) -> Vec<String> {
 
 /// Runs one measurement and prints its figures.
 pub fn main(args: &[String]) -> anyhow::Result<()> {
-    let [side, task, param, expected] = args else {
-        bail!("usage: {COMMAND} SIDE TASK PARAM EXPECTED");
+    let [side, kind, task, param, expected] = args else {
+        bail!("usage: {COMMAND} SIDE KIND TASK PARAM EXPECTED");
     };
     let side = Side::parse(side)?;
+    let kind = match kind.as_str() {
+        "configmaps" => Kind::ConfigMaps,
+        "pods" => Kind::Pods,
+        other => bail!("unknown kind {other:?}"),
+    };
     let task = Task::parse(task, param)?;
     let expected: usize = expected.parse().context("expected objects")?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -111,14 +120,27 @@ pub fn main(args: &[String]) -> anyhow::Result<()> {
         .build()
         .context("tokio runtime")?;
     let figures = runtime.block_on(async {
-        match (side, task) {
-            (_, Task::Floors) => kubeforge_side::floors(expected).await,
-            (Side::Kubeforge, Task::Sync { strip }) => kubeforge_side::sync(strip, expected).await,
-            (Side::KubeRuntime, Task::Sync { strip }) => kube_side::sync(strip, expected).await,
-            (Side::Kubeforge, Task::Reconcile { workers }) => {
+        match (side, kind, task) {
+            (_, Kind::ConfigMaps, Task::Floors) => {
+                kubeforge_side::floors::<ConfigMap>(kind, expected).await
+            }
+            (_, Kind::Pods, Task::Floors) => kubeforge_side::floors::<Pod>(kind, expected).await,
+            (Side::Kubeforge, Kind::ConfigMaps, Task::Sync { strip }) => {
+                kubeforge_side::sync::<ConfigMap>(strip, expected).await
+            }
+            (Side::Kubeforge, Kind::Pods, Task::Sync { strip }) => {
+                kubeforge_side::sync::<Pod>(strip, expected).await
+            }
+            (Side::KubeRuntime, Kind::ConfigMaps, Task::Sync { strip }) => {
+                kube_side::sync::<ConfigMap>(strip, expected).await
+            }
+            (Side::KubeRuntime, Kind::Pods, Task::Sync { strip }) => {
+                kube_side::sync::<Pod>(strip, expected).await
+            }
+            (Side::Kubeforge, _, Task::Reconcile { workers }) => {
                 kubeforge_side::reconcile(workers, expected).await
             }
-            (Side::KubeRuntime, Task::Reconcile { workers }) => {
+            (Side::KubeRuntime, _, Task::Reconcile { workers }) => {
                 kube_side::reconcile(workers, expected).await
             }
         }

@@ -12,7 +12,9 @@ use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::{reflector, watcher, WatchStreamExt as _};
+use kube::Resource;
 use kube::{Api, Client};
+use serde::de::DeserializeOwned;
 
 use crate::alloc;
 use crate::child::{sync_figures, Figures, SETTLE};
@@ -31,17 +33,26 @@ async fn client() -> anyhow::Result<Client> {
 }
 
 /// Start to synced, and the heap the store holds.
-pub async fn sync(strip: bool, expected: usize) -> anyhow::Result<Figures> {
+pub async fn sync<K>(strip: bool, expected: usize) -> anyhow::Result<Figures>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
     let client = client().await?;
     let baseline = alloc::live();
     let started = Instant::now();
-    let api: Api<ConfigMap> = Api::all(client);
+    let api: Api<K> = Api::all(client);
     let (reader, writer) = reflector::store();
     let events = watcher(api, watcher::Config::default());
     let task = if strip {
         // Setting the field to `None` frees the entries' memory, where
         // clearing the list would keep its capacity.
-        let events = events.modify(|cm: &mut ConfigMap| cm.metadata.managed_fields = None);
+        let events = events.modify(|o: &mut K| o.meta_mut().managed_fields = None);
         tokio::spawn(events.reflect(writer).for_each(|_| async {}))
     } else {
         tokio::spawn(events.reflect(writer).for_each(|_| async {}))

@@ -8,14 +8,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube_core::ObjectList;
+use kube_core::{ObjectList, Resource};
 use kubeforge::cache::{strip_managed_fields, InformerOptions, SharedInformerFactory};
 use kubeforge::controller::{Action, CachedClient, Context, Controller};
 use kubeforge::manager::CancellationToken;
 use kubeforge::Client;
+use serde::de::DeserializeOwned;
 
 use crate::alloc;
 use crate::child::{sync_figures, Figures, SETTLE};
+use crate::workload::Kind;
 
 const SYNC_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -30,7 +32,16 @@ async fn client() -> anyhow::Result<Client> {
 }
 
 /// Start to synced, and the heap the cache holds.
-pub async fn sync(strip: bool, expected: usize) -> anyhow::Result<Figures> {
+pub async fn sync<K>(strip: bool, expected: usize) -> anyhow::Result<Figures>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
     let client = client().await?;
     let baseline = alloc::live();
     let started = Instant::now();
@@ -40,7 +51,7 @@ pub async fn sync(strip: bool, expected: usize) -> anyhow::Result<Figures> {
     } else {
         InformerOptions::default()
     };
-    let informer = factory.informer_with::<ConfigMap>(options);
+    let informer = factory.informer_with::<K>(options);
     factory.start();
     for (id, synced) in factory.wait_for_cache_sync(SYNC_TIMEOUT).await {
         synced.with_context(|| format!("{id}"))?;
@@ -91,18 +102,22 @@ pub async fn reconcile(workers: usize, expected: usize) -> anyhow::Result<Figure
 }
 
 /// The floors: the list's bytes over one HTTPS GET, their `serde_json`
-/// decode into `ObjectList<ConfigMap>` (into fresh memory, the first time,
+/// decode into `ObjectList<K>` (into fresh memory, the first time,
 /// and into memory an earlier decode freed), and the heap of each decoded object
 /// on its own (an exact-capacity copy in an `Arc`, the least any cache of
 /// the typed object holds), with and without managedFields.
-pub async fn floors(expected: usize) -> anyhow::Result<Figures> {
+pub async fn floors<K>(kind: Kind, expected: usize) -> anyhow::Result<Figures>
+where
+    K: Resource + Clone + DeserializeOwned,
+{
     let client = client().await?;
     let mut get = Vec::new();
     let mut body = bytes::Bytes::new();
     for _ in 0..3 {
         // The last body is freed before the next arrives.
         drop(std::mem::take(&mut body));
-        let request = http::Request::get("/api/v1/configmaps?resourceVersion=0")
+        let path = format!("/api/v1/{}?resourceVersion=0", kind.plural());
+        let request = http::Request::get(path)
             .body(Vec::new())
             .context("request")?;
         let started = Instant::now();
@@ -120,8 +135,7 @@ pub async fn floors(expected: usize) -> anyhow::Result<Figures> {
     for _ in 0..4 {
         drop(list.take());
         let started = Instant::now();
-        let decoded: ObjectList<ConfigMap> =
-            serde_json::from_slice(&body).context("decoding the list")?;
+        let decoded: ObjectList<K> = serde_json::from_slice(&body).context("decoding the list")?;
         decode.push(started.elapsed().as_secs_f64());
         list = Some(black_box(decoded));
     }
@@ -137,7 +151,7 @@ pub async fn floors(expected: usize) -> anyhow::Result<Figures> {
         for item in &items {
             let mut copy = item.clone();
             if strip {
-                copy.metadata.managed_fields = None;
+                copy.meta_mut().managed_fields = None;
             }
             held.push(Arc::new(copy));
         }

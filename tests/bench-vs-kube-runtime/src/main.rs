@@ -15,7 +15,9 @@
 //!
 //! and beside them the floors: one HTTPS GET of the list's bytes, a
 //! `serde_json` decode of them into the typed list, and the decoded
-//! object's own heap. Each figure is the median of `--runs` (default 3).
+//! object's own heap. Then the cache figures again for running Pods (about
+//! 4 KiB as served, `--pods`, default 10k): objects whose lists a decoder
+//! must size. Each figure is the median of `--runs` (default 3).
 //!
 //! Run: `cargo run --release -p kubeforge-bench-vs-kube-runtime --
 //! --objects 10000,100000`.

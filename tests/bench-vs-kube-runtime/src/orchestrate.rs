@@ -1,6 +1,6 @@
 //! The parent process: per size, a fresh server filled with ConfigMaps,
 //! then every measurement in a child process, the two sides taking turns,
-//! and the table of medians.
+//! and the table of medians; then the same for the caches of Pods.
 
 use std::path::Path;
 use std::time::Instant;
@@ -10,15 +10,18 @@ use kubeforge::testing::{ApiServer, ApiServerExt as _};
 
 use crate::child::{self, Figures, Side, Task, RESULT_PREFIX};
 use crate::report::{Report, Row};
-use crate::workload;
+use crate::workload::{self, Kind};
 
-const USAGE: &str = "usage: kubeforge-bench-vs-kube-runtime [--objects N[,N...]] [--runs R]
+const USAGE: &str =
+    "usage: kubeforge-bench-vs-kube-runtime [--objects N[,N...]] [--pods N] [--runs R]
   --objects  ConfigMaps in the server, one size after another (default 10000,100000)
+  --pods     running Pods in a server of their own, for the caches' figures (default 10000; 0 skips)
   --runs     runs of each measurement per side; figures are medians (default 3)";
 
 /// What to run.
 struct Options {
     sizes: Vec<usize>,
+    pods: usize,
     runs: usize,
 }
 
@@ -26,6 +29,7 @@ impl Options {
     fn parse(args: &[String]) -> anyhow::Result<Self> {
         let mut options = Self {
             sizes: vec![10_000, 100_000],
+            pods: 10_000,
             runs: 3,
         };
         let mut args = args.iter();
@@ -39,6 +43,7 @@ impl Options {
                         .collect::<Result<_, _>>()
                         .context("--objects takes numbers separated by commas")?;
                 }
+                "--pods" => options.pods = value()?.parse().context("--pods takes a number")?,
                 "--runs" => options.runs = value()?.parse().context("--runs takes a number")?,
                 "-h" | "--help" => {
                     println!("{USAGE}");
@@ -63,13 +68,18 @@ pub fn main(args: &[String]) -> anyhow::Result<()> {
         .context("tokio runtime")?;
     println!("{}", machine());
     for &n in &options.sizes {
-        let report = runtime.block_on(one_size(n, options.runs))?;
+        let report = runtime.block_on(one_size(Kind::ConfigMaps, n, options.runs))?;
+        println!("{report}");
+    }
+    if options.pods > 0 {
+        let report = runtime.block_on(one_size(Kind::Pods, options.pods, options.runs))?;
         println!("{report}");
     }
     Ok(())
 }
 
-/// The tasks measured for both sides, in the order of the table.
+/// The tasks measured for both sides on ConfigMaps, in the order of the
+/// table.
 const TASKS: [Task; 4] = [
     Task::Sync { strip: false },
     Task::Sync { strip: true },
@@ -77,11 +87,15 @@ const TASKS: [Task; 4] = [
     Task::Reconcile { workers: 4 },
 ];
 
-async fn one_size(n: usize, runs: usize) -> anyhow::Result<Report> {
+/// On Pods, the caches only: what differs from ConfigMaps is the lists
+/// inside each object, which the controller figures would not show.
+const POD_TASKS: [Task; 2] = [Task::Sync { strip: false }, Task::Sync { strip: true }];
+
+async fn one_size(kind: Kind, n: usize, runs: usize) -> anyhow::Result<Report> {
     let server = ApiServer::start().await.context("starting the server")?;
     let client = server.client().context("client")?;
     let started = Instant::now();
-    workload::populate(&client, n).await?;
+    workload::populate(&client, kind, n).await?;
     let populated = started.elapsed();
     let kubeconfig = std::env::temp_dir().join(format!(
         "kubeforge-bench-vs-kube-runtime-{}.kubeconfig",
@@ -90,7 +104,7 @@ async fn one_size(n: usize, runs: usize) -> anyhow::Result<Report> {
     server
         .write_kubeconfig(&kubeconfig)
         .context("writing the kubeconfig")?;
-    let result = measure(&kubeconfig, n, runs).await;
+    let result = measure(&kubeconfig, kind, n, runs).await;
     let _ = std::fs::remove_file(&kubeconfig);
     server.shutdown().await;
     let mut report = result?;
@@ -98,14 +112,18 @@ async fn one_size(n: usize, runs: usize) -> anyhow::Result<Report> {
     Ok(report)
 }
 
-async fn measure(kubeconfig: &Path, n: usize, runs: usize) -> anyhow::Result<Report> {
+async fn measure(kubeconfig: &Path, kind: Kind, n: usize, runs: usize) -> anyhow::Result<Report> {
+    let tasks: &[Task] = match kind {
+        Kind::ConfigMaps => &TASKS,
+        Kind::Pods => &POD_TASKS,
+    };
     let mut floors = Vec::new();
     for _ in 0..runs {
-        floors.push(run_child(kubeconfig, Side::Kubeforge, Task::Floors, n).await?);
+        floors.push(run_child(kubeconfig, Side::Kubeforge, kind, Task::Floors, n).await?);
     }
-    let mut samples: Vec<[Vec<Figures>; 2]> = TASKS.iter().map(|_| [vec![], vec![]]).collect();
+    let mut samples: Vec<[Vec<Figures>; 2]> = tasks.iter().map(|_| [vec![], vec![]]).collect();
     for run in 0..runs {
-        for (task, samples) in TASKS.iter().zip(&mut samples) {
+        for (task, samples) in tasks.iter().zip(&mut samples) {
             // Take turns at going first, so drift on a shared machine
             // favours neither side.
             let order = if run % 2 == 0 {
@@ -114,27 +132,28 @@ async fn measure(kubeconfig: &Path, n: usize, runs: usize) -> anyhow::Result<Rep
                 [Side::Kubeforge, Side::KubeRuntime]
             };
             for side in order {
-                let figures = run_child(kubeconfig, side, *task, n).await?;
+                let figures = run_child(kubeconfig, side, kind, *task, n).await?;
                 samples[usize::from(side == Side::Kubeforge)].push(figures);
             }
         }
     }
     let mut rows = Vec::new();
-    for (task, [kube, kubeforge]) in TASKS.iter().zip(&samples) {
+    for (task, [kube, kubeforge]) in tasks.iter().zip(&samples) {
         rows.extend(Row::for_task(*task, kube, kubeforge));
     }
-    Ok(Report::new(n, runs, &floors, rows))
+    Ok(Report::new(kind, n, runs, &floors, rows))
 }
 
 /// Runs one measurement in a child process and reads its figures.
 async fn run_child(
     kubeconfig: &Path,
     side: Side,
+    kind: Kind,
     task: Task,
     expected: usize,
 ) -> anyhow::Result<Figures> {
     let exe = std::env::current_exe().context("this binary's path")?;
-    let args = child::args(side, task, expected);
+    let args = child::args(side, kind, task, expected);
     let output = tokio::process::Command::new(exe)
         .args(&args)
         .env("KUBECONFIG", kubeconfig)

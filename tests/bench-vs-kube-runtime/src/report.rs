@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::child::{Figures, Task};
 use crate::kubeforge_side::median;
+use crate::workload::Kind;
 
 /// What a figure measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,6 +88,7 @@ impl Row {
 /// Everything measured at one size.
 #[derive(Debug)]
 pub struct Report {
+    kind: Kind,
     objects: usize,
     runs: usize,
     floors: Figures,
@@ -98,13 +100,20 @@ pub struct Report {
 impl Report {
     /// The report of one size: `floors` holds one sample per run, each
     /// figure of which is reported as its median.
-    pub fn new(objects: usize, runs: usize, floors: &[Figures], rows: Vec<Row>) -> Self {
+    pub fn new(
+        kind: Kind,
+        objects: usize,
+        runs: usize,
+        floors: &[Figures],
+        rows: Vec<Row>,
+    ) -> Self {
         let names: BTreeSet<&String> = floors.iter().flat_map(|f| f.keys()).collect();
         let floors = names
             .into_iter()
             .map(|n| (n.clone(), median_of(floors, n)))
             .collect();
         Self {
+            kind,
             objects,
             runs,
             floors,
@@ -130,7 +139,8 @@ impl fmt::Display for Report {
         let n = self.objects;
         writeln!(
             f,
-            "\n== {n} ConfigMaps, {:.0} bytes each as served (created in {:.1?}); medians of {} runs, one process per run ==",
+            "\n== {n} {}, {:.0} bytes each as served (created in {:.1?}); medians of {} runs, one process per run ==",
+            self.kind.title(),
             self.floor("body_bytes") / n as f64,
             self.populated,
             self.runs
