@@ -1181,3 +1181,85 @@ async fn mapped_watches_cache_objects_without_managed_fields() {
     assert_eq!(metadata.with_managed_fields.load(Ordering::SeqCst), 0);
     stop(token, task).await;
 }
+
+/// Log output captured from a subscriber set for one future.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        let bytes = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+/// A controller that gives up on reconciles at its graceful shutdown
+/// timeout says which: the keys its workers still held, sorted, in the
+/// warning it logs (controller-runtime logs the timeout; naming the keys
+/// tells an operator's author which objects to look at).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reconciles_abandoned_at_shutdown_are_named_in_the_log() {
+    use tracing::instrument::WithSubscriber as _;
+
+    let h = harness().await;
+    let logs = Captured::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::WARN)
+        .finish();
+    let started = Arc::new(AtomicUsize::new(0));
+    let controller = Controller::<ConfigMap>::builder(h.cached.clone())
+        .concurrency(2)
+        .graceful_shutdown_timeout(Duration::from_millis(200))
+        .reconcile(
+            |_: Arc<ConfigMap>, ctx: Arc<Context<Arc<AtomicUsize>>>| async move {
+                ctx.fetch_add(1, Ordering::SeqCst);
+                sleep(Duration::from_secs(3600)).await;
+                Ok::<_, Error>(Action::done())
+            },
+            Arc::clone(&started),
+        );
+    let token = CancellationToken::new();
+    let task = tokio::spawn(controller.run(token.clone()).with_subscriber(subscriber));
+    let api: Api<ConfigMap> = Api::namespaced(h.client.clone(), NS);
+    for name in ["stuck-b", "stuck-a"] {
+        api.create(&PostParams::default(), &cm(name, &[]))
+            .await
+            .unwrap();
+    }
+    eventually("both reconciles to start", || {
+        started.load(Ordering::SeqCst) == 2
+    })
+    .await;
+    token.cancel();
+    tokio::time::timeout(PATIENCE, task)
+        .await
+        .expect("the controller gives up on the stuck reconciles")
+        .expect("controller task")
+        .expect("controller stops cleanly");
+    let text = logs.text();
+    assert!(
+        text.contains(r#"abandoned=["default/stuck-a", "default/stuck-b"]"#),
+        "{text}"
+    );
+    assert!(text.contains("abandoning them"), "{text}");
+}

@@ -4,13 +4,18 @@
 //! serde builds each `Vec` by pushing, and the vector keeps the capacity it
 //! grew to: room for four elements where one was read (a Pod's lone
 //! container status carries 2.2 KiB of empty slots), eight where five were.
-//! A cache keeps every object it decodes for as long as it lives, so
-//! [`from_slice`] first counts the elements of every array in the bytes
-//! (one pass that only tracks strings and nesting), then decodes through
-//! a thin layer over `serde_json` that tells each sequence its length, as
-//! a `Vec` asks before reading one. Maps are unaffected (a `BTreeMap` has
-//! no spare capacity to give back) and so is every value: only the sizes
-//! of allocations change.
+//! A cache keeps every object it decodes for as long as it lives (where
+//! kube-runtime's store keeps a deep clone, sized exactly, at the cost of
+//! the copy). So [`from_slice`] decodes through a thin layer over
+//! `serde_json` that tells each sequence its length when a `Vec` asks, from
+//! a count of the elements of the arrays in the bytes: a scan that tracks
+//! only strings and nesting, run as far as the arrays asked about so far
+//! need (an object without lists outside its metadata is not scanned at
+//! all). Maps are unaffected (a `BTreeMap` has no spare capacity to give
+//! back) and so is every value: only the sizes of allocations change.
+//!
+//! The object's own `metadata` lists are left to the reflector's
+//! trimming, which costs less than counting through managedFields.
 //!
 //! The counts are handed out in the order arrays open in the text, which
 //! is the order `serde_json` reads them in, provided nothing skips a value
@@ -296,7 +301,9 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Exact<'_, D> {
     }
 
     /// Read, not skipped, so that the arrays inside an ignored value use up
-    /// their counts.
+    /// their counts. The one difference from a skip: a number beyond `f64`
+    /// (`1e400`) is refused rather than passed over, and no API server
+    /// sends one (Go's encoder cannot write it).
     fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
         self.de.deserialize_any(Wrap::new(visitor, self.lengths))
     }
@@ -649,7 +656,8 @@ mod tests {
         assert_eq!(pod, serde_json::from_str::<Pod>(POD).unwrap());
         let statuses = pod.status.unwrap().container_statuses.unwrap();
         assert_eq!(statuses.capacity(), 1, "an event's object is sized too");
-        let error = r#"{"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}}"#;
+        let error =
+            r#"{"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}}"#;
         assert!(matches!(
             from_slice::<WatchEvent<Pod>>(error.as_bytes()),
             Ok(WatchEvent::Error(e)) if e.code == 410
