@@ -686,6 +686,81 @@ mod tests {
         }
     }
 
+    /// A tree of lists, with a field the type does not have (arrays and
+    /// objects of any shape) among its own.
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct Node {
+        kids: Vec<Node>,
+        tags: Vec<String>,
+        #[serde(default)]
+        nums: Vec<i64>,
+    }
+
+    impl Node {
+        fn all_exact(&self) -> bool {
+            self.kids.capacity() == self.kids.len()
+                && self.tags.capacity() == self.tags.len()
+                && self.nums.capacity() == self.nums.len()
+                && self.kids.iter().all(Node::all_exact)
+        }
+    }
+
+    fn junk() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<i64>().prop_map(Value::from),
+            "[a-z\\[\\],{}:\"\\\\ ]{0,6}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                proptest::collection::btree_map("[a-z]{1,3}", inner, 0..3)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn node() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let tags = || proptest::collection::vec("[a-z\\[\\],\"\\\\]{0,5}", 0..4);
+        let leaf = (
+            tags(),
+            proptest::collection::vec(any::<i64>(), 0..6),
+            junk(),
+        )
+            .prop_map(
+                |(tags, nums, skip)| json!({"kids": [], "tags": tags, "nums": nums, "skip": skip}),
+            );
+        leaf.prop_recursive(4, 32, 5, move |inner| {
+            (proptest::collection::vec(inner, 0..5), tags(), junk())
+                .prop_map(|(kids, tags, skip)| json!({"kids": kids, "skip": skip, "tags": tags}))
+        })
+    }
+
+    proptest::proptest! {
+        /// Whatever the shape, spacing and ignored fields, the values are
+        /// serde_json's and every list is at its length: the counts never
+        /// fall out of step with the decoder.
+        #[test]
+        fn any_tree_of_lists_decodes_as_serde_json_does_with_every_list_exact(
+            tree in node(),
+            pretty in proptest::bool::ANY,
+        ) {
+            let text = if pretty {
+                serde_json::to_string_pretty(&tree).unwrap()
+            } else {
+                tree.to_string()
+            };
+            let exact: Node = from_slice(text.as_bytes()).unwrap();
+            let plain: Node = serde_json::from_str(&text).unwrap();
+            proptest::prop_assert_eq!(&exact, &plain);
+            proptest::prop_assert!(exact.all_exact(), "{}", text);
+            let value: Value = from_slice(text.as_bytes()).unwrap();
+            proptest::prop_assert_eq!(value, tree);
+        }
+    }
+
     #[test]
     fn a_count_that_disagrees_with_the_decoder_stops_the_hints() {
         let lengths = Lengths::new(b"[1, 2]");
