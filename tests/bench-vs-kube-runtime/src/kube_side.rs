@@ -12,12 +12,11 @@ use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::{reflector, watcher, WatchStreamExt as _};
-use kube::Resource;
 use kube::{Api, Client};
-use serde::de::DeserializeOwned;
 
 use crate::alloc;
 use crate::child::{sync_figures, Figures, SETTLE};
+use crate::workload::Cacheable;
 
 /// How long a side may take to see every object.
 const DEADLINE: Duration = Duration::from_secs(600);
@@ -33,16 +32,7 @@ async fn client() -> anyhow::Result<Client> {
 }
 
 /// Start to synced, and the heap the store holds.
-pub async fn sync<K>(strip: bool, expected: usize) -> anyhow::Result<Figures>
-where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
+pub async fn sync<K: Cacheable>(strip: bool, expected: usize) -> anyhow::Result<Figures> {
     let client = client().await?;
     let baseline = alloc::live();
     let started = Instant::now();

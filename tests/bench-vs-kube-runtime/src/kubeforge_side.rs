@@ -8,16 +8,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube_core::{ObjectList, Resource};
+use kube_core::ObjectList;
 use kubeforge::cache::{strip_managed_fields, InformerOptions, SharedInformerFactory};
 use kubeforge::controller::{Action, CachedClient, Context, Controller};
 use kubeforge::manager::CancellationToken;
 use kubeforge::Client;
-use serde::de::DeserializeOwned;
 
 use crate::alloc;
 use crate::child::{sync_figures, Figures, SETTLE};
-use crate::workload::Kind;
+use crate::workload::{Cacheable, Kind};
 
 const SYNC_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -32,16 +31,7 @@ async fn client() -> anyhow::Result<Client> {
 }
 
 /// Start to synced, and the heap the cache holds.
-pub async fn sync<K>(strip: bool, expected: usize) -> anyhow::Result<Figures>
-where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
+pub async fn sync<K: Cacheable>(strip: bool, expected: usize) -> anyhow::Result<Figures> {
     let client = client().await?;
     let baseline = alloc::live();
     let started = Instant::now();
@@ -106,10 +96,7 @@ pub async fn reconcile(workers: usize, expected: usize) -> anyhow::Result<Figure
 /// and into memory an earlier decode freed), and the heap of each decoded object
 /// on its own (an exact-capacity copy in an `Arc`, the least any cache of
 /// the typed object holds), with and without managedFields.
-pub async fn floors<K>(kind: Kind, expected: usize) -> anyhow::Result<Figures>
-where
-    K: Resource + Clone + DeserializeOwned,
-{
+pub async fn floors<K: Cacheable>(kind: Kind, expected: usize) -> anyhow::Result<Figures> {
     let client = client().await?;
     let mut get = Vec::new();
     let mut body = bytes::Bytes::new();

@@ -47,6 +47,29 @@ pub fn configmap(i: usize) -> ConfigMap {
     }
 }
 
+/// A typed object both sides can cache.
+pub trait Cacheable:
+    kube_core::Resource<DynamicType = ()>
+    + Clone
+    + serde::de::DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Cacheable for K where
+    K: kube_core::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// What the bench fills the server with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
