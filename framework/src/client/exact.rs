@@ -199,11 +199,13 @@ fn string_end(json: &[u8], mut from: usize) -> usize {
     }
 }
 
-/// The first `"` or `\\` at or after `from`. Eight bytes at a time: most
+/// The first `"` or `\` at or after `from`. Eight bytes at a time: most
 /// strings are a few words long, too short for memchr's set-up to pay.
 fn quote_or_backslash(json: &[u8], from: usize) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // Flags the zero bytes of `x`: the lowest flag is always right (a
+    // borrow can only flag bytes above a real zero), and only it is used.
     let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
     let mut at = from;
     while let Some(word) = json.get(at..at + 8) {
