@@ -1,7 +1,9 @@
 //! The watch-stream decoder ([`kubeforge::client::watch::EventStream`]) fed
 //! a response body in arbitrary chunks. Beyond not panicking or hanging,
 //! the events it yields must not depend on where the chunks were cut: the
-//! body decoded in one chunk is the reference.
+//! body decoded in one chunk is the reference. And that body's events must
+//! be what `serde_json` makes of each line: the decoder sizes lists from a
+//! scan of its own, which must never change a value or an error.
 //!
 //! Input: the response body. A first line `chunks=3,1,7` sets the chunk
 //! sizes (repeated); otherwise sizes from 1 to 16 bytes are drawn from a
@@ -11,7 +13,7 @@ use futures::executor::block_on;
 use futures::{stream, StreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeforge::client::watch::EventStream;
-use kubeforge::kube_core::DynamicObject;
+use kubeforge::kube_core::{DynamicObject, WatchEvent};
 use serde::de::DeserializeOwned;
 
 use crate::input::{first_line, Choices};
@@ -92,5 +94,32 @@ fn compare<K: DeserializeOwned + std::fmt::Debug>(
             ),
         ));
     }
+    let reference = timed(limits, "decoding each line with serde_json", || {
+        by_serde_json::<K>(body)
+    })?;
+    let agree = whole.len() == reference.len()
+        && whole.iter().zip(&reference).all(|(got, want)| match want {
+            Some(event) => got == event,
+            None => got.starts_with("error: "),
+        });
+    if !agree {
+        return Err((
+            FindingKind::Inconsistent,
+            format!("{kind} events differ from serde_json's: {whole:?} against {reference:?}"),
+        ));
+    }
     Ok(())
+}
+
+/// What `serde_json` makes of each non-blank line: the event, or `None`
+/// where the decoder must yield an error (a line that is not an event, or
+/// an `ERROR` event).
+fn by_serde_json<K: DeserializeOwned + std::fmt::Debug>(body: &[u8]) -> Vec<Option<String>> {
+    body.split(|b| *b == b'\n')
+        .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
+        .map(|line| match serde_json::from_slice::<WatchEvent<K>>(line) {
+            Ok(WatchEvent::Error(_)) | Err(_) => None,
+            Ok(event) => Some(format!("{event:?}")),
+        })
+        .collect()
 }
