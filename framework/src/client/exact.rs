@@ -22,7 +22,10 @@
 //! unseen: ignored fields are read through this layer too rather than
 //! skipped. Should the two ever disagree (an array that ends at another
 //! length than its count), the rest of the object is decoded without
-//! lengths, as plain `serde_json` would.
+//! lengths, as plain `serde_json` would. Reading an ignored field checks
+//! more than skipping it does, so an object this decoding refuses is
+//! decoded again by `serde_json` alone: the result, value or error, is
+//! always `serde_json`'s.
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -33,16 +36,20 @@ use serde::de::{
 };
 
 /// Decodes `json` as `serde_json::from_slice` does, with every sequence
-/// outside `metadata` allocated at its length.
+/// outside `metadata` allocated at its length. Its result is always
+/// serde_json's: what fails here is decoded again by serde_json alone.
 pub(crate) fn from_slice<T: DeserializeOwned>(json: &[u8]) -> serde_json::Result<T> {
     let lengths = Lengths::new(json);
     let mut de = serde_json::Deserializer::from_slice(json);
-    let value = T::deserialize(Exact {
+    let exact = T::deserialize(Exact {
         de: &mut de,
         lengths: &lengths,
-    })?;
-    de.end()?;
-    Ok(value)
+    })
+    .and_then(|value| de.end().map(|()| value));
+    // Reading an ignored value is stricter than skipping it (see
+    // `deserialize_ignored_any`), so a failure is not yet serde_json's
+    // verdict. Bad input is rare; decoding it twice costs little.
+    exact.or_else(|_| serde_json::from_slice(json))
 }
 
 /// The element counts of the arrays in a text, counted as far as asked,
@@ -303,9 +310,10 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Exact<'_, D> {
     }
 
     /// Read, not skipped, so that the arrays inside an ignored value use up
-    /// their counts. The one difference from a skip: a number beyond `f64`
-    /// (`1e400`) is refused rather than passed over, and no API server
-    /// sends one (Go's encoder cannot write it).
+    /// their counts. Reading checks what a skip passes over (a string's
+    /// UTF-8, a lone surrogate escape, a number beyond `f64`); no API
+    /// server sends those, and [`from_slice`] hands such input to plain
+    /// serde_json.
     fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
         self.de.deserialize_any(Wrap::new(visitor, self.lengths))
     }
@@ -761,6 +769,27 @@ mod tests {
             let value: Value = from_slice(text.as_bytes()).unwrap();
             proptest::prop_assert_eq!(value, tree);
         }
+    }
+
+    #[test]
+    fn ignored_fields_a_skip_passes_over_still_decode_as_serde_json_does() {
+        // Found by the fuzzer: reading an ignored value checks its UTF-8,
+        // its escapes and its numbers, which serde_json's skip does not.
+        let mut invalid_utf8 = br#"{"metadata": {"name": "a"}, "junk": "x"#.to_vec();
+        invalid_utf8.extend_from_slice(&[0xff, 0xfe]);
+        invalid_utf8.extend_from_slice(br#"", "data": {"k": "v"}}"#);
+        let lone_surrogate =
+            br#"{"metadata": {"name": "a"}, "junk": "\ud800", "data": {"k": "v"}}"#;
+        let huge = br#"{"junk": [1e400], "metadata": {"name": "a"}, "data": {"k": "v"}}"#;
+        for json in [&invalid_utf8[..], lone_surrogate, huge] {
+            let plain = serde_json::from_slice::<ConfigMap>(json).map_err(|e| e.to_string());
+            let exact = from_slice::<ConfigMap>(json).map_err(|e| e.to_string());
+            assert_eq!(exact, plain, "{}", String::from_utf8_lossy(json));
+        }
+        assert!(
+            from_slice::<ConfigMap>(&invalid_utf8).is_ok(),
+            "serde_json skips it"
+        );
     }
 
     #[test]
