@@ -15,6 +15,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kubeforge::client::watch::EventStream;
 use kubeforge::kube_core::{DynamicObject, WatchEvent};
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use crate::input::{first_line, Choices};
 use crate::{timed, Checked, FindingKind, Limits};
@@ -61,8 +62,29 @@ fn cut<'a>(body: &'a [u8], sizes: &[usize]) -> Vec<&'a [u8]> {
     out
 }
 
+/// What a harness needs of the object type: to decode it, and to print
+/// it whole (`WatchEvent`'s `Debug` names only the event's type).
+trait Object: DeserializeOwned + Serialize + std::fmt::Debug {}
+
+impl<K: DeserializeOwned + Serialize + std::fmt::Debug> Object for K {}
+
+/// An event as text: its type and its object as JSON.
+fn describe<K: Object>(event: &WatchEvent<K>) -> String {
+    let json = |o: &K| serde_json::to_string(o).unwrap_or_else(|e| format!("<{e}>"));
+    match event {
+        WatchEvent::Added(o) => format!("ADDED {}", json(o)),
+        WatchEvent::Modified(o) => format!("MODIFIED {}", json(o)),
+        WatchEvent::Deleted(o) => format!("DELETED {}", json(o)),
+        WatchEvent::Bookmark(b) => format!(
+            "BOOKMARK {}",
+            serde_json::to_string(b).unwrap_or_else(|e| format!("<{e}>"))
+        ),
+        WatchEvent::Error(e) => format!("ERROR {e:?}"),
+    }
+}
+
 /// Every event (or error) the decoder yields for `chunks`, as text.
-fn decode<K: DeserializeOwned + std::fmt::Debug>(chunks: &[&[u8]]) -> Vec<String> {
+fn decode<K: Object>(chunks: &[&[u8]]) -> Vec<String> {
     let owned: Vec<Result<bytes::Bytes, kubeforge::Error>> = chunks
         .iter()
         .map(|c| Ok(bytes::Bytes::copy_from_slice(c)))
@@ -71,18 +93,13 @@ fn decode<K: DeserializeOwned + std::fmt::Debug>(chunks: &[&[u8]]) -> Vec<String
     block_on(events.collect::<Vec<_>>())
         .into_iter()
         .map(|e| match e {
-            Ok(event) => format!("{event:?}"),
+            Ok(event) => describe(&event),
             Err(err) => format!("error: {err}"),
         })
         .collect()
 }
 
-fn compare<K: DeserializeOwned + std::fmt::Debug>(
-    body: &[u8],
-    chunks: &[&[u8]],
-    limits: &Limits,
-    kind: &str,
-) -> Checked {
+fn compare<K: Object>(body: &[u8], chunks: &[&[u8]], limits: &Limits, kind: &str) -> Checked {
     let whole = timed(limits, "decoding the whole body", || decode::<K>(&[body]))?;
     let pieces = timed(limits, "decoding the chunks", || decode::<K>(chunks))?;
     if whole != pieces {
@@ -114,12 +131,12 @@ fn compare<K: DeserializeOwned + std::fmt::Debug>(
 /// What `serde_json` makes of each non-blank line: the event, or `None`
 /// where the decoder must yield an error (a line that is not an event, or
 /// an `ERROR` event).
-fn by_serde_json<K: DeserializeOwned + std::fmt::Debug>(body: &[u8]) -> Vec<Option<String>> {
+fn by_serde_json<K: Object>(body: &[u8]) -> Vec<Option<String>> {
     body.split(|b| *b == b'\n')
         .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
         .map(|line| match serde_json::from_slice::<WatchEvent<K>>(line) {
             Ok(WatchEvent::Error(_)) | Err(_) => None,
-            Ok(event) => Some(format!("{event:?}")),
+            Ok(event) => Some(describe(&event)),
         })
         .collect()
 }
