@@ -2,7 +2,8 @@
 //! API server: sharing (one watch, one copy of each object), late handlers,
 //! index look-ups after real writes, resync, read-your-own-writes,
 //! namespaces and selectors, transforms, dynamic and metadata-only
-//! informers, streaming lists, and named sync failures.
+//! informers, streaming lists, named sync failures, and cached objects'
+//! lists at their lengths.
 
 #[path = "../apiserver/tests/poll/mod.rs"]
 mod poll;
@@ -791,5 +792,76 @@ async fn a_real_rbac_denial_fails_the_sync_at_once_naming_the_informer() {
         )],
         "{audit}"
     );
+    factory.shutdown();
+}
+
+/// The lists inside a cached object are at their lengths, through both of
+/// the reflector's decoders: the initial list and a watch event. (A `Vec`
+/// decoded by plain serde_json keeps room for four where there is one.)
+#[tokio::test]
+async fn cached_objects_keep_no_spare_room_in_their_lists() {
+    use k8s_openapi::api::apps::v1::Deployment;
+
+    let (_server, client) = server().await;
+    let deployments = Api::<Deployment>::namespaced(client.clone(), "default");
+    let deployment = |env: &[&str]| -> Deployment {
+        let env: Vec<_> = env
+            .iter()
+            .map(|n| json!({"name": n, "value": "1"}))
+            .collect();
+        serde_json::from_value(json!({
+            "metadata": {"name": "web"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{
+                        "name": "web", "image": "web:1", "env": env,
+                        "ports": [{"containerPort": 8080}],
+                    }]},
+                },
+            },
+        }))
+        .expect("a Deployment")
+    };
+    deployments
+        .create(&PostParams::default(), &deployment(&["A"]))
+        .await
+        .expect("created");
+    let factory = SharedInformerFactory::new(client.clone());
+    let informer = factory.informer::<Deployment>();
+    factory.start();
+    synced(&factory).await;
+
+    // (length, capacity) of the container's env and ports.
+    let lists = |d: &Deployment| {
+        let spec = d.spec.template.spec.as_ref().expect("pod spec");
+        let c = &spec.containers[0];
+        let env = c.env.as_ref().expect("env");
+        let ports = c.ports.as_ref().expect("ports");
+        [(env.len(), env.capacity()), (ports.len(), ports.capacity())]
+    };
+    let listed = informer
+        .store()
+        .get_by(Some("default"), "web")
+        .expect("cached");
+    assert_eq!(lists(&listed), [(1, 1), (1, 1)], "from the list");
+
+    let patch = json!({"spec": {"template": {"spec": {"containers": [{
+        "name": "web", "image": "web:1", "env": [{"name": "A", "value": "1"},
+            {"name": "B", "value": "1"}, {"name": "C", "value": "1"}],
+        "ports": [{"containerPort": 8080}],
+    }]}}}});
+    let written = deployments
+        .patch("web", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("patched");
+    let rv = written.resource_version().expect("rv");
+    informer.wait_for_resource_version(&rv, SYNC).await.unwrap();
+    let watched = informer
+        .store()
+        .get_by(Some("default"), "web")
+        .expect("cached");
+    assert_eq!(lists(&watched), [(3, 3), (1, 1)], "from a watch event");
     factory.shutdown();
 }
