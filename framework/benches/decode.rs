@@ -68,9 +68,11 @@ fn main() {
             .collect()
     });
     let (exact_time, exact_heap) = measure(&body, |body| {
-        let chunks: Vec<Result<Bytes, kubeforge::Error>> = body
-            .chunks(64 * 1024)
-            .map(|c| Ok(Bytes::copy_from_slice(c)))
+        // Slices of the body, not copies: only the decoder is timed.
+        const CHUNK: usize = 64 * 1024;
+        let chunks: Vec<Result<Bytes, kubeforge::Error>> = (0..body.len())
+            .step_by(CHUNK)
+            .map(|at| Ok(body.slice(at..(at + CHUNK).min(body.len()))))
             .collect();
         let stream = EventStream::<_, Pod>::new(futures::stream::iter(chunks));
         futures::executor::block_on(stream.map(|e| modified(e.expect("an event"))).collect())
