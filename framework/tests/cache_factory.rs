@@ -796,7 +796,8 @@ async fn a_real_rbac_denial_fails_the_sync_at_once_naming_the_informer() {
 }
 
 /// The lists inside a cached object are at their lengths, through both of
-/// the reflector's decoders: the initial list and a watch event. (A `Vec`
+/// the reflector's decoders: the initial list and a watch event, for the
+/// typed object and for the untyped one of a dynamic informer. (A `Vec`
 /// decoded by plain serde_json keeps room for four where there is one.)
 #[tokio::test]
 async fn cached_objects_keep_no_spare_room_in_their_lists() {
@@ -830,6 +831,10 @@ async fn cached_objects_keep_no_spare_room_in_their_lists() {
         .expect("created");
     let factory = SharedInformerFactory::new(client.clone());
     let informer = factory.informer::<Deployment>();
+    let dynamic = factory.dynamic_informer(
+        &ApiResource::erase::<Deployment>(&()),
+        InformerOptions::default(),
+    );
     factory.start();
     synced(&factory).await;
 
@@ -846,6 +851,25 @@ async fn cached_objects_keep_no_spare_room_in_their_lists() {
         .get_by(Some("default"), "web")
         .expect("cached");
     assert_eq!(lists(&listed), [(1, 1), (1, 1)], "from the list");
+    let untyped_lists = |d: &DynamicObject| {
+        let c = &d.data["spec"]["template"]["spec"]["containers"];
+        let sizes = |v: &serde_json::Value| {
+            let a = v.as_array().expect("an array");
+            (a.len(), a.capacity())
+        };
+        [sizes(&c[0]["env"]), sizes(&c[0]["ports"]), sizes(c)]
+    };
+    let untyped = || {
+        dynamic
+            .store()
+            .get_by(Some("default"), "web")
+            .expect("cached")
+    };
+    assert_eq!(
+        untyped_lists(&untyped()),
+        [(1, 1), (1, 1), (1, 1)],
+        "untyped, from the list"
+    );
 
     let patch = json!({"spec": {"template": {"spec": {"containers": [{
         "name": "web", "image": "web:1", "env": [{"name": "A", "value": "1"},
@@ -863,5 +887,11 @@ async fn cached_objects_keep_no_spare_room_in_their_lists() {
         .get_by(Some("default"), "web")
         .expect("cached");
     assert_eq!(lists(&watched), [(3, 3), (1, 1)], "from a watch event");
+    dynamic.wait_for_resource_version(&rv, SYNC).await.unwrap();
+    assert_eq!(
+        untyped_lists(&untyped()),
+        [(3, 3), (1, 1), (1, 1)],
+        "untyped, from a watch event"
+    );
     factory.shutdown();
 }

@@ -600,7 +600,7 @@ mod tests {
             4,
             "serde_json alone leaves room for four"
         );
-        // Metadata's lists are the trimming's (`trim_metadata`), not counted.
+        // Metadata's lists are the trimming's (`trim_spare_capacity`), not counted.
         assert_eq!(pod.metadata.managed_fields.unwrap().len(), 2);
     }
 

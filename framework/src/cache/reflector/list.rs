@@ -19,6 +19,7 @@
 //! before decoding, so they are never built. Every byte JSON gives
 //! structural meaning to is ASCII, so scanning bytes is safe in UTF-8.
 
+use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,7 +27,7 @@ use bytes::{Bytes, BytesMut};
 use futures::stream::FuturesOrdered;
 use futures::StreamExt as _;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
-use kube_core::Resource;
+use kube_core::{DynamicObject, Resource};
 use serde::de::DeserializeOwned;
 
 use crate::cache::Transform;
@@ -341,20 +342,24 @@ fn decode_item<K>(
     transform: Option<&Transform<K>>,
 ) -> Result<Arc<K>, serde_json::Error>
 where
-    K: Resource + DeserializeOwned,
+    K: Resource + DeserializeOwned + 'static,
 {
     let mut obj: K = client::exact::from_slice(item)?;
-    trim_metadata(&mut obj);
+    trim_spare_capacity(&mut obj);
     Ok(Arc::new(match transform {
         Some(t) => t.apply(obj),
         None => obj,
     }))
 }
 
-/// Gives back the spare capacity of the metadata's lists: decoding grows a
-/// list in steps (room for four managedFields entries where there is one),
-/// and a cached object keeps whatever it was decoded with.
-pub(crate) fn trim_metadata<K: Resource>(obj: &mut K) {
+/// Gives back the spare capacity decoding leaves behind: a list grown by
+/// pushing has room for four where there is one, and a cached object keeps
+/// whatever it was decoded with. `client::exact` sizes the typed lists
+/// outside the metadata; these are the rest: the metadata's own lists
+/// (managedFields, owner references, finalizers), and the arrays of an
+/// untyped [`DynamicObject`]'s body, which `serde_json::Value` always grows
+/// by pushing.
+pub(crate) fn trim_spare_capacity<K: Resource + 'static>(obj: &mut K) {
     let meta = obj.meta_mut();
     if let Some(v) = meta.managed_fields.as_mut() {
         v.shrink_to_fit();
@@ -365,6 +370,22 @@ pub(crate) fn trim_metadata<K: Resource>(obj: &mut K) {
     if let Some(v) = meta.finalizers.as_mut() {
         v.shrink_to_fit();
     }
+    if let Some(dynamic) = (obj as &mut dyn Any).downcast_mut::<DynamicObject>() {
+        shrink_arrays(&mut dynamic.data);
+    }
+}
+
+/// Shrinks every array in `value` to its length. Decoded JSON nests at
+/// most 128 deep (`serde_json`'s limit), which bounds the recursion.
+fn shrink_arrays(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Array(items) => {
+            items.shrink_to_fit();
+            items.iter_mut().for_each(shrink_arrays);
+        }
+        serde_json::Value::Object(fields) => fields.values_mut().for_each(shrink_arrays),
+        _ => {}
+    }
 }
 
 fn decode_batch<K>(
@@ -372,7 +393,7 @@ fn decode_batch<K>(
     transform: Option<&Transform<K>>,
 ) -> Result<Vec<Arc<K>>, serde_json::Error>
 where
-    K: Resource + DeserializeOwned,
+    K: Resource + DeserializeOwned + 'static,
 {
     batch
         .iter()
@@ -625,5 +646,40 @@ mod tests {
         assert_eq!(meta.managed_fields.as_ref().map(Vec::capacity), Some(1));
         assert_eq!(meta.finalizers.as_ref().map(Vec::capacity), Some(1));
         assert_eq!(meta.owner_references.as_ref().map(Vec::capacity), Some(1));
+    }
+
+    #[test]
+    fn an_untyped_objects_arrays_keep_no_spare_room() {
+        use kube_core::DynamicObject;
+        // Arrays of one, five and none, nested in arrays and objects, and
+        // an array of arrays: serde_json::Value grows each by pushing.
+        let item = br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","finalizers":["x"]},
+            "spec":{"containers":[{"name":"c","ports":[{"containerPort":1},{"containerPort":2},
+            {"containerPort":3},{"containerPort":4},{"containerPort":5}],"args":[]}],
+            "matrix":[[1],[2,3]]}}"#;
+        let obj: Arc<DynamicObject> = decode_item(item, None).unwrap();
+        fn arrays(value: &serde_json::Value, out: &mut Vec<(usize, usize)>) {
+            match value {
+                serde_json::Value::Array(items) => {
+                    out.push((items.len(), items.capacity()));
+                    items.iter().for_each(|v| arrays(v, out));
+                }
+                serde_json::Value::Object(fields) => fields.values().for_each(|v| arrays(v, out)),
+                _ => {}
+            }
+        }
+        let mut seen = Vec::new();
+        arrays(&obj.data, &mut seen);
+        let mut lengths: Vec<usize> = seen.iter().map(|(len, _)| *len).collect();
+        lengths.sort_unstable();
+        assert_eq!(lengths, [0, 1, 1, 2, 2, 5], "every array was visited");
+        for (len, capacity) in seen {
+            assert_eq!(capacity, len);
+        }
+        assert_eq!(obj.metadata.finalizers.as_ref().map(Vec::capacity), Some(1));
+        // The same bytes through serde_json alone keep the room it grew.
+        let plain: DynamicObject = serde_json::from_slice(item).unwrap();
+        let ports = &plain.data["spec"]["containers"][0]["ports"];
+        assert_eq!(ports.as_array().map(Vec::capacity), Some(8));
     }
 }

@@ -478,7 +478,7 @@ where
     }
 
     fn transform(&self, mut obj: K) -> Arc<K> {
-        list::trim_metadata(&mut obj);
+        list::trim_spare_capacity(&mut obj);
         Arc::new(match &self.reflector.config.transform {
             Some(t) => t.apply(obj),
             None => obj,
