@@ -696,6 +696,46 @@ mod tests {
         }
     }
 
+    /// JSON lets a key repeat. A map (and a k8s-openapi type) keeps the
+    /// last value, so the arrays read before it were counted and dropped,
+    /// and the counts still line up with the arrays the decode asks about;
+    /// a derived struct refuses the repeat, here as with serde_json alone.
+    #[test]
+    fn repeated_keys_decode_as_serde_json_does() {
+        let maps: std::collections::BTreeMap<String, Vec<Vec<u32>>> =
+            same_as_serde_json(r#"{"a": [[1, 2, 3]], "b": [[4]], "a": [[5], [6, 7]]}"#);
+        let a = &maps["a"];
+        assert_eq!(a, &[vec![5], vec![6, 7]]);
+        assert_eq!(a.capacity(), 2);
+        assert_eq!(a[1].capacity(), 2);
+        assert_eq!(maps["b"][0].capacity(), 1);
+
+        let pod: Pod = same_as_serde_json(
+            r#"{"metadata": {"labels": {"x": "1", "x": "2"}},
+                "spec": {"containers": [{"name": "a", "env": [{"name": "E", "value": "1"},
+                    {"name": "F"}]}], "nodeSelector": {"k": "v", "k": "w"}}}"#,
+        );
+        let spec = pod.spec.as_ref().unwrap();
+        assert_eq!(spec.node_selector.as_ref().unwrap()["k"], "w");
+        let env = spec.containers[0].env.as_ref().unwrap();
+        assert_eq!((env.len(), env.capacity()), (2, 2));
+
+        // k8s-openapi's types keep a field's last value, as maps do.
+        let pod: Pod = same_as_serde_json(
+            r#"{"spec": {"containers": [{"name": "a"}, {"name": "b"}], "containers": [{"name": "c"}]}}"#,
+        );
+        let containers = &pod.spec.as_ref().unwrap().containers;
+        assert_eq!(containers[0].name, "c");
+        assert_eq!((containers.len(), containers.capacity()), (1, 1));
+
+        // A derived struct refuses a field given twice.
+        let twice = r#"{"kids": [], "tags": ["a", "b"], "tags": ["c"]}"#;
+        let exact = from_slice::<Node>(twice.as_bytes()).map_err(|e| e.to_string());
+        let plain = serde_json::from_str::<Node>(twice).map_err(|e| e.to_string());
+        assert_eq!(exact, plain);
+        assert!(exact.is_err(), "{exact:?}");
+    }
+
     /// A tree of lists, with a field the type does not have (arrays and
     /// objects of any shape) among its own.
     #[derive(Debug, PartialEq, Deserialize)]
