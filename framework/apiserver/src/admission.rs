@@ -238,14 +238,19 @@ const FIELD_MANAGER_MAX_LENGTH: i64 = 128;
 
 /// `ValidateFieldManager` (apimachinery meta/v1/validation): at most 128
 /// bytes, every character printable.
+///
+/// kube-apiserver reports each unprintable character in an error that
+/// quotes the whole value, so its answer grows with the square of the
+/// value's length: a query of 48 KB of `%00` would take gigabytes. Here a
+/// value over the limit is reported as too long and nothing more, which
+/// bounds the answer (at most 128 errors quoting at most 128 bytes); a
+/// value within it gets kube-apiserver's errors, every one.
 pub(crate) fn validate_field_manager(manager: &str) -> Vec<Cause> {
-    let mut errs = Vec::new();
     if manager.len() as i64 > FIELD_MANAGER_MAX_LENGTH {
-        errs.push(FieldError::too_long(
-            "fieldManager",
-            FIELD_MANAGER_MAX_LENGTH,
-        ));
+        let too_long = FieldError::too_long("fieldManager", FIELD_MANAGER_MAX_LENGTH);
+        return vec![cause_of(&too_long)];
     }
+    let mut errs = Vec::new();
     for (i, c) in manager.char_indices() {
         if !printable(c) {
             errs.push(FieldError::invalid_str(

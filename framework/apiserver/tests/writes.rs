@@ -1240,6 +1240,32 @@ async fn field_manager_must_be_short_and_printable() {
         .as_str()
         .unwrap()
         .starts_with("UpdateOptions.meta.k8s.io"));
+
+    // Within the limit, each unprintable character is its own error, as
+    // kube-apiserver reports them.
+    let r = k
+        .post(&format!("{CMS}?fieldManager=a%00b%01"), &cm("c"))
+        .await;
+    assert_eq!(r.code(), 422);
+    let causes = r.json()["details"]["causes"].clone();
+    assert_eq!(causes.as_array().map(Vec::len), Some(2), "{causes}");
+    assert_eq!(
+        causes[1]["message"],
+        "Invalid value: \"a\\x00b\\x01\": invalid character U+0001 (at position 3)"
+    );
+    // Beyond it, only the length: one error per unprintable character,
+    // each quoting the whole value, would grow with the square of its
+    // length (16k of them took seconds and gigabytes).
+    let nuls = "%00".repeat(16_000);
+    let r = k
+        .post(&format!("{CMS}?fieldManager={nuls}"), &cm("d"))
+        .await;
+    assert_eq!(r.code(), 422);
+    assert_eq!(
+        r.json()["message"],
+        "CreateOptions.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more than 128 bytes"
+    );
+    assert!(r.body.len() < 1024, "{} bytes", r.body.len());
 }
 
 #[tokio::test]
