@@ -10,7 +10,7 @@ use anyhow::{bail, Context as _};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 
-use crate::workload::Kind;
+use crate::workload::{Cacheable, Kind};
 use crate::{kube_side, kubeforge_side};
 
 /// The first argument that makes this binary a child.
@@ -108,11 +108,7 @@ pub fn main(args: &[String]) -> anyhow::Result<()> {
         bail!("usage: {COMMAND} SIDE KIND TASK PARAM EXPECTED");
     };
     let side = Side::parse(side)?;
-    let kind = match kind.as_str() {
-        "configmaps" => Kind::ConfigMaps,
-        "pods" => Kind::Pods,
-        other => bail!("unknown kind {other:?}"),
-    };
+    let kind = Kind::parse(kind)?;
     let task = Task::parse(task, param)?;
     let expected: usize = expected.parse().context("expected objects")?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -120,34 +116,35 @@ pub fn main(args: &[String]) -> anyhow::Result<()> {
         .build()
         .context("tokio runtime")?;
     let figures = runtime.block_on(async {
-        match (side, kind, task) {
-            (_, Kind::ConfigMaps, Task::Floors) => {
-                kubeforge_side::floors::<ConfigMap>(kind, expected).await
-            }
-            (_, Kind::Pods, Task::Floors) => kubeforge_side::floors::<Pod>(kind, expected).await,
-            (Side::Kubeforge, Kind::ConfigMaps, Task::Sync { strip }) => {
-                kubeforge_side::sync::<ConfigMap>(strip, expected).await
-            }
-            (Side::Kubeforge, Kind::Pods, Task::Sync { strip }) => {
-                kubeforge_side::sync::<Pod>(strip, expected).await
-            }
-            (Side::KubeRuntime, Kind::ConfigMaps, Task::Sync { strip }) => {
-                kube_side::sync::<ConfigMap>(strip, expected).await
-            }
-            (Side::KubeRuntime, Kind::Pods, Task::Sync { strip }) => {
-                kube_side::sync::<Pod>(strip, expected).await
-            }
-            (Side::Kubeforge, _, Task::Reconcile { workers }) => {
-                kubeforge_side::reconcile(workers, expected).await
-            }
-            (Side::KubeRuntime, _, Task::Reconcile { workers }) => {
-                kube_side::reconcile(workers, expected).await
-            }
+        match kind {
+            Kind::ConfigMaps => measure::<ConfigMap>(side, kind, task, expected).await,
+            Kind::Pods => measure::<Pod>(side, kind, task, expected).await,
         }
     })?;
     let json = serde_json::to_string(&figures).context("figures")?;
     println!("{RESULT_PREFIX}{json}");
     Ok(())
+}
+
+/// `task` for `side` on the server's objects of `kind`, typed `K`. The
+/// controller figures are of ConfigMaps, whatever the kind.
+async fn measure<K: Cacheable>(
+    side: Side,
+    kind: Kind,
+    task: Task,
+    expected: usize,
+) -> anyhow::Result<Figures> {
+    match (side, task) {
+        (_, Task::Floors) => kubeforge_side::floors::<K>(kind, expected).await,
+        (Side::Kubeforge, Task::Sync { strip }) => kubeforge_side::sync::<K>(strip, expected).await,
+        (Side::KubeRuntime, Task::Sync { strip }) => kube_side::sync::<K>(strip, expected).await,
+        (Side::Kubeforge, Task::Reconcile { workers }) => {
+            kubeforge_side::reconcile(workers, expected).await
+        }
+        (Side::KubeRuntime, Task::Reconcile { workers }) => {
+            kube_side::reconcile(workers, expected).await
+        }
+    }
 }
 
 /// How long to let freed buffers settle before reading the live heap.

@@ -78,6 +78,14 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The kind whose [`plural`](Self::plural) is `s`.
+    pub fn parse(s: &str) -> anyhow::Result<Self> {
+        [Self::ConfigMaps, Self::Pods]
+            .into_iter()
+            .find(|kind| kind.plural() == s)
+            .with_context(|| format!("unknown kind {s:?}"))
+    }
+
     /// The plural in a table's heading and a list's path.
     pub fn plural(self) -> &'static str {
         match self {
