@@ -1255,7 +1255,7 @@ async fn field_manager_must_be_short_and_printable() {
     );
     // Beyond it, only the length: one error per unprintable character,
     // each quoting the whole value, would grow with the square of its
-    // length (16k of them took seconds and gigabytes).
+    // length (16k of them ran for minutes, holding gigabytes).
     let nuls = "%00".repeat(16_000);
     let r = k
         .post(&format!("{CMS}?fieldManager={nuls}"), &cm("d"))
