@@ -1,18 +1,18 @@
 //! Admission hooks: the single places where CRD validation, the
 //! custom-resource schema (pruning, defaulting, validation incl. CEL),
 //! strategic merge patch, server-side apply and managed fields plug into the
-//! write path. The engines live in [`schema`](super::schema) and
-//! [`patch`](super::patch); this module picks the schema a resource uses,
+//! write path. The engines live in [`schema`](crate::schema) and
+//! [`patch`](crate::patch); this module picks the schema a resource uses,
 //! the fields an endpoint resets, and turns their errors into `Status`es.
 
 use serde_json::Value;
 
-use super::patch::{
+use crate::patch::{
     self, ApplyError, FieldSet, MergeSchema, PatchError, PathElement, FIELD_MANAGER_CONFLICT,
 };
-use super::registry::ResourceDef;
-use super::schema::{self, FieldError};
-use super::status::{ApiError, Cause, Details};
+use crate::registry::ResourceDef;
+use crate::schema::{self, FieldError};
+use crate::status::{ApiError, Cause, Details};
 
 /// How unknown fields are treated (`fieldValidation`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -6,10 +6,10 @@
 
 use serde_json::Value;
 
-use super::registry::{crd, ResKey, ResourceDef};
-use super::state::Shared;
-use super::storage::StoredObject;
-use super::{admission, util};
+use crate::registry::{crd, ResKey, ResourceDef};
+use crate::state::Shared;
+use crate::storage::StoredObject;
+use crate::{admission, util};
 
 fn crd_key() -> ResKey {
     ResKey::new("apiextensions.k8s.io", "customresourcedefinitions")

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use base64::Engine;
 use serde_json::{json, Value};
 
-use super::registry::ResourceDef;
+use crate::registry::ResourceDef;
 
 /// The finalizer kube-apiserver adds to every CRD.
 pub(crate) const CRD_CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";

@@ -8,8 +8,8 @@ use bytes::Bytes;
 use http::{header, HeaderValue, Response};
 use serde_json::{json, Value};
 
-use super::http::{json as json_response, json_bytes, Body};
-use super::registry::{Registry, ResourceDef};
+use crate::http::{json as json_response, json_bytes, Body};
+use crate::registry::{Registry, ResourceDef};
 
 fn group_version(group: &str, version: &str) -> String {
     if group.is_empty() {

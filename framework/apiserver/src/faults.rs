@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::status::ApiError;
+use crate::status::ApiError;
 
 /// Which requests a rule applies to; `None` matches anything.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

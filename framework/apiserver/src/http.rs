@@ -12,8 +12,8 @@ use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, Limited};
 use serde_json::Value;
 
-use super::decode::{self, Decoded};
-use super::status::ApiError;
+use crate::decode::{self, Decoded};
+use crate::status::ApiError;
 
 /// The body of every response.
 pub(crate) type Body = UnsyncBoxBody<Bytes, Infallible>;
@@ -277,12 +277,12 @@ pub(crate) fn decode_body(bytes: &[u8], media: &str) -> Result<Decoded, ApiError
             decode::yaml(text)
                 .map_err(|e| ApiError::bad_request(format!("error decoding YAML body: {e}")))?
         }
-        "application/vnd.kubernetes.protobuf" => match super::protobuf::decode(bytes) {
+        "application/vnd.kubernetes.protobuf" => match crate::protobuf::decode(bytes) {
             Ok(value) => Decoded {
                 value,
                 duplicates: Vec::new(),
             },
-            Err(e @ super::protobuf::ProtobufError::UnsupportedKind { .. }) => {
+            Err(e @ crate::protobuf::ProtobufError::UnsupportedKind { .. }) => {
                 tracing::debug!(error = %e, "protobuf body refused");
                 return Err(ApiError::unsupported_media_type(&[
                     "application/json",

@@ -20,8 +20,8 @@ use k8s_openapi::schemars::generate::{SchemaGenerator, SchemaSettings};
 use k8s_openapi::schemars::JsonSchema;
 use serde_json::{json, Map, Value};
 
-use super::patch::{builtin_merge_schema, object_meta_schema, ListType, MergeSchema};
-use super::registry::builtins;
+use crate::patch::{builtin_merge_schema, object_meta_schema, ListType, MergeSchema};
+use crate::registry::builtins;
 
 /// One resource served in a group-version.
 #[derive(Clone, Copy, Debug)]

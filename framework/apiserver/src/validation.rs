@@ -7,8 +7,8 @@
 
 use serde_json::Value;
 
-use super::registry::ResourceDef;
-use super::status::Cause;
+use crate::registry::ResourceDef;
+use crate::status::Cause;
 
 fn is_empty(v: Option<&Value>) -> bool {
     match v {

@@ -21,14 +21,14 @@ use http_body_util::{BodyExt, StreamBody};
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::conversion::Converter;
-use super::http::{Body, Output};
-use super::registry::ResourceDef;
-use super::state::Shared;
-use super::status::ApiError;
-use super::storage::object::{frame, write_frame};
-use super::storage::{StoredObject, Subscription, WatchMsg};
-use super::table::{self, IncludeObject};
+use crate::conversion::Converter;
+use crate::http::{Body, Output};
+use crate::registry::ResourceDef;
+use crate::state::Shared;
+use crate::status::ApiError;
+use crate::storage::object::{frame, write_frame};
+use crate::storage::{StoredObject, Subscription, WatchMsg};
+use crate::table::{self, IncludeObject};
 
 /// How one watch renders and paces its events.
 pub(crate) struct WatchSpec {
@@ -81,7 +81,7 @@ fn response(body: Body) -> Response<Body> {
 pub(crate) fn error_stream(err: &ApiError) -> Response<Body> {
     let status = serde_json::to_vec(&err.to_status()).unwrap_or_default();
     let f = frame("ERROR", &status);
-    response(super::http::full(f))
+    response(crate::http::full(f))
 }
 
 /// Streams `sub` to the client.

@@ -25,14 +25,14 @@ use http::{header, HeaderValue, Method, Request, Response};
 use hyper::body::Incoming;
 use serde_json::json;
 
-use super::auth;
-use super::discovery;
-use super::faults::Failure;
-use super::http::{self as h, Body, Query};
-use super::registry::Registry;
-use super::routing::{self, ResourcePath, Route};
-use super::state::Shared;
-use super::status::ApiError;
+use crate::auth;
+use crate::discovery;
+use crate::faults::Failure;
+use crate::http::{self as h, Body, Query};
+use crate::registry::Registry;
+use crate::routing::{self, ResourcePath, Route};
+use crate::state::Shared;
+use crate::status::ApiError;
 use ctx::Ctx;
 
 /// Handles one request; never fails (errors become `Status` responses,
@@ -302,7 +302,7 @@ async fn resource(
     if let Some(f) = shared.faults.take(verb, &fault_resource) {
         let error = f.to_error(verb, &p.group, &fault_resource, p.namespace.as_deref());
         if verb == "watch" && f == Failure::Expired {
-            return Ok(super::watch::error_stream(&error));
+            return Ok(crate::watch::error_stream(&error));
         }
         return Err(error);
     }

@@ -20,8 +20,8 @@ use tokio::sync::{mpsc, watch};
 use object::set_rv;
 pub(crate) use object::{Event, EventType, ObjKey, StoredObject};
 
-use super::registry::ResKey;
-use super::selectors::{FieldSelector, LabelSelector};
+use crate::registry::ResKey;
+use crate::selectors::{FieldSelector, LabelSelector};
 
 /// Why a store operation failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -10,8 +10,8 @@ mod workloads;
 
 use serde_json::{json, Map, Value};
 
-use super::registry::{Printer, ResourceDef};
-use super::util::{age_secs, human_duration};
+use crate::registry::{Printer, ResourceDef};
+use crate::util::{age_secs, human_duration};
 use crate::util::Pointer;
 
 use columns::{col, name_col};
