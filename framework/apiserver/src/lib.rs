@@ -35,74 +35,60 @@
 //!
 //! # Layout
 //!
-//! The modules follow a request down, and each reaches only below itself:
+//! Ten wings along kube-apiserver's seams, so a behaviour is found by the
+//! folder's name. Each reaches only the wings listed after it (the
+//! workspace's layering test holds this order):
 //!
-//! - [`server`](ApiServer): the listener, TLS and lifecycle; the
-//!   [`Faults`] handle; kubeconfig writing.
-//! - `handlers`: routing and one module per verb group; `watch` streams;
-//!   `discovery`, `table` (kubectl's Table output) and `apidocs` (the
-//!   `/openapi/v3` documents, built by `openapi`) answer reads.
-//! - `controllers`: what kube-controller-manager would do (garbage
-//!   collector, namespace and CRD finalization, default ServiceAccounts),
-//!   writing through the same path as requests.
-//! - `objects`: write semantics (create, update, delete, preconditions),
-//!   calling `admission` (where `schema` validation, pruning, defaulting
-//!   and CEL, and `patch` plug in), `defaults` and `validation` for
-//!   built-in kinds, and `crds` (serving a CRD's resource once it is
-//!   written).
-//! - `state`: what every request and controller shares.
-//! - The engine below: `storage` (objects, history, watchers),
-//!   `registry` (built-ins, CRDs, storage conversions), `selectors`,
-//!   `faults` (the rules), `http` (negotiation, bodies), `protobuf`
-//!   (request bodies kubectl sends that way), `decode` (JSON and YAML
-//!   bodies, with duplicate keys noted and alias expansion bounded),
-//!   `status` (errors as `Status`), `util`, and `work` (the threads
-//!   writes and CEL run on, off the runtime's).
+//! - [`server`](ApiServer): the listener, TLS and lifecycle, the
+//!   kubeconfig, the [`Faults`] handle, the bootstrap objects (system
+//!   namespaces, default RBAC) written at start.
+//! - `http`: routing, authorization attributes, the handlers of each verb,
+//!   negotiation and bodies, the JSON, YAML, protobuf and Table encodings,
+//!   watch streaming, discovery (kube-apiserver's `endpoints`).
+//! - `controllers`: what kube-controller-manager runs (garbage collector,
+//!   namespace and CRD finalization, default ServiceAccounts, the workload
+//!   controllers) and the simulated nodes and their kubelets, writing
+//!   through the same path as requests.
+//! - `objects`: the generic write path (create, update, delete, graceful
+//!   deletion, finalizers, preconditions) and the hooks that keep the
+//!   served resources in step with what is written (CRDs, RBAC).
+//! - `admission`: mutating and validating webhooks, admission policies and
+//!   the built-in admission plugins.
+//! - `registry`: what is served, kind by kind: the table of built-in and
+//!   custom resources, each kind's defaults and validation, printer
+//!   columns, conversion between versions, the OpenAPI documents, and
+//!   `Shared`, the state every request and controller sees.
+//! - `auth`: authentication (tokens, certificates, service-account JWTs),
+//!   authorization (RBAC), impersonation, audit.
+//! - `apiextensions`: CRD schemas: structural checks, pruning, defaulting,
+//!   validation and CEL.
+//! - `storage`: objects, resourceVersions, watch history, watchers.
+//! - `machinery`: errors as `Status`, selectors, patches, fault rules, the
+//!   webhook client, the write threads, small helpers.
 
 mod admission;
-mod apidocs;
+mod apiextensions;
 mod auth;
-mod cluster;
 mod controllers;
-mod conversion;
-mod crds;
-mod decode;
-mod defaults;
-mod discovery;
-mod error;
-mod faults;
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub mod fuzzing;
-mod handlers;
 mod http;
+mod machinery;
 mod objects;
-mod openapi;
-mod patch;
-mod protobuf;
 mod registry;
-mod routing;
-mod schema;
-mod selectors;
 mod server;
-mod state;
-mod status;
 mod storage;
-mod table;
-mod util;
-mod validation;
-mod watch;
-mod webhooks;
-mod work;
 
 pub use auth::audit::{AuditRule, AuditedRequest, PermissionAudit, PolicyRule, UnusedVerbs};
-pub use auth::{Credentials, User};
-pub use cluster::{
+pub use auth::User;
+pub use controllers::config::{
     PodBehavior, PodPolicy, Readiness, SimNode, SimulatedNodes, Workloads, ANNOTATION_EXIT_AFTER,
     ANNOTATION_EXIT_CODE, ANNOTATION_IMAGE_PULL, ANNOTATION_READY, ANNOTATION_START_LATENCY,
 };
-pub use error::Error;
-pub use faults::{Failure, RequestMatch};
+pub use machinery::error::Error;
+pub use machinery::faults::{Failure, RequestMatch};
+pub use machinery::status::Cause;
+pub use server::credentials::Credentials;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub use server::fuzzing;
 pub use server::kubeconfig::CONTEXT as KUBECONFIG_CONTEXT;
 pub use server::{ApiServer, ApiServerBuilder, Faults};
-pub use status::Cause;

@@ -26,9 +26,9 @@ use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::attributes::Attributes;
 use super::rbac::{Grant, Index, Rule};
 use super::user::{UserInfo, AUTHENTICATED, SERVICE_ACCOUNTS, UNAUTHENTICATED};
+use crate::auth::attributes::Attributes;
 
 /// How many identities the audit keeps.
 pub const MAX_IDENTITIES: usize = 1024;

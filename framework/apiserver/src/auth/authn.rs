@@ -12,9 +12,9 @@ use http::request::Parts;
 use super::certs::PeerIdentity;
 use super::jwt::{LiveAccount, Signer, TokenSubject};
 use super::user::UserInfo;
-use crate::registry::ResKey;
-use crate::state::Shared;
-use crate::status::ApiError;
+use crate::machinery::status::ApiError;
+use crate::registry::state::Shared;
+use crate::storage::ResKey;
 
 /// The presented bearer token: `None` without an `Authorization` header
 /// or with another scheme (kube-apiserver ignores those, so they fall to

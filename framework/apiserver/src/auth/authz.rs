@@ -7,13 +7,13 @@
 //! [`CreateAuthorized`] is the second authorization of an update or an
 //! apply that creates its object.
 
-use super::attributes::Attributes;
 use super::audit::Outcome;
 use super::rbac::{self, Decision};
 use super::user::UserInfo;
+use crate::auth::attributes::Attributes;
+use crate::machinery::status::{qualified, ApiError, Details};
+use crate::registry::state::Shared;
 use crate::registry::ResourceDef;
-use crate::state::Shared;
-use crate::status::{qualified, ApiError, Details};
 
 /// Decides a request against the server's RBAC objects.
 pub(crate) fn authorize(shared: &Shared, user: &UserInfo, attrs: &Attributes) -> Decision {

@@ -19,7 +19,7 @@ use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 
 use super::der;
 use super::user::UserInfo;
-use crate::error::Error;
+use crate::machinery::error::Error;
 
 /// What a connection's client certificate says about every request on it.
 #[derive(Clone, Debug)]

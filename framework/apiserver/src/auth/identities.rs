@@ -26,7 +26,10 @@ pub(crate) struct AuthnState {
 }
 
 impl AuthnState {
-    pub fn new(ca: Issuer<'static, KeyPair>, anonymous: bool) -> Result<Self, crate::error::Error> {
+    pub fn new(
+        ca: Issuer<'static, KeyPair>,
+        anonymous: bool,
+    ) -> Result<Self, crate::machinery::error::Error> {
         let admin = UserInfo {
             name: ADMIN.to_owned(),
             groups: vec![MASTERS.to_owned()],

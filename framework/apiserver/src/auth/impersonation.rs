@@ -12,11 +12,11 @@ use std::sync::Arc;
 use http::request::Parts;
 use http::HeaderMap;
 
-use super::attributes::{self, Attributes};
 use super::rbac;
 use super::user::{UserInfo, ANONYMOUS, AUTHENTICATED, SERVICE_ACCOUNTS, UNAUTHENTICATED};
-use crate::state::Shared;
-use crate::status::ApiError;
+use crate::auth::attributes::{self, Attributes};
+use crate::machinery::status::ApiError;
+use crate::registry::state::Shared;
 
 const USER: &str = "impersonate-user";
 const GROUP: &str = "impersonate-group";

@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 
 use self::cache::{Verified, VerifiedTokens};
 pub(crate) use self::subject::{LiveAccount, TokenSubject};
-use crate::error::Error;
+use crate::machinery::error::Error;
 
 /// The issuer (and default audience) of the tokens, as a kubeadm cluster
 /// configures `--service-account-issuer`.
@@ -78,7 +78,7 @@ impl Signer {
             "exp": spec.expires_at,
             "iat": spec.issued_at,
             "iss": ISSUER,
-            "jti": crate::util::uid(),
+            "jti": crate::machinery::util::uid(),
             "kubernetes.io": {
                 "namespace": subject.namespace,
                 "serviceaccount": {"name": subject.name, "uid": subject.uid},

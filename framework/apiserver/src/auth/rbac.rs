@@ -11,11 +11,11 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
-use super::attributes::Attributes;
 use super::user::UserInfo;
-use crate::registry::ResKey;
+use crate::auth::attributes::Attributes;
+use crate::machinery::util::strings_at;
+use crate::storage::ResKey;
 use crate::storage::StoredObject;
-use crate::util::strings_at;
 
 /// The RBAC API group.
 pub(crate) const GROUP: &str = "rbac.authorization.k8s.io";
@@ -138,7 +138,7 @@ pub(crate) struct Index {
 }
 
 fn meta<'a>(obj: &'a Value, field: &str) -> &'a str {
-    crate::util::meta_str(obj, field).unwrap_or("")
+    crate::machinery::util::meta_str(obj, field).unwrap_or("")
 }
 
 impl Index {

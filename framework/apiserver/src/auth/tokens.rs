@@ -7,9 +7,9 @@
 use serde_json::{json, Value};
 
 use super::jwt::{TokenSpec, TokenSubject, ISSUER};
-use crate::registry::ResKey;
-use crate::state::Shared;
-use crate::status::{ApiError, Cause};
+use crate::machinery::status::{ApiError, Cause};
+use crate::registry::state::Shared;
+use crate::storage::ResKey;
 
 /// kube-apiserver's default token lifetime.
 pub(crate) const DEFAULT_EXPIRATION_SECS: i64 = 3600;
@@ -116,7 +116,7 @@ pub(crate) fn token_request(
             return Err(ApiError::not_found(plural, "", bound_name));
         }
     }
-    let audiences = crate::util::strings_at(&spec, "/audiences");
+    let audiences = crate::machinery::util::strings_at(&spec, "/audiences");
     let (token, expires) = issue(shared, namespace, name, audiences.clone(), expiration)?;
     let echoed_audiences = if audiences.is_empty() {
         vec![ISSUER.to_owned()]

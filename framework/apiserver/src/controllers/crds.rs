@@ -2,10 +2,10 @@
 //! the CRD's cleanup finalizer is dropped.
 
 use super::write::{delete_quietly, remove_finalizer};
-use crate::defaults::CRD_CLEANUP;
 use crate::objects::Propagation;
+use crate::registry::defaults::CRD_CLEANUP;
+use crate::registry::state::Shared;
 use crate::registry::ResourceDef;
-use crate::state::Shared;
 use crate::storage::ObjKey;
 
 /// Advances a CRD under deletion; `true` once its resources are gone.

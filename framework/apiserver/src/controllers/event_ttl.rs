@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::write::MANAGER;
 use crate::objects::{self, DeleteOpts};
-use crate::state::Shared;
+use crate::registry::state::Shared;
 use crate::storage::{Filter, ObjKey};
 
 /// kube-apiserver's default `--event-ttl`.

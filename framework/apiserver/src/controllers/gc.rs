@@ -9,8 +9,8 @@ use super::write::{
 };
 use crate::objects::owners::{lookup, owner_refs, Verdict};
 use crate::objects::Propagation;
+use crate::registry::state::Shared;
 use crate::registry::{ResKey, ResourceDef};
-use crate::state::Shared;
 use crate::storage::ObjKey;
 
 /// The event source of kube-controller-manager's garbage collector.
@@ -76,7 +76,7 @@ pub(crate) fn report_misplaced(shared: &Shared, res: &ResKey, key: &ObjKey, uid:
         field("kind"),
         field("name"),
         field("uid"),
-        crate::util::go_quote(ns),
+        crate::machinery::util::go_quote(ns),
     );
     let api_version = def.api_version(&def.storage_version);
     let about = Involved {

@@ -10,10 +10,12 @@
 //!   and the simulated nodes ([`workloads`]), each its own task fed by
 //!   watches on the store.
 
+pub(crate) mod config;
 mod crds;
 pub(crate) mod event_ttl;
 mod gc;
 mod namespaces;
+pub(crate) mod rbac_aggregation;
 mod serviceaccounts;
 pub(crate) mod workloads;
 mod write;
@@ -22,10 +24,10 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::machinery::util;
+use crate::registry::state::Shared;
 use crate::registry::ResKey;
-use crate::state::Shared;
 use crate::storage::ObjKey;
-use crate::util;
 
 /// Runs the controllers until `cancel`.
 pub(crate) async fn run(shared: Arc<Shared>, cancel: CancellationToken) {
@@ -48,7 +50,7 @@ pub(crate) async fn run(shared: Arc<Shared>, cancel: CancellationToken) {
 /// write that wakes the loop again; nothing here waits.
 pub(crate) fn process(shared: &Shared) {
     if shared.rbac.take_aggregation_due() {
-        crate::auth::bootstrap::aggregate(shared);
+        rbac_aggregation::aggregate(shared);
     }
     for ns in shared.controllers.take_new_namespaces() {
         serviceaccounts::ensure_default(shared, &ns);
@@ -87,7 +89,10 @@ fn finalize(shared: &Shared, res: &ResKey, key: &ObjKey) -> bool {
     if def.builtin().is_some() && def.group.is_empty() && def.plural == "namespaces" {
         done &= namespaces::finalize(shared, &def, key);
     }
-    if fins.iter().any(|f| f == crate::defaults::CRD_CLEANUP) {
+    if fins
+        .iter()
+        .any(|f| f == crate::registry::defaults::CRD_CLEANUP)
+    {
         done &= crds::finalize(shared, &def, key, obj.name());
     }
     if fins.iter().any(|f| f == "orphan") {

@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use super::write::{delete_quietly, MANAGER};
 use crate::objects::{self, Precondition, Propagation, Sub, WriteOpts};
+use crate::registry::state::Shared;
 use crate::registry::ResourceDef;
-use crate::state::Shared;
 use crate::storage::ObjKey;
 
 /// Advances a terminating namespace; `true` once it is finalized.

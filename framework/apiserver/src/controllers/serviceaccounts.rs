@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::write::MANAGER;
 use crate::objects::{self, WriteOpts};
-use crate::state::Shared;
+use crate::registry::state::Shared;
 
 /// Creates the `default` ServiceAccount of a new namespace.
 pub(crate) fn ensure_default(shared: &Shared, ns: &str) {

@@ -5,12 +5,12 @@
 
 use serde_json::{json, Value};
 
+use crate::machinery::util;
+use crate::machinery::util::Pointer;
 use crate::objects::{self, DeleteOpts, Precondition, Propagation, WriteOpts};
+use crate::registry::state::Shared;
 use crate::registry::ResourceDef;
-use crate::state::Shared;
 use crate::storage::ObjKey;
-use crate::util;
-use crate::util::Pointer;
 
 /// The field manager of kube-controller-manager's writes.
 pub(crate) const MANAGER: &str = "kube-controller-manager";

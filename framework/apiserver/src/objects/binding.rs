@@ -8,11 +8,11 @@ use serde_json::{json, Value};
 
 use super::opts::{Sub, WriteOpts};
 use super::update::{update, Precondition};
+use crate::machinery::status::{ApiError, Cause};
+use crate::machinery::util;
+use crate::registry::state::Shared;
 use crate::registry::ResourceDef;
-use crate::state::Shared;
-use crate::status::{ApiError, Cause};
 use crate::storage::ObjKey;
-use crate::util;
 
 /// Binds pod `key` to `node`.
 pub(crate) fn bind(
@@ -74,7 +74,7 @@ pub(crate) fn bind(
     opts.sub = Sub::Status;
     update(shared, def, key, &opts, |cur| {
         let mut next = cur.clone();
-        let status = crate::defaults::ensure_object(&mut next, &["status"])
+        let status = crate::registry::defaults::ensure_object(&mut next, &["status"])
             .ok_or_else(|| ApiError::internal("pod status is not an object"))?;
         let conds = status.entry("conditions").or_insert_with(|| json!([]));
         if let Some(list) = conds.as_array_mut() {

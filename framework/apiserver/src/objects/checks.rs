@@ -7,11 +7,11 @@
 use serde_json::{json, Value};
 
 use super::opts::WriteOpts;
-use crate::admission::{self, FieldValidation};
+use crate::machinery::status::{qualified, ApiError, Cause, Details};
+use crate::machinery::util::{self, NameRule};
+use crate::objects::engines::{self, FieldValidation};
+use crate::registry::state::Shared;
 use crate::registry::{ResKey, ResourceDef};
-use crate::state::Shared;
-use crate::status::{qualified, ApiError, Cause, Details};
-use crate::util::{self, NameRule};
 
 fn name_rule(def: &ResourceDef) -> NameRule {
     if def.builtin().is_none() {
@@ -161,12 +161,12 @@ pub(super) fn validate(
                 }
             }
         }
-        causes.extend(crate::validation::validate(def, obj, old));
+        causes.extend(crate::registry::validation::validate(def, obj, old));
         if def.group == "apiextensions.k8s.io" {
-            causes.extend(admission::admit_crd(obj, old));
+            causes.extend(engines::admit_crd(obj, old));
         }
     } else {
-        let admitted = admission::admit_custom_resource(def, &opts.version, obj, old);
+        let admitted = engines::admit_custom_resource(def, &opts.version, obj, old);
         causes.extend(admitted.causes);
         unknown = admitted.pruned;
     }

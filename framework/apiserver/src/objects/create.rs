@@ -7,17 +7,16 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::admit::{
-    webhook_conversion, with_api_version, Admission, Attributes, NoAdmission, Operation,
-};
 use super::checks::{check_type_meta, namespace_gate, validate};
 use super::hooks::after_write;
 use super::opts::{store_error, write_options, WriteOpts, Written};
+use crate::admission::attributes::{Admission, Attributes, NoAdmission, Operation};
+use crate::machinery::status::{ApiError, Cause};
+use crate::registry::conversion::{webhook_conversion, with_api_version};
+use crate::registry::state::Shared;
 use crate::registry::{ResKey, ResourceDef};
-use crate::state::Shared;
-use crate::status::{ApiError, Cause};
 use crate::storage::{StoreError, StoredObject};
-use crate::{admission, defaults, util};
+use crate::{machinery::util, objects::engines, registry::defaults};
 
 /// Creates an object posted to a collection in namespace `url_ns`, with
 /// no admission (the server's own writes).
@@ -164,10 +163,10 @@ pub(crate) fn create_admitted(
         }
     }
     defaults::on_create(def, &mut obj, &shared.next_cluster_ip);
-    super::tolerations::admit(shared, def, &mut obj);
+    crate::admission::tolerations::admit(shared, def, &mut obj);
     let warnings = validate(def, &mut obj, None, opts)?;
     if !opts.apply {
-        admission::track_managed_fields(def, None, &mut obj, &opts.manager, opts.sub.name(), &now);
+        engines::track_managed_fields(def, None, &mut obj, &opts.manager, opts.sub.name(), &now);
     }
     let name = util::meta_str(&obj, "name").unwrap_or("").to_owned();
     let attrs = Attributes {

@@ -9,16 +9,17 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::admit::{webhook_conversion, Admission, Attributes, NoAdmission, Operation};
 use super::graceful::{self, Graceful};
 use super::hooks::{after_delete, after_write};
 use super::opts::store_error;
 use super::update::namespace_spec_finalizers;
+use crate::admission::attributes::{Admission, Attributes, NoAdmission, Operation};
+use crate::machinery::status::{ApiError, Details};
+use crate::registry::conversion::webhook_conversion;
+use crate::registry::state::Shared;
 use crate::registry::ResourceDef;
-use crate::state::Shared;
-use crate::status::{ApiError, Details};
 use crate::storage::{ObjKey, StoreError, StoredObject};
-use crate::{defaults, util};
+use crate::{machinery::util, registry::defaults};
 
 /// `propagationPolicy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

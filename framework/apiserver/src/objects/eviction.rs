@@ -12,11 +12,11 @@ use serde_json::{json, Value};
 use super::delete::{delete, DeleteOpts};
 use super::opts::{Sub, WriteOpts};
 use super::update::{update, Precondition};
+use crate::machinery::status::{ApiError, Cause, Details};
+use crate::machinery::util;
+use crate::registry::state::Shared;
 use crate::registry::{ResKey, ResourceDef};
-use crate::state::Shared;
-use crate::status::{ApiError, Cause, Details};
 use crate::storage::{Filter, ObjKey};
-use crate::util;
 
 fn selects(selector: &Value, labels: Option<&Value>) -> bool {
     let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
@@ -166,7 +166,7 @@ pub(crate) fn evict(
             }
             let mut next = cur.clone();
             next["status"]["disruptionsAllowed"] = json!(allowed - 1);
-            if let Some(status) = crate::defaults::ensure_object(&mut next, &["status"]) {
+            if let Some(status) = crate::registry::defaults::ensure_object(&mut next, &["status"]) {
                 let dp = status.entry("disruptedPods").or_insert_with(|| json!({}));
                 if let Some(dp) = dp.as_object_mut() {
                     dp.insert(pod_name.clone(), json!(util::now()));

@@ -8,8 +8,8 @@
 
 use serde_json::Value;
 
+use crate::registry::state::Shared;
 use crate::registry::ResourceDef;
-use crate::state::Shared;
 
 /// What a delete does to a pod.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

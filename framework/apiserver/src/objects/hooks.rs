@@ -4,8 +4,8 @@
 //! woken.
 
 use super::owners::{self, Verdict};
+use crate::registry::state::Shared;
 use crate::registry::ResourceDef;
-use crate::state::Shared;
 use crate::storage::StoredObject;
 
 fn is_crd(def: &ResourceDef) -> bool {
@@ -22,7 +22,7 @@ pub(crate) fn after_write(
     new: &StoredObject,
 ) {
     if is_crd(def) {
-        crate::crds::sync(shared, new);
+        crate::objects::crds::sync(shared, new);
     }
     if old.is_none()
         && def.builtin().is_some()
@@ -35,7 +35,7 @@ pub(crate) fn after_write(
         shared.controllers.mark_deleting(def, new);
     }
     queue_absent_owners(shared, def, old, new);
-    crate::auth::written(shared, def);
+    rbac_written(shared, def);
     shared.controllers.wake();
 }
 
@@ -79,9 +79,17 @@ fn queue_absent_owners(
 /// Runs after every object removal.
 pub(crate) fn after_delete(shared: &Shared, def: &ResourceDef, gone: &StoredObject) {
     if is_crd(def) {
-        crate::crds::removed(shared, gone);
+        crate::objects::crds::removed(shared, gone);
     }
     shared.controllers.owner_gone(gone.uid());
-    crate::auth::written(shared, def);
+    rbac_written(shared, def);
     shared.controllers.wake();
+}
+
+/// Called after every stored write or removal: a change to an RBAC object
+/// invalidates the authorizer's index (and a ClusterRole's, aggregation).
+fn rbac_written(shared: &Shared, def: &ResourceDef) {
+    if def.group == crate::auth::rbac::GROUP && def.builtin().is_some() {
+        shared.rbac.invalidate(def.plural == "clusterroles");
+    }
 }

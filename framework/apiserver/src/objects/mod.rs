@@ -8,17 +8,17 @@
 //! both write through here; requests through the admission chain
 //! ([`admit`]), the controllers without.
 
-pub(crate) mod admit;
 mod binding;
 mod checks;
+pub(crate) mod crds;
 mod create;
 mod delete;
+pub(crate) mod engines;
 mod eviction;
 mod graceful;
 mod hooks;
 mod opts;
 pub(crate) mod owners;
-mod tolerations;
 mod update;
 
 pub(crate) use binding::bind;

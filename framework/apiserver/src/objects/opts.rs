@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::admit::Operation;
-use crate::admission::FieldValidation;
+use crate::admission::attributes::Operation;
+use crate::machinery::status::{ApiError, Cause, Details};
+use crate::objects::engines::FieldValidation;
 use crate::registry::ResourceDef;
-use crate::status::{ApiError, Cause, Details};
 use crate::storage::{StoreError, StoredObject};
 
 /// Which endpoint a write came through.

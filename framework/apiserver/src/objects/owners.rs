@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::state::Shared;
+use crate::registry::state::Shared;
 
 /// The `uid` of an owner reference.
 pub(crate) fn ref_uid(r: &Value) -> &str {

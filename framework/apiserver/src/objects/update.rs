@@ -11,17 +11,16 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::admit::{
-    webhook_conversion, with_api_version, Admission, Attributes, NoAdmission, Operation,
-};
 use super::checks::{check_type_meta, validate};
 use super::hooks::{after_delete, after_write};
 use super::opts::{store_error, write_options, Sub, WriteOpts, Written};
+use crate::admission::attributes::{Admission, Attributes, NoAdmission, Operation};
+use crate::machinery::status::{ApiError, Cause};
+use crate::registry::conversion::{webhook_conversion, with_api_version};
+use crate::registry::state::Shared;
 use crate::registry::{GenerationPolicy, ResourceDef};
-use crate::state::Shared;
-use crate::status::{ApiError, Cause};
 use crate::storage::{ObjKey, StoreError, StoredObject};
-use crate::{admission, defaults, util};
+use crate::{machinery::util, objects::engines, registry::defaults};
 
 fn generation_changed(def: &ResourceDef, old: &Value, new: &Value) -> bool {
     match def.generation_fields() {
@@ -172,7 +171,7 @@ fn prepare_update(
     }
     let warnings = validate(def, &mut next, Some(old), opts)?;
     if !opts.apply {
-        admission::track_managed_fields(
+        engines::track_managed_fields(
             def,
             Some(old),
             &mut next,

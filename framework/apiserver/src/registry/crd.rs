@@ -12,9 +12,9 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::def::{Behavior, CustomInfo, PrinterColumn, ResourceDef, ScalePaths};
-use crate::patch::OpenApiMergeSchema;
-use crate::schema::StructuralSchema;
-use crate::util::strings_at;
+use crate::apiextensions::StructuralSchema;
+use crate::machinery::patch::OpenApiMergeSchema;
+use crate::machinery::util::strings_at;
 
 /// Names of a CRD, with kube-apiserver's defaults applied.
 #[derive(Clone, Debug, Default, PartialEq)]

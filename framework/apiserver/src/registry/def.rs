@@ -11,8 +11,9 @@ use k8s_openapi::schemars::generate::SchemaGenerator;
 use serde_json::Value;
 
 use super::convert::Conversion;
-use crate::patch::OpenApiMergeSchema;
-use crate::schema::StructuralSchema;
+use crate::apiextensions::StructuralSchema;
+use crate::machinery::patch::OpenApiMergeSchema;
+use crate::storage::ResKey;
 
 /// Which of the Table printers (in `table`) a built-in kind uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,17 +50,6 @@ pub(crate) struct ExtraSubresource {
     /// `(group, version, kind)` when it takes another kind than its
     /// resource's (`pods/eviction`: `policy/v1` `Eviction`).
     pub kind: Option<(&'static str, &'static str, &'static str)>,
-}
-
-/// Storage identity of a resource: `group/plural` (one store per resource,
-/// whatever version it is served at).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) struct ResKey(pub Arc<str>);
-
-impl ResKey {
-    pub fn new(group: &str, plural: &str) -> Self {
-        Self(Arc::from(format!("{group}/{plural}")))
-    }
 }
 
 /// JSON paths of a scale subresource (CRD `subresources.scale`).

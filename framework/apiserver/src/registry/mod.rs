@@ -4,17 +4,25 @@
 //! kind. Built-ins are fixed ([`builtins`]); custom resources come and go with
 //! their CRDs ([`crd`]).
 
+pub(crate) mod admissionregistration;
 pub(crate) mod builtins;
+pub(crate) mod conversion;
 pub(crate) mod convert;
 pub(crate) mod crd;
 mod def;
+pub(crate) mod defaults;
+pub(crate) mod openapi;
+pub(crate) mod openapi_docs;
+pub(crate) mod state;
+pub(crate) mod validation;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-pub(crate) use def::{CustomInfo, GenerationPolicy, Printer, ResKey, ResourceDef, ScalePaths};
+pub(crate) use crate::storage::ResKey;
+pub(crate) use def::{CustomInfo, GenerationPolicy, Printer, ResourceDef, ScalePaths};
 
 /// The set of served resources; cheap to clone out of (`Arc` entries).
 #[derive(Default)]

@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::unreadable::{self, GoErrorBodies};
 use crate::auth::certs::ClientCertPolicy;
-use crate::handlers;
-use crate::state::Shared;
+use crate::http::handlers;
+use crate::registry::state::Shared;
 
 pub(super) async fn serve(
     listener: TcpListener,

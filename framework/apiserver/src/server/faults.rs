@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::faults::{Failure, RequestMatch};
-use crate::state::Shared;
+use crate::machinery::faults::{Failure, RequestMatch};
+use crate::registry::state::Shared;
 
 /// A handle for injecting faults into a running server. Cheap to clone.
 #[derive(Clone)]

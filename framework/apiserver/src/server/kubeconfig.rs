@@ -8,7 +8,7 @@ use std::path::Path;
 use base64::Engine;
 use serde_json::json;
 
-use crate::error::Error;
+use crate::machinery::error::Error;
 
 /// The context, cluster and user name in written kubeconfigs.
 pub const CONTEXT: &str = "kubeforge";

@@ -5,7 +5,11 @@
 
 mod accept;
 mod audit;
+pub(crate) mod bootstrap;
+pub(crate) mod credentials;
 mod faults;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub(crate) mod kubeconfig;
 mod tls;
 mod unreadable;
@@ -25,16 +29,16 @@ use tokio_util::sync::CancellationToken;
 
 pub use faults::Faults;
 
-use crate::apidocs::OpenApiDocs;
 use crate::auth::audit::AuditLog;
 use crate::auth::identities::AuthnState;
 use crate::auth::rbac::RbacCache;
-use crate::cluster::{SimulatedNodes, Workloads};
-use crate::error::Error;
-use crate::faults::{Failure, FaultRules, RequestMatch};
+use crate::controllers::config::{SimulatedNodes, Workloads};
+use crate::machinery::error::Error;
+use crate::machinery::faults::{Failure, FaultRules, RequestMatch};
 use crate::objects::{self, WriteOpts};
+use crate::registry::openapi_docs::OpenApiDocs;
+use crate::registry::state::{ControllerQueue, Options, Shared};
 use crate::registry::Registry;
-use crate::state::{ControllerQueue, Options, Shared};
 use crate::storage::Storage;
 use tls::Certificates;
 
@@ -281,7 +285,7 @@ fn seed(shared: &Shared) -> Result<(), Error> {
         objects::create(shared, &def, None, obj, &opts)
             .map_err(|e| Error::Rejected(format!("seeding namespace {ns}: {}", e.message)))?;
     }
-    crate::auth::bootstrap::seed(shared)
+    crate::server::bootstrap::seed(shared)
         .map_err(|e| Error::Rejected(format!("seeding the bootstrap RBAC policy: {}", e.message)))
 }
 

@@ -13,7 +13,7 @@ use rcgen::{
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use crate::auth::certs::ClientCertPolicy;
-use crate::error::Error;
+use crate::machinery::error::Error;
 
 /// The CA and serving identity of one server.
 pub(crate) struct Certificates {

@@ -8,9 +8,10 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::{random_token, ApiServer};
-use crate::auth::{certs, tokens, Credentials, User};
-use crate::error::Error;
+use crate::auth::{certs, tokens, User};
+use crate::machinery::error::Error;
 use crate::objects::{self, WriteOpts};
+use crate::server::credentials::Credentials;
 
 impl ApiServer {
     fn server_url(&self) -> String {

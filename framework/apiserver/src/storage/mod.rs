@@ -20,8 +20,7 @@ use tokio::sync::{mpsc, watch};
 use object::set_rv;
 pub(crate) use object::{Event, EventType, ObjKey, StoredObject};
 
-use crate::registry::ResKey;
-use crate::selectors::{FieldSelector, LabelSelector};
+use crate::machinery::selectors::{FieldSelector, LabelSelector};
 
 /// Why a store operation failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -159,6 +158,17 @@ pub(crate) struct Store {
 /// them ([`StoredObject::supersede`]), so the watch history holds bytes,
 /// not trees about ten times their size.
 const RETIRING_VERSIONS: usize = 1024;
+
+/// Storage identity of a resource: `group/plural` (one store per resource,
+/// whatever version it is served at).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct ResKey(pub Arc<str>);
+
+impl ResKey {
+    pub fn new(group: &str, plural: &str) -> Self {
+        Self(Arc::from(format!("{group}/{plural}")))
+    }
+}
 
 /// The store plus a channel announcing the current resourceVersion.
 pub(crate) struct Storage {

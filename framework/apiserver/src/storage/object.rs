@@ -405,7 +405,7 @@ impl StoredObject {
     }
 }
 
-impl crate::selectors::Selectable for StoredObject {
+impl crate::machinery::selectors::Selectable for StoredObject {
     fn labels(&self) -> Option<Map<String, Value>> {
         StoredObject::labels(self)
     }

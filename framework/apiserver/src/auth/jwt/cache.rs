@@ -30,7 +30,7 @@ use ring::hmac;
 use ring::rand::SystemRandom;
 
 use super::subject::{TokenSubject, LEEWAY_SECS};
-use crate::error::Error;
+use crate::machinery::error::Error;
 
 /// How many verified tokens a server remembers.
 pub(super) const CAPACITY: usize = 4096;

@@ -8,15 +8,15 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::cluster::Workloads;
+use crate::controllers::config::Workloads;
 use crate::controllers::write::{record_event, Involved, Note};
+use crate::machinery::status::ApiError;
+use crate::machinery::util;
+use crate::machinery::util::Pointer;
 use crate::objects::{self, DeleteOpts, Deleted, Precondition, Propagation, Sub, WriteOpts};
+use crate::registry::state::Shared;
 use crate::registry::{ResKey, ResourceDef};
-use crate::state::Shared;
-use crate::status::ApiError;
 use crate::storage::{Filter, ObjKey, StoredObject};
-use crate::util;
-use crate::util::Pointer;
 
 /// A resource the controllers touch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -18,9 +18,9 @@ use super::cron::Schedule;
 use super::informer::{self, Change};
 use super::queue::Queue;
 use crate::controllers::write::MANAGER;
+use crate::machinery::util::Pointer;
 use crate::objects::Propagation;
 use crate::storage::{ObjKey, StoredObject};
-use crate::util::Pointer;
 
 const COMPONENT: &str = "cronjob-controller";
 

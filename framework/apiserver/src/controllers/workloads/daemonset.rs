@@ -24,8 +24,8 @@ use super::pods;
 use super::queue::Queue;
 use super::replicaset::{watch_owners_and_pods, Orphans};
 use crate::controllers::write::MANAGER;
+use crate::machinery::util::Pointer;
 use crate::storage::{ObjKey, StoredObject};
-use crate::util::Pointer;
 
 const COMPONENT: &str = "daemonset-controller";
 const REVISION_LABEL: &str = "controller-revision-hash";
@@ -184,7 +184,8 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
         if should_run && active.is_empty() {
             let mut pod =
                 pods::from_template(&template, &key.0, &key.1, controller_ref(&ds, DAEMONSETS));
-            if let Some(labels) = crate::defaults::ensure_object(&mut pod, &["metadata", "labels"])
+            if let Some(labels) =
+                crate::registry::defaults::ensure_object(&mut pod, &["metadata", "labels"])
             {
                 labels.insert(REVISION_LABEL.into(), json!(hash));
                 labels.insert(

@@ -17,9 +17,9 @@ use super::informer::{self, Change};
 use super::pods;
 use super::queue::Queue;
 use crate::controllers::write::MANAGER;
+use crate::machinery::util;
+use crate::machinery::util::Pointer;
 use crate::storage::ObjKey;
-use crate::util;
-use crate::util::Pointer;
 
 /// Starts the controller.
 pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
@@ -50,7 +50,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
                     .cloned()
                     .unwrap_or_default();
                 if !pods::selector_is_empty(&sel)
-                    && crate::selectors::selector_matches(&sel, labels.as_ref())
+                    && crate::machinery::selectors::selector_matches(&sel, labels.as_ref())
                 {
                     q.add(key_of(&pdb.value()));
                 }
@@ -74,7 +74,12 @@ fn sync(api: &Api, key: &ObjKey) {
     } else {
         api.list(PODS, Some(&key.0))
             .into_iter()
-            .filter(|p| crate::selectors::selector_matches(&sel, p.value().at("/metadata/labels")))
+            .filter(|p| {
+                crate::machinery::selectors::selector_matches(
+                    &sel,
+                    p.value().at("/metadata/labels"),
+                )
+            })
             .filter(|p| !pods::terminal(&p.value()))
             .collect()
     };

@@ -11,9 +11,9 @@ use serde_json::{json, Value};
 use super::api::{controller_ref, Api, Kind, REVISIONS};
 use super::hash::revision_hash;
 use crate::controllers::write::MANAGER;
+use crate::machinery::util;
+use crate::machinery::util::Pointer;
 use crate::storage::StoredObject;
-use crate::util;
-use crate::util::Pointer;
 
 /// The revision data for a template.
 pub(crate) fn data_for(template: &Value) -> Value {

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::registry::state::Shared;
 use crate::registry::ResKey;
-use crate::state::Shared;
 use crate::storage::{EventType, Filter, StoredObject, WatchFrom};
 
 /// One change seen by an informer.

@@ -25,9 +25,9 @@ use super::pods;
 use super::queue::Queue;
 use super::replicaset::{watch_owners_and_pods, Orphans};
 use crate::controllers::write::MANAGER;
+use crate::machinery::util;
+use crate::machinery::util::Pointer;
 use crate::storage::{ObjKey, StoredObject};
-use crate::util;
-use crate::util::Pointer;
 
 const COMPONENT: &str = "job-controller";
 /// The finalizer on every pod of a Job until it is counted.
@@ -236,7 +236,9 @@ fn sync(api: &Api, queue: &Arc<Queue>, orphans: &Orphans, backoffs: &Backoffs, k
                 queue.add_after(key.clone(), ready_at - Instant::now());
             } else if diff > 0 {
                 let mut template = job.at("/spec/template").cloned().unwrap_or_default();
-                if let Some(meta) = crate::defaults::ensure_object(&mut template, &["metadata"]) {
+                if let Some(meta) =
+                    crate::registry::defaults::ensure_object(&mut template, &["metadata"])
+                {
                     let fins = meta.entry("finalizers").or_insert_with(|| json!([]));
                     if let Some(f) = fins.as_array_mut() {
                         if !f.iter().any(|x| x.as_str() == Some(TRACKING)) {

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::state::Shared;
+use crate::registry::state::Shared;
 use api::Api;
 
 /// Starts every workload controller and the simulated nodes.

@@ -10,10 +10,10 @@ use serde_json::{json, Value};
 
 use super::api::{controller_of, controller_ref, key_of, Api, Kind};
 use crate::controllers::write::MANAGER;
-use crate::selectors::selector_matches;
+use crate::machinery::selectors::selector_matches;
+use crate::machinery::util;
+use crate::machinery::util::Pointer;
 use crate::storage::StoredObject;
-use crate::util;
-use crate::util::Pointer;
 
 /// Claims `candidates` for `owner`; returns the objects it now controls.
 pub(crate) fn claim(

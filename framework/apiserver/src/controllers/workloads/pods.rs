@@ -8,8 +8,8 @@ use std::cmp::Ordering;
 
 use serde_json::{json, Value};
 
-use crate::util;
-use crate::util::Pointer;
+use crate::machinery::util;
+use crate::machinery::util::Pointer;
 
 fn str_at<'a>(o: &'a Value, ptr: &str) -> &'a str {
     o.at(ptr).and_then(Value::as_str).unwrap_or("")

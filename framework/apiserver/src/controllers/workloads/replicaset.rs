@@ -21,10 +21,10 @@ use super::owners::claim;
 use super::pods;
 use super::queue::Queue;
 use crate::controllers::write::MANAGER;
-use crate::selectors::selector_matches;
+use crate::machinery::selectors::selector_matches;
+use crate::machinery::util;
+use crate::machinery::util::Pointer;
 use crate::storage::{EventType, ObjKey, StoredObject};
-use crate::util;
-use crate::util::Pointer;
 
 const COMPONENT: &str = "replicaset-controller";
 /// `burstReplicas`: the most pods created or deleted in one pass.

@@ -23,10 +23,10 @@ use super::pods;
 use super::queue::Queue;
 use super::replicaset::{watch_owners_and_pods, Orphans};
 use crate::controllers::write::MANAGER;
+use crate::machinery::util;
+use crate::machinery::util::Pointer;
 use crate::objects::Propagation;
 use crate::storage::{ObjKey, StoredObject};
-use crate::util;
-use crate::util::Pointer;
 
 const COMPONENT: &str = "statefulset-controller";
 const REVISION_LABEL: &str = "controller-revision-hash";
@@ -68,7 +68,9 @@ fn new_pod(set: &Value, ordinal: i64, revision: &Value) -> Value {
         meta.remove("generateName");
         meta.insert("name".into(), json!(pod_name));
     }
-    if let Some(labels) = crate::defaults::ensure_object(&mut pod, &["metadata", "labels"]) {
+    if let Some(labels) =
+        crate::registry::defaults::ensure_object(&mut pod, &["metadata", "labels"])
+    {
         labels.insert(
             REVISION_LABEL.into(),
             json!(util::meta_str(revision, "name").unwrap_or("")),

@@ -11,9 +11,9 @@ use tokio_util::sync::CancellationToken;
 use super::api::{stored_key, Api, JOBS};
 use super::informer::{self, Change};
 use super::queue::Queue;
+use crate::machinery::util::Pointer;
 use crate::objects::Propagation;
 use crate::storage::ObjKey;
-use crate::util::Pointer;
 
 /// Starts the controller.
 pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {

@@ -19,9 +19,9 @@ use super::api::{
 };
 use super::informer::{self, Change};
 use super::queue::Queue;
-use crate::selectors::selector_matches;
+use crate::machinery::selectors::selector_matches;
+use crate::machinery::util::Pointer;
 use crate::storage::EventType;
-use crate::util::Pointer;
 
 /// Starts the controller.
 pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {

@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 use super::util::{
     actual_count, available_count, desired, max_unavailable, ready_count, replica_count, Rs,
 };
-use crate::util;
-use crate::util::Pointer;
+use crate::machinery::util;
+use crate::machinery::util::Pointer;
 
 pub(crate) const AVAILABLE: &str = "Available";
 pub(crate) const PROGRESSING: &str = "Progressing";

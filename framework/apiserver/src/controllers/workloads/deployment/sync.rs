@@ -24,10 +24,10 @@ use crate::controllers::workloads::owners::claim;
 use crate::controllers::workloads::pods;
 use crate::controllers::workloads::queue::Queue;
 use crate::controllers::write::MANAGER;
+use crate::machinery::util;
+use crate::machinery::util::Pointer;
 use crate::objects::Propagation;
 use crate::storage::ObjKey;
-use crate::util;
-use crate::util::Pointer;
 
 const COMPONENT: &str = "deployment-controller";
 
@@ -263,12 +263,13 @@ impl Sync<'_> {
         let hash = pod_template_hash(&template, collision);
         let mut new_template = template.clone();
         if let Some(labels) =
-            crate::defaults::ensure_object(&mut new_template, &["metadata", "labels"])
+            crate::registry::defaults::ensure_object(&mut new_template, &["metadata", "labels"])
         {
             labels.insert(HASH_LABEL.into(), json!(hash));
         }
         let mut selector = d.at("/spec/selector").cloned().unwrap_or_default();
-        if let Some(ml) = crate::defaults::ensure_object(&mut selector, &["matchLabels"]) {
+        if let Some(ml) = crate::registry::defaults::ensure_object(&mut selector, &["matchLabels"])
+        {
             ml.insert(HASH_LABEL.into(), json!(hash));
         }
         let rs_name = format!("{name}-{hash}");

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::machinery::util;
+use crate::machinery::util::Pointer;
 use crate::storage::StoredObject;
-use crate::util;
-use crate::util::Pointer;
 
 /// The label naming a ReplicaSet's template.
 pub(crate) const HASH_LABEL: &str = "pod-template-hash";

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::cluster::{
+use crate::controllers::config::{
     parse_duration, PodBehavior, PodPolicy, Readiness, Workloads, ANNOTATION_EXIT_AFTER,
     ANNOTATION_EXIT_CODE, ANNOTATION_IMAGE_PULL, ANNOTATION_READY, ANNOTATION_START_LATENCY,
 };
-use crate::util::Pointer;
+use crate::machinery::util::Pointer;
 
 /// A pod's resolved behaviour.
 #[derive(Clone, Debug, PartialEq)]

@@ -3,7 +3,7 @@
 //! `nodeSelector` and required node affinity, and resource requests
 //! against allocatable (quantities parsed as kube's `resource.Quantity`).
 
-use crate::util::Pointer;
+use crate::machinery::util::Pointer;
 use serde_json::Value;
 
 fn str_at<'a>(o: &'a Value, ptr: &str) -> &'a str {

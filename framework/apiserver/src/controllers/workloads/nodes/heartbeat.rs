@@ -9,11 +9,11 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::cluster::SimNode;
+use crate::controllers::config::SimNode;
 use crate::controllers::workloads::api::{Api, LEASES, NODES};
 use crate::controllers::write::MANAGER;
-use crate::util;
-use crate::util::Pointer;
+use crate::machinery::util;
+use crate::machinery::util::Pointer;
 
 /// The kubelet version nodes report.
 pub(crate) const KUBELET_VERSION: &str = "v1.33.0-kubeforge";

@@ -19,13 +19,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::behavior::{plan, Plan};
 use super::heartbeat::node_ip;
-use crate::cluster::{PodBehavior, Readiness};
+use crate::controllers::config::{PodBehavior, Readiness};
 use crate::controllers::workloads::api::{key_of, stored_key, Api, PODS};
 use crate::controllers::workloads::informer::{self, Change};
 use crate::controllers::workloads::queue::Queue;
+use crate::machinery::util;
+use crate::machinery::util::Pointer;
 use crate::storage::{EventType, ObjKey};
-use crate::util;
-use crate::util::Pointer;
 
 const COMPONENT: &str = "kubelet";
 

@@ -17,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 use super::fit;
 use crate::controllers::workloads::api::{key_of, Api, LEASES, NODES, PODS};
 use crate::controllers::workloads::pods;
-use crate::util;
-use crate::util::Pointer;
+use crate::machinery::util;
+use crate::machinery::util::Pointer;
 
 const COMPONENT: &str = "node-controller";
 const NOT_READY: &str = "node.kubernetes.io/not-ready";
@@ -256,7 +256,7 @@ fn evict_if_intolerant(api: &Api, node: &Value, pod: &Value) {
     }
     let key = key_of(pod);
     let _ = api.update_status(PODS, &key, COMPONENT, |p| {
-        let Some(status) = crate::defaults::ensure_object(p, &["status"]) else {
+        let Some(status) = crate::registry::defaults::ensure_object(p, &["status"]) else {
             return false;
         };
         let conds = status.entry("conditions").or_insert_with(|| json!([]));

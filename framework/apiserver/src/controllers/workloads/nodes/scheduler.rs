@@ -18,10 +18,10 @@ use crate::controllers::workloads::api::{key_of, Api, NODES, PODS};
 use crate::controllers::workloads::informer::{self, Change};
 use crate::controllers::workloads::pods;
 use crate::controllers::workloads::queue::Queue;
+use crate::machinery::util;
+use crate::machinery::util::Pointer;
 use crate::objects;
 use crate::storage::{EventType, ObjKey};
-use crate::util;
-use crate::util::Pointer;
 
 const COMPONENT: &str = "default-scheduler";
 
@@ -232,7 +232,7 @@ fn unschedulable(api: &Api, key: &ObjKey, pod: &Value, msg: &str) {
     }
     let msg = msg.to_owned();
     let _ = api.update_status(PODS, key, COMPONENT, |p| {
-        let Some(status) = crate::defaults::ensure_object(p, &["status"]) else {
+        let Some(status) = crate::registry::defaults::ensure_object(p, &["status"]) else {
             return false;
         };
         let conds = status.entry("conditions").or_insert_with(|| json!([]));
