@@ -74,7 +74,8 @@ impl Admission for Guarded<'_> {
             crate::auth::authz::check_create(
                 self.shared,
                 user,
-                attrs.def,
+                &attrs.def.group,
+                &attrs.def.plural,
                 attrs.namespace,
                 attrs.name,
             )?;

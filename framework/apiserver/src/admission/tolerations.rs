@@ -16,7 +16,7 @@ const TAINTS: [&str; 2] = [
 
 /// Adds the default tolerations to a pod being created.
 pub(crate) fn admit(shared: &Shared, def: &ResourceDef, pod: &mut Value) {
-    let Some(w) = shared.options.workloads.as_ref() else {
+    let Some(seconds) = shared.options.default_toleration_seconds else {
         return;
     };
     if def.builtin().is_none() || !def.group.is_empty() || def.plural != "pods" {
@@ -40,7 +40,7 @@ pub(crate) fn admit(shared: &Shared, def: &ResourceDef, pod: &mut Value) {
         if !covered {
             list.push(json!({
                 "key": taint, "operator": "Exists", "effect": "NoExecute",
-                "tolerationSeconds": w.timing.toleration_seconds,
+                "tolerationSeconds": seconds,
             }));
         }
     }

@@ -12,8 +12,8 @@ use http::request::Parts;
 use super::certs::PeerIdentity;
 use super::jwt::{LiveAccount, Signer, TokenSubject};
 use super::user::UserInfo;
+use crate::auth::AuthState;
 use crate::machinery::status::ApiError;
-use crate::registry::state::Shared;
 use crate::storage::ResKey;
 
 /// The presented bearer token: `None` without an `Authorization` header
@@ -35,7 +35,7 @@ fn now_secs() -> i64 {
 /// later requests bearing the token reuse them without the storage lock
 /// for as long as that version is current (a write to the account, or its
 /// deletion, sends them back to the store).
-fn live_service_account(shared: &Shared, subject: &TokenSubject) -> Option<Arc<UserInfo>> {
+fn live_service_account(shared: &dyn AuthState, subject: &TokenSubject) -> Option<Arc<UserInfo>> {
     if let Some(live) = subject.live.get() {
         if !live.version.is_replaced() {
             return Some(live.user.clone());
@@ -43,7 +43,7 @@ fn live_service_account(shared: &Shared, subject: &TokenSubject) -> Option<Arc<U
     }
     let res = ResKey::new("", "serviceaccounts");
     let key = (subject.namespace.clone(), subject.name.clone());
-    let sa = shared.storage.lock().get(&res, &key)?;
+    let sa = shared.storage().lock().get(&res, &key)?;
     if sa.uid() != subject.uid || sa.deleting() {
         return None;
     }
@@ -59,8 +59,11 @@ fn live_service_account(shared: &Shared, subject: &TokenSubject) -> Option<Arc<U
 }
 
 /// Who sent the request, or the 401 kube-apiserver answers.
-pub(crate) fn authenticate(shared: &Shared, parts: &Parts) -> Result<Arc<UserInfo>, ApiError> {
-    let authn = &shared.authn;
+pub(crate) fn authenticate(
+    shared: &dyn AuthState,
+    parts: &Parts,
+) -> Result<Arc<UserInfo>, ApiError> {
+    let authn = &shared.authn();
     if let Some(peer) = parts.extensions.get::<PeerIdentity>() {
         match peer {
             PeerIdentity::Verified(user) => return Ok(user.clone()),

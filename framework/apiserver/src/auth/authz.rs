@@ -11,33 +11,34 @@ use super::audit::Outcome;
 use super::rbac::{self, Decision};
 use super::user::UserInfo;
 use crate::auth::attributes::Attributes;
+use crate::auth::AuthState;
 use crate::machinery::status::{qualified, ApiError, Details};
-use crate::registry::state::Shared;
-use crate::registry::ResourceDef;
 
 /// Decides a request against the server's RBAC objects.
-pub(crate) fn authorize(shared: &Shared, user: &UserInfo, attrs: &Attributes) -> Decision {
+pub(crate) fn authorize(shared: &dyn AuthState, user: &UserInfo, attrs: &Attributes) -> Decision {
     if user.is_master() {
         return Decision::Allow(String::new());
     }
-    rbac::decide(&shared.rbac.index(&shared.storage), user, attrs)
+    rbac::decide(&shared.rbac().index(&shared.storage()), user, attrs)
 }
 
 /// [`authorize`] for a request `user` makes, recorded in the permission
 /// audit with the rule that allowed it.
-pub(crate) fn check(shared: &Shared, user: &UserInfo, attrs: &Attributes) -> Decision {
+pub(crate) fn check(shared: &dyn AuthState, user: &UserInfo, attrs: &Attributes) -> Decision {
     if user.is_master() {
-        shared.audit.record(user, attrs, Outcome::Allowed(None));
+        shared.audit().record(user, attrs, Outcome::Allowed(None));
         return Decision::Allow(String::new());
     }
-    let index = shared.rbac.index(&shared.storage);
+    let index = shared.rbac().index(&shared.storage());
     match rbac::allowing(&index, user, attrs) {
         Some(by) => {
-            shared.audit.record(user, attrs, Outcome::Allowed(Some(by)));
+            shared
+                .audit()
+                .record(user, attrs, Outcome::Allowed(Some(by)));
             rbac::allowed_by(by.0, user)
         }
         None => {
-            shared.audit.record(user, attrs, Outcome::Denied);
+            shared.audit().record(user, attrs, Outcome::Denied);
             rbac::denied(&index, user, attrs)
         }
     }
@@ -52,9 +53,10 @@ pub(crate) fn check(shared: &Shared, user: &UserInfo, attrs: &Attributes) -> Dec
 /// permission audit counts it). Denied, it is `NewForbidden` of the object
 /// with the authorizer's reason.
 pub(crate) fn check_create(
-    shared: &Shared,
+    shared: &dyn AuthState,
     user: &UserInfo,
-    def: &ResourceDef,
+    group: &str,
+    resource: &str,
     namespace: &str,
     name: &str,
 ) -> Result<(), ApiError> {
@@ -62,21 +64,21 @@ pub(crate) fn check_create(
         verb: "create".to_owned(),
         resource_request: true,
         namespace: namespace.to_owned(),
-        api_group: def.group.clone(),
-        resource: def.plural.clone(),
+        api_group: group.to_owned(),
+        resource: resource.to_owned(),
         name: name.to_owned(),
         ..Attributes::default()
     };
     match check(shared, user, &attrs) {
         Decision::Allow(_) => Ok(()),
         Decision::Deny(reason) => {
-            let what = qualified(&def.plural, &def.group);
+            let what = qualified(resource, group);
             Err(
                 ApiError::forbidden(format!("{what} \"{name}\" is forbidden: {reason}"))
                     .with_details(Details {
                         name: Some(name.to_owned()),
-                        group: Some(def.group.clone()),
-                        kind: Some(def.plural.clone()),
+                        group: Some(group.to_owned()),
+                        kind: Some(resource.to_owned()),
                         ..Details::default()
                     }),
             )

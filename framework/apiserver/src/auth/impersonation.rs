@@ -15,8 +15,8 @@ use http::HeaderMap;
 use super::rbac;
 use super::user::{UserInfo, ANONYMOUS, AUTHENTICATED, SERVICE_ACCOUNTS, UNAUTHENTICATED};
 use crate::auth::attributes::{self, Attributes};
+use crate::auth::AuthState;
 use crate::machinery::status::ApiError;
-use crate::registry::state::Shared;
 
 const USER: &str = "impersonate-user";
 const GROUP: &str = "impersonate-group";
@@ -170,7 +170,7 @@ fn asks(headers: &HeaderMap) -> bool {
 /// of it is authorized for `requestor` (the 403 of the first part that is
 /// not). The headers are removed either way.
 pub(crate) fn apply(
-    shared: &Shared,
+    shared: &dyn AuthState,
     requestor: Arc<UserInfo>,
     parts: &mut Parts,
 ) -> Result<Arc<UserInfo>, ApiError> {

@@ -20,7 +20,28 @@ pub(crate) mod user;
 
 use std::collections::BTreeMap;
 
+use audit::AuditLog;
+use identities::AuthnState;
+use rbac::RbacCache;
+
+use crate::storage::Storage;
 pub(crate) use user::{service_account_user, UserInfo, AUTHENTICATED, MASTERS, UNAUTHENTICATED};
+
+/// What authentication and authorization read of the server's state:
+/// the stored objects they look up (service accounts, secrets, RBAC
+/// objects) and their own caches. The registry's `Shared` holds them.
+pub(crate) trait AuthState {
+    /// The stored objects.
+    fn storage(&self) -> &Storage;
+    /// The authenticator's tables (static users, certificates, keys).
+    fn authn(&self) -> &AuthnState;
+    /// The RBAC authorizer's index.
+    fn rbac(&self) -> &RbacCache;
+    /// The permission audit.
+    fn audit(&self) -> &AuditLog;
+    /// Whether `presented` is the admin token (compared in constant time).
+    fn token_matches(&self, presented: &str) -> bool;
+}
 
 /// A user to add to a running server: a name, its groups and an optional
 /// uid, as kube-apiserver's static token file and envtest's `AddUser`

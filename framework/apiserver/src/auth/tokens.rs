@@ -7,8 +7,8 @@
 use serde_json::{json, Value};
 
 use super::jwt::{TokenSpec, TokenSubject, ISSUER};
+use crate::auth::AuthState;
 use crate::machinery::status::{ApiError, Cause};
-use crate::registry::state::Shared;
 use crate::storage::ResKey;
 
 /// kube-apiserver's default token lifetime.
@@ -19,7 +19,7 @@ const MIN_EXPIRATION_SECS: i64 = 600;
 /// A token for the service account `namespace/name` valid for
 /// `expiration_secs`, and its expiry (seconds since the epoch).
 pub(crate) fn issue(
-    shared: &Shared,
+    shared: &dyn AuthState,
     namespace: &str,
     name: &str,
     audiences: Vec<String>,
@@ -27,7 +27,7 @@ pub(crate) fn issue(
 ) -> Result<(String, i64), ApiError> {
     let res = ResKey::new("", "serviceaccounts");
     let sa = shared
-        .storage
+        .storage()
         .lock()
         .get(&res, &(namespace.to_owned(), name.to_owned()))
         .ok_or_else(|| ApiError::not_found("serviceaccounts", "", name))?;
@@ -43,7 +43,7 @@ pub(crate) fn issue(
     };
     let subject = TokenSubject::new(namespace.to_owned(), name.to_owned(), sa.uid().to_owned());
     let token = shared
-        .authn
+        .authn()
         .signer
         .issue(&subject, &spec)
         .map_err(|e| ApiError::internal(e.to_string()))?;
@@ -59,7 +59,7 @@ fn rfc3339(secs: i64) -> String {
 /// Answers a TokenRequest `request` for `namespace/name`: the request
 /// echoed with its defaults and `status{token, expirationTimestamp}`.
 pub(crate) fn token_request(
-    shared: &Shared,
+    shared: &dyn AuthState,
     namespace: &str,
     name: &str,
     mut request: Value,
@@ -108,7 +108,7 @@ pub(crate) fn token_request(
         let bound_name = bound.get("name").and_then(Value::as_str).unwrap_or("");
         let key = (namespace.to_owned(), bound_name.to_owned());
         if shared
-            .storage
+            .storage()
             .lock()
             .get(&ResKey::new("", plural), &key)
             .is_none()

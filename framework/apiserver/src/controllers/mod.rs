@@ -28,11 +28,17 @@ use crate::machinery::util;
 use crate::registry::state::Shared;
 use crate::registry::ResKey;
 use crate::storage::ObjKey;
+use config::{NodeControls, Workloads};
 
 /// Runs the controllers until `cancel`.
-pub(crate) async fn run(shared: Arc<Shared>, cancel: CancellationToken) {
-    if shared.options.workloads.is_some() {
-        workloads::start(shared.clone(), cancel.clone());
+pub(crate) async fn run(
+    shared: Arc<Shared>,
+    workloads: Option<Arc<Workloads>>,
+    controls: Arc<NodeControls>,
+    cancel: CancellationToken,
+) {
+    if let Some(cfg) = workloads {
+        workloads::start(shared.clone(), cfg, controls, cancel.clone());
     }
     if let Some(ttl) = shared.options.event_ttl {
         tokio::spawn(event_ttl::run(shared.clone(), ttl, cancel.clone()));

@@ -31,12 +31,11 @@ pub(super) fn check(
     pod: &Value,
     grace: Option<i64>,
 ) -> Graceful {
-    let kubelets = shared
-        .options
-        .workloads
-        .as_ref()
-        .is_some_and(|w| !w.nodes.is_empty());
-    if !kubelets || def.builtin().is_none() || !def.group.is_empty() || def.plural != "pods" {
+    if !shared.options.kubelets
+        || def.builtin().is_none()
+        || !def.group.is_empty()
+        || def.plural != "pods"
+    {
         return Graceful::No;
     }
     if pod.pointer("/metadata/deletionTimestamp").is_some() {

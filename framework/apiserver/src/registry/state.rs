@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::atomic::AtomicU32;
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
@@ -15,7 +15,7 @@ use tokio::sync::{watch, Notify};
 use crate::auth::audit::AuditLog;
 use crate::auth::identities::AuthnState;
 use crate::auth::rbac::RbacCache;
-use crate::controllers::config::{NodeControls, Workloads};
+use crate::auth::AuthState;
 use crate::machinery::faults::FaultRules;
 use crate::registry::openapi_docs::OpenApiDocs;
 use crate::registry::{Registry, ResKey, ResourceDef};
@@ -26,10 +26,12 @@ use crate::storage::{ObjKey, Storage, StoredObject};
 pub(crate) struct Options {
     /// Interval between watch bookmarks (kube-apiserver: about a minute).
     pub bookmark_interval: Duration,
-    /// The workload controllers and simulated nodes, when on.
-    pub workloads: Option<Arc<Workloads>>,
-    /// The simulated nodes' fault switches.
-    pub node_controls: Arc<NodeControls>,
+    /// DefaultTolerationSeconds' seconds: on, as the simulated nodes'
+    /// taint manager needs it, when the nodes are simulated.
+    pub default_toleration_seconds: Option<i64>,
+    /// Whether simulated kubelets run the pods (graceful pod deletion
+    /// waits for them).
+    pub kubelets: bool,
     /// kube-apiserver's `OwnerReferencesPermissionEnforcement` admission.
     pub owner_references_permission_enforcement: bool,
     /// How long an Event lives after its last write; forever when `None`.
@@ -166,5 +168,27 @@ impl ControllerQueue {
     /// `key` was finalized (or is gone).
     pub fn done_deleting(&self, res: ResKey, key: ObjKey) {
         self.lock().deleting.remove(&(res, key));
+    }
+}
+
+impl AuthState for Shared {
+    fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    fn authn(&self) -> &AuthnState {
+        &self.authn
+    }
+
+    fn rbac(&self) -> &RbacCache {
+        &self.rbac
+    }
+
+    fn audit(&self) -> &AuditLog {
+        &self.audit
+    }
+
+    fn token_matches(&self, presented: &str) -> bool {
+        Shared::token_matches(self, presented)
     }
 }

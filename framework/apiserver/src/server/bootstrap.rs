@@ -5,7 +5,6 @@
 //! `view` roles with the `system:aggregate-to-*` roles that fill them,
 //! filled at once by the aggregation controller.
 
-
 use serde_json::{json, Value};
 
 use crate::auth::rbac::GROUP;

@@ -32,7 +32,7 @@ pub use faults::Faults;
 use crate::auth::audit::AuditLog;
 use crate::auth::identities::AuthnState;
 use crate::auth::rbac::RbacCache;
-use crate::controllers::config::{SimulatedNodes, Workloads};
+use crate::controllers::config::{NodeControls, SimulatedNodes, Workloads};
 use crate::machinery::error::Error;
 use crate::machinery::faults::{Failure, FaultRules, RequestMatch};
 use crate::objects::{self, WriteOpts};
@@ -209,6 +209,8 @@ impl ApiServerBuilder {
             .parse()
             .map_err(|e: http::uri::InvalidUri| Error::Address(e.to_string()))?;
         let (close_tx, _) = watch::channel(0u64);
+        let workloads = self.workloads.map(Arc::new);
+        let node_controls = Arc::<NodeControls>::default();
         let shared = Arc::new(Shared {
             storage: Storage::new(self.history, self.watch_buffer)
                 .with_history_bytes(self.history_bytes),
@@ -221,8 +223,8 @@ impl ApiServerBuilder {
             options: Options {
                 bookmark_interval: self.bookmark_interval,
                 event_ttl: self.event_ttl,
-                workloads: self.workloads.map(Arc::new),
-                node_controls: Arc::default(),
+                default_toleration_seconds: workloads.as_ref().map(|w| w.timing.toleration_seconds),
+                kubelets: workloads.as_ref().is_some_and(|w| !w.nodes.is_empty()),
                 owner_references_permission_enforcement: self
                     .owner_references_permission_enforcement,
             },
@@ -249,10 +251,16 @@ impl ApiServerBuilder {
             shared.clone(),
             cancel.clone(),
         ));
-        tokio::spawn(crate::controllers::run(shared.clone(), cancel.clone()));
+        tokio::spawn(crate::controllers::run(
+            shared.clone(),
+            workloads,
+            node_controls.clone(),
+            cancel.clone(),
+        ));
         tracing::info!(%url, "API server listening");
         Ok(ApiServer {
             shared,
+            node_controls,
             url,
             addr: host,
             ca_der: certs.ca_der,
@@ -302,6 +310,7 @@ fn seed(shared: &Shared) -> Result<(), Error> {
 /// ```
 pub struct ApiServer {
     shared: Arc<Shared>,
+    node_controls: Arc<NodeControls>,
     url: http::Uri,
     addr: SocketAddr,
     ca_der: Vec<u8>,
@@ -377,7 +386,7 @@ impl ApiServer {
     /// [`ApiServerBuilder::workloads`]).
     pub fn nodes(&self) -> SimulatedNodes {
         SimulatedNodes {
-            controls: self.shared.options.node_controls.clone(),
+            controls: self.node_controls.clone(),
         }
     }
 

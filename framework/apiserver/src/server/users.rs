@@ -97,7 +97,7 @@ impl ApiServer {
         lifetime: Duration,
     ) -> Result<String, Error> {
         let secs = i64::try_from(lifetime.as_secs()).unwrap_or(i64::MAX);
-        tokens::issue(&self.shared, namespace, name, Vec::new(), secs)
+        tokens::issue(&*self.shared, namespace, name, Vec::new(), secs)
             .map(|(token, _)| token)
             .map_err(|e| Error::Rejected(e.message))
     }

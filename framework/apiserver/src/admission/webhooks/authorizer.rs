@@ -32,7 +32,7 @@ impl Principal for ServerPrincipal {
             name: check.name.clone(),
             path: check.path.clone(),
         };
-        match authz::authorize(&self.shared, &self.user, &attrs) {
+        match authz::authorize(&*self.shared, &self.user, &attrs) {
             Decision::Allow(reason) => Verdict {
                 allowed: true,
                 reason,

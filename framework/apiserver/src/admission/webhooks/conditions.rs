@@ -100,8 +100,8 @@ pub(crate) fn decide_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::admissionregistration::match_conditions::validate;
     use crate::apiextensions::authz::{Check, Principal, Verdict};
+    use crate::registry::admissionregistration::match_conditions::validate;
     use serde_json::json;
 
     fn conditions(expressions: &[&str]) -> Vec<Value> {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::controllers::config::Workloads;
+use crate::controllers::config::{NodeControls, Workloads};
 use crate::controllers::write::{record_event, Involved, Note};
 use crate::machinery::status::ApiError;
 use crate::machinery::util;
@@ -104,6 +104,8 @@ impl Kind {
 pub(crate) struct Api {
     pub shared: Arc<Shared>,
     pub cfg: Arc<Workloads>,
+    /// The simulated nodes' fault switches.
+    pub controls: Arc<NodeControls>,
 }
 
 /// `(namespace, name)` of an object.

@@ -28,15 +28,22 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::controllers::config::{NodeControls, Workloads};
 use crate::registry::state::Shared;
 use api::Api;
 
 /// Starts every workload controller and the simulated nodes.
-pub(crate) fn start(shared: Arc<Shared>, cancel: CancellationToken) {
-    let Some(cfg) = shared.options.workloads.clone() else {
-        return;
-    };
-    let api = Arc::new(Api { shared, cfg });
+pub(crate) fn start(
+    shared: Arc<Shared>,
+    cfg: Arc<Workloads>,
+    controls: Arc<NodeControls>,
+    cancel: CancellationToken,
+) {
+    let api = Arc::new(Api {
+        shared,
+        cfg,
+        controls,
+    });
     nodes::start(api.clone(), cancel.clone());
     replicaset::start(api.clone(), cancel.clone());
     deployment::start(api.clone(), cancel.clone());

@@ -80,6 +80,6 @@ pub(super) async fn eviction(ctx: &Ctx, b: Incoming) -> Result<Response<Body>, A
 pub(super) async fn token_request(ctx: &Ctx, b: Incoming) -> Result<Response<Body>, ApiError> {
     let request = body(ctx, b).await?;
     let (namespace, name) = ctx.key();
-    let answer = crate::auth::tokens::token_request(&ctx.shared, &namespace, &name, request)?;
+    let answer = crate::auth::tokens::token_request(&*ctx.shared, &namespace, &name, request)?;
     Ok(h::json(201, &answer))
 }

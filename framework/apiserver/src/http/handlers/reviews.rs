@@ -196,7 +196,7 @@ pub(crate) async fn create(
                     }
                 }
             };
-            status_of(&crate::auth::authz::authorize(shared, &subject, &attrs))
+            status_of(&crate::auth::authz::authorize(&**shared, &subject, &attrs))
         }
     };
     review["apiVersion"] = json!(format!("{group}/v1"));

@@ -62,10 +62,12 @@ pub(crate) fn validate_policy(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         old.pointer("/spec/matchConditions") == obj.pointer("/spec/matchConditions")
     });
     if !conditions_unchanged {
-        out.extend(crate::registry::admissionregistration::match_conditions::validate(
-            spec.get("matchConditions"),
-            "spec.matchConditions",
-        ));
+        out.extend(
+            crate::registry::admissionregistration::match_conditions::validate(
+                spec.get("matchConditions"),
+                "spec.matchConditions",
+            ),
+        );
     }
     for (i, variable) in array(spec.get("variables")).iter().enumerate() {
         variable_checks(variable, &format!("spec.variables[{i}]"), &mut out);

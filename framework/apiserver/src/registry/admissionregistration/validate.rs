@@ -161,10 +161,12 @@ fn webhook(hook: &Value, mutating: bool, opts: &Options, path: &str, out: &mut V
         out,
     );
     if opts.check_match_conditions {
-        out.extend(crate::registry::admissionregistration::match_conditions::validate(
-            hook.get("matchConditions"),
-            &format!("{path}.matchConditions"),
-        ));
+        out.extend(
+            crate::registry::admissionregistration::match_conditions::validate(
+                hook.get("matchConditions"),
+                &format!("{path}.matchConditions"),
+            ),
+        );
     }
 }
 

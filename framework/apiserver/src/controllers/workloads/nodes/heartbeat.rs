@@ -184,7 +184,7 @@ fn renew_lease(api: &Api, node: &str) {
 /// Heartbeats until `cancel`.
 pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
     tokio::spawn(async move {
-        let controls = api.shared.options.node_controls.clone();
+        let controls = api.controls.clone();
         loop {
             for node in &api.cfg.nodes {
                 let fault = controls.fault(&node.name);

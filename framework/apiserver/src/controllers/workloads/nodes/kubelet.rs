@@ -96,7 +96,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
     let k2 = k.clone();
     let c2 = cancel.clone();
     tokio::spawn(async move {
-        let controls = k2.api.shared.options.node_controls.clone();
+        let controls = k2.api.controls.clone();
         loop {
             tokio::select! {
                 _ = c2.cancelled() => return,
@@ -173,7 +173,7 @@ impl Kubelet {
         let Some(node_index) = self.api.cfg.nodes.iter().position(|n| n.name == node) else {
             return;
         };
-        if self.api.shared.options.node_controls.fault(node).stopped {
+        if self.api.controls.fault(node).stopped {
             return;
         }
         let timing = self.api.cfg.timing.clone();
