@@ -83,6 +83,21 @@ pub fn display(module: &Module) -> String {
     }
 }
 
+/// Every `.rs` file under `dir`, in path order.
+pub fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = BTreeMap::new();
+    collect(dir, dir, &mut files);
+    let mut paths: Vec<PathBuf> = files.into_values().collect();
+    paths.sort();
+    paths
+}
+
+/// A file's code as the import scan reads it: comments and the test
+/// module left out.
+pub fn code_of(text: &str) -> String {
+    without_tests(&without_comments(text))
+}
+
 fn collect(root: &Path, dir: &Path, out: &mut BTreeMap<Module, PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;

@@ -23,6 +23,76 @@ fn the_api_servers_files_reach_only_down() {
     assert_eq!(graph.loops(), Vec::<Vec<String>>::new());
 }
 
+/// The API server's wings, top down, as `lib.rs`'s "Layout" lists them:
+/// each reaches only the wings after it (`http` and `controllers` are
+/// peers: neither reaches the other).
+const SERVER_WINGS: [&str; 10] = [
+    "server",
+    "http",
+    "controllers",
+    "objects",
+    "admission",
+    "registry",
+    "auth",
+    "apiextensions",
+    "storage",
+    "machinery",
+];
+
+/// The server's top-level modules are its ten wings, each folded into one
+/// node, and every import between two of them runs down the list: no
+/// wing reaches one above it, with no exception.
+#[test]
+fn the_api_servers_wings_reach_only_down() {
+    let graph = Graph::of_crate(&workspace_root().join("framework/apiserver/src"));
+    let tops: BTreeSet<String> = graph
+        .modules
+        .iter()
+        .filter_map(|m| m.first().cloned())
+        .collect();
+    let wings: BTreeSet<String> = SERVER_WINGS.iter().map(|w| w.to_string()).collect();
+    assert_eq!(tops, wings, "the top-level modules are not the ten wings");
+    let rank = |m: &Vec<String>| -> Option<usize> {
+        let top = m.first()?;
+        SERVER_WINGS.iter().position(|w| w == top)
+    };
+    let mut upward = Vec::new();
+    for (from, targets) in &graph.edges {
+        let Some(a) = rank(from) else { continue };
+        for to in targets {
+            let Some(b) = rank(to) else { continue };
+            if b < a {
+                upward.push(format!(
+                    "{} -> {}",
+                    kubeforge_e2e::imports::display(from),
+                    kubeforge_e2e::imports::display(to)
+                ));
+            }
+        }
+    }
+    assert_eq!(upward, Vec::<String>::new(), "imports running up the wings");
+}
+
+/// `lib.rs` describes the wings it has, in the order the test above holds.
+#[test]
+fn the_api_servers_layout_paragraph_names_its_wings_in_order() {
+    let lib = std::fs::read_to_string(workspace_root().join("framework/apiserver/src/lib.rs"))
+        .expect("lib.rs");
+    let layout = lib
+        .split("//! # Layout")
+        .nth(1)
+        .expect("a Layout section in lib.rs");
+    let named: Vec<&str> = layout
+        .lines()
+        .filter_map(|l| l.strip_prefix("//! - "))
+        .filter_map(|l| {
+            let l = l.strip_prefix('[').unwrap_or(l);
+            l.strip_prefix('`')?.split('`').next()
+        })
+        .collect();
+    assert_eq!(named, SERVER_WINGS);
+}
+
 /// The runtime's top-level modules, each folded into one node: which reach
 /// which. The crate root and the prelude, which re-export everything, are
 /// left out (`crate::Client` names the client through the root).
@@ -104,4 +174,96 @@ fn the_loop_and_the_helpers_have_no_import_loop() {
         })
         .collect();
     assert_eq!(loops, Vec::<Vec<String>>::new());
+}
+
+/// Per-kind behaviour lives in the server's registry and nowhere else:
+/// outside `registry/`, no code decides what to do by comparing or
+/// matching a resource's group or plural against a string (it asks the
+/// registry: `def.is(BuiltinKind::Pod)`, the kind's table entry).
+#[test]
+fn only_the_registry_dispatches_on_a_kinds_group_or_plural() {
+    let src = workspace_root().join("framework/apiserver/src");
+    let mut found = Vec::new();
+    for file in kubeforge_e2e::imports::rust_files(&src) {
+        let rel = file.strip_prefix(&src).expect("under src");
+        if rel.starts_with("registry") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).expect("readable source");
+        let code = kubeforge_e2e::imports::code_of(&text);
+        for (n, line) in code.lines().enumerate() {
+            if dispatches_on_kind_name(line) {
+                found.push(format!("{}:{}: {}", rel.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert_eq!(found, Vec::<String>::new(), "per-kind dispatch outside the registry");
+}
+
+/// Whether a line compares a group or plural with a string literal
+/// (`def.plural == "pods"`, `"apps" != group`), or matches on one
+/// (`match (def.group.as_str(), def.plural.as_str())`,
+/// `matches!(def.plural.as_str(), …)`).
+fn dispatches_on_kind_name(line: &str) -> bool {
+    let names_kind = |s: &str| {
+        let word: String = s
+            .trim()
+            .trim_end_matches(".as_str()")
+            .chars()
+            .rev()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect::<String>()
+            .chars()
+            .rev()
+            .collect();
+        matches!(word.as_str(), "plural" | "group" | "resource" | "api_group")
+    };
+    let compares = ["==", "!="].iter().any(|op| {
+        line.match_indices(op).any(|(i, _)| {
+            let (left, right) = (&line[..i], line[i + op.len()..].trim_start());
+            (right.starts_with('"') && names_kind(left))
+                || (left.trim_end().ends_with('"') && {
+                    let first: String = right
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | '.'))
+                        .collect();
+                    names_kind(&first)
+                })
+        })
+    });
+    let matched = |head: &str| {
+        head.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|w| matches!(w, "plural" | "group"))
+    };
+    let trimmed = line.trim_start();
+    compares
+        || trimmed
+            .strip_prefix("match ")
+            .is_some_and(|rest| matched(rest.split('{').next().unwrap_or("")))
+        || line
+            .split("matches!(")
+            .nth(1)
+            .is_some_and(|rest| matched(rest.split(',').next().unwrap_or("")))
+}
+
+#[test]
+fn the_kind_name_detector_sees_comparisons_and_matches_only() {
+    for line in [
+        r#"if def.plural == "pods" {"#,
+        r#"    || def.group != "apps""#,
+        r#"let x = "namespaces" == def.plural;"#,
+        r#"match (def.group.as_str(), def.plural.as_str()) {"#,
+        r#"matches!(def.plural.as_str(), "roles" | "clusterroles")"#,
+        r#"group == "admissionregistration.k8s.io" && EXEMPT.contains(&plural)"#,
+    ] {
+        assert!(dispatches_on_kind_name(line), "{line}");
+    }
+    for line in [
+        r#"if def.is(BuiltinKind::Pod) {"#,
+        r#"let res = ResKey::new("", "serviceaccounts");"#,
+        r#"shared.registry().get(GROUP, "v1", "clusterroles")"#,
+        r#"if name == "kube-system" {"#,
+    ] {
+        assert!(!dispatches_on_kind_name(line), "{line}");
+    }
 }

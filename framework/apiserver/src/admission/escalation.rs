@@ -21,7 +21,7 @@ use crate::auth::rbac::{self, Decision, Rule, GROUP};
 use crate::auth::UserInfo;
 use crate::machinery::status::{ApiError, Details};
 use crate::registry::state::Shared;
-use crate::registry::ResourceDef;
+use crate::registry::{BuiltinKind, ResourceDef};
 
 /// The request's admission chain with the escalation check in front of
 /// validating admission, and for a write that creates although it is not
@@ -103,14 +103,11 @@ enum Kind {
 }
 
 fn kind_of(def: &ResourceDef) -> Option<Kind> {
-    if def.group != GROUP || def.builtin().is_none() {
-        return None;
-    }
-    match def.plural.as_str() {
-        "roles" => Some(Kind::Role),
-        "clusterroles" => Some(Kind::ClusterRole),
-        "rolebindings" => Some(Kind::RoleBinding),
-        "clusterrolebindings" => Some(Kind::ClusterRoleBinding),
+    match def.builtin_kind()? {
+        BuiltinKind::Role => Some(Kind::Role),
+        BuiltinKind::ClusterRole => Some(Kind::ClusterRole),
+        BuiltinKind::RoleBinding => Some(Kind::RoleBinding),
+        BuiltinKind::ClusterRoleBinding => Some(Kind::ClusterRoleBinding),
         _ => None,
     }
 }

@@ -19,7 +19,7 @@ pub(crate) fn admit(shared: &Shared, def: &ResourceDef, pod: &mut Value) {
     let Some(seconds) = shared.options.default_toleration_seconds else {
         return;
     };
-    if def.builtin().is_none() || !def.group.is_empty() || def.plural != "pods" {
+    if !def.is(crate::registry::BuiltinKind::Pod) {
         return;
     }
     let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {

@@ -92,7 +92,7 @@ fn finalize(shared: &Shared, res: &ResKey, key: &ObjKey) -> bool {
     }
     let fins = util::finalizers(&obj.value());
     let mut done = true;
-    if def.builtin().is_some() && def.group.is_empty() && def.plural == "namespaces" {
+    if def.is(crate::registry::BuiltinKind::Namespace) {
         done &= namespaces::finalize(shared, &def, key);
     }
     if fins

@@ -162,7 +162,7 @@ pub(super) fn validate(
             }
         }
         causes.extend(crate::registry::validation::validate(def, obj, old));
-        if def.group == "apiextensions.k8s.io" {
+        if def.is(crate::registry::BuiltinKind::CustomResourceDefinition) {
             causes.extend(engines::admit_crd(obj, old));
         }
     } else {

@@ -101,8 +101,7 @@ pub(crate) fn delete_admitted(
     version: &str,
     admission: &dyn Admission,
 ) -> Result<Deleted, ApiError> {
-    let is_namespace =
-        def.builtin().is_some() && def.group.is_empty() && def.plural == "namespaces";
+    let is_namespace = def.is(crate::registry::BuiltinKind::Namespace);
     if is_namespace && IMMORTAL_NAMESPACES.contains(&key.1.as_str()) {
         return Err(ApiError::forbidden(format!(
             "namespaces \"{}\" is forbidden: this namespace may not be deleted",

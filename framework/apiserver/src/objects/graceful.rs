@@ -31,11 +31,7 @@ pub(super) fn check(
     pod: &Value,
     grace: Option<i64>,
 ) -> Graceful {
-    if !shared.options.kubelets
-        || def.builtin().is_none()
-        || !def.group.is_empty()
-        || def.plural != "pods"
-    {
+    if !shared.options.kubelets || !def.is(crate::registry::BuiltinKind::Pod) {
         return Graceful::No;
     }
     if pod.pointer("/metadata/deletionTimestamp").is_some() {

@@ -5,14 +5,8 @@
 
 use super::owners::{self, Verdict};
 use crate::registry::state::Shared;
-use crate::registry::ResourceDef;
+use crate::registry::{BuiltinKind, ResourceDef};
 use crate::storage::StoredObject;
-
-fn is_crd(def: &ResourceDef) -> bool {
-    def.builtin().is_some()
-        && def.group == "apiextensions.k8s.io"
-        && def.plural == "customresourcedefinitions"
-}
 
 /// Runs after every stored create or update.
 pub(crate) fn after_write(
@@ -21,14 +15,10 @@ pub(crate) fn after_write(
     old: Option<&StoredObject>,
     new: &StoredObject,
 ) {
-    if is_crd(def) {
+    if def.is(BuiltinKind::CustomResourceDefinition) {
         crate::objects::crds::sync(shared, new);
     }
-    if old.is_none()
-        && def.builtin().is_some()
-        && def.group.is_empty()
-        && def.plural == "namespaces"
-    {
+    if old.is_none() && def.is(BuiltinKind::Namespace) {
         shared.controllers.namespace_created(new.name());
     }
     if new.deleting() {
@@ -78,7 +68,7 @@ fn queue_absent_owners(
 
 /// Runs after every object removal.
 pub(crate) fn after_delete(shared: &Shared, def: &ResourceDef, gone: &StoredObject) {
-    if is_crd(def) {
+    if def.is(BuiltinKind::CustomResourceDefinition) {
         crate::objects::crds::removed(shared, gone);
     }
     shared.controllers.owner_gone(gone.uid());
@@ -89,7 +79,7 @@ pub(crate) fn after_delete(shared: &Shared, def: &ResourceDef, gone: &StoredObje
 /// Called after every stored write or removal: a change to an RBAC object
 /// invalidates the authorizer's index (and a ClusterRole's, aggregation).
 fn rbac_written(shared: &Shared, def: &ResourceDef) {
-    if def.group == crate::auth::rbac::GROUP && def.builtin().is_some() {
-        shared.rbac.invalidate(def.plural == "clusterroles");
+    if def.builtin_kind().is_some_and(BuiltinKind::is_rbac) {
+        shared.rbac.invalidate(def.is(BuiltinKind::ClusterRole));
     }
 }

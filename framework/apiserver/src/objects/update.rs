@@ -18,7 +18,7 @@ use crate::admission::attributes::{Admission, Attributes, NoAdmission, Operation
 use crate::machinery::status::{ApiError, Cause};
 use crate::registry::conversion::{webhook_conversion, with_api_version};
 use crate::registry::state::Shared;
-use crate::registry::{GenerationPolicy, ResourceDef};
+use crate::registry::{BuiltinKind, GenerationPolicy, ResourceDef};
 use crate::storage::{ObjKey, StoreError, StoredObject};
 use crate::{machinery::util, objects::engines, registry::defaults};
 
@@ -50,8 +50,7 @@ fn prepare_update(
     opts: &WriteOpts,
 ) -> Result<(Value, Vec<String>), ApiError> {
     let name = util::meta_str(old, "name").unwrap_or("").to_owned();
-    let is_namespace =
-        def.builtin().is_some() && def.plural == "namespaces" && def.group.is_empty();
+    let is_namespace = def.is(BuiltinKind::Namespace);
     let mut next = match opts.sub {
         Sub::Status => {
             let mut next = old.clone();
@@ -225,8 +224,7 @@ pub(crate) fn update_admitted(
     let request_api_version = def.api_version(&opts.version);
     let storage_api_version = def.api_version(&def.storage_version);
     let options = write_options(Operation::Update, opts);
-    let is_namespace =
-        def.builtin().is_some() && def.plural == "namespaces" && def.group.is_empty();
+    let is_namespace = def.is(BuiltinKind::Namespace);
     let attrs = Attributes {
         def,
         operation: Operation::Update,
@@ -299,9 +297,7 @@ pub(crate) fn update_admitted(
 }
 
 pub(super) fn namespace_spec_finalizers(def: &ResourceDef, obj: &Value) -> bool {
-    def.builtin().is_some()
-        && def.group.is_empty()
-        && def.plural == "namespaces"
+    def.is(BuiltinKind::Namespace)
         && obj
             .pointer("/spec/finalizers")
             .and_then(Value::as_array)

@@ -150,6 +150,17 @@ impl ResourceDef {
         }
     }
 
+    /// Which built-in kind with behaviour of its own this is, if any.
+    pub fn builtin_kind(&self) -> Option<super::BuiltinKind> {
+        self.builtin()?;
+        super::BuiltinKind::of(&self.group, &self.plural)
+    }
+
+    /// Whether this is the built-in `kind`.
+    pub fn is(&self, kind: super::BuiltinKind) -> bool {
+        self.builtin_kind() == Some(kind)
+    }
+
     pub fn builtin(&self) -> Option<&'static Builtin> {
         match &self.behavior {
             Behavior::Builtin(b) => Some(b),

@@ -11,6 +11,7 @@ pub(crate) mod convert;
 pub(crate) mod crd;
 mod def;
 pub(crate) mod defaults;
+mod kind;
 pub(crate) mod openapi;
 pub(crate) mod openapi_docs;
 pub(crate) mod state;
@@ -22,6 +23,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub(crate) use crate::storage::ResKey;
+pub(crate) use kind::BuiltinKind;
 pub(crate) use def::{CustomInfo, GenerationPolicy, Printer, ResourceDef, ScalePaths};
 
 /// The set of served resources; cheap to clone out of (`Arc` entries).

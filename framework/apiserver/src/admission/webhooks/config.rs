@@ -147,7 +147,7 @@ impl Hook {
             return true;
         };
         let def = attrs.def;
-        if def.group.is_empty() && def.plural == "namespaces" {
+        if def.is(crate::registry::BuiltinKind::Namespace) {
             let labels = object.or(old).and_then(|o| o.pointer("/metadata/labels"));
             return selector_matches(selector, labels);
         }

@@ -160,7 +160,7 @@ impl<'v> Versioned<'v> {
 /// NotFound, as the namespace lister's answer does there.
 fn namespace_object(shared: &Shared, attrs: &Attributes<'_>) -> Result<Value, ApiError> {
     let def = attrs.def;
-    let itself = def.group.is_empty() && def.plural == "namespaces";
+    let itself = def.is(crate::registry::BuiltinKind::Namespace);
     if itself || attrs.namespace.is_empty() {
         return Ok(Value::Null);
     }

@@ -281,13 +281,9 @@ async fn resource(
         None => {}
         Some("status") if def.status => {}
         Some("scale") if def.scale.is_some() => {}
-        Some("finalize") if def.builtin().is_some() && def.plural == "namespaces" => {}
-        Some("binding" | "eviction")
-            if def.builtin().is_some() && def.group.is_empty() && def.plural == "pods" => {}
-        Some("token")
-            if def.builtin().is_some()
-                && def.group.is_empty()
-                && def.plural == "serviceaccounts" => {}
+        // A namespace's finalize, a pod's binding and eviction, a service
+        // account's token: the subresources discovery lists for the kind.
+        Some(sub) if def.extra_subresources.iter().any(|e| e.name == sub) => {}
         Some(_) => return Err(ApiError::resource_not_found()),
     }
     let watch = p.watch_prefix || query.flag("watch")? == Some(true);

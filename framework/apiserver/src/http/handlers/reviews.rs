@@ -17,22 +17,20 @@ use crate::http::routing::ResourcePath;
 use crate::http::wire::{self as h, Body};
 use crate::machinery::status::{ApiError, Cause};
 use crate::registry::state::Shared;
-use crate::registry::ResourceDef;
+use crate::registry::{BuiltinKind, ResourceDef};
 
 /// Whether `def` is one of the review kinds.
 pub(crate) fn is_review(def: &ResourceDef) -> bool {
-    def.builtin().is_some()
-        && matches!(
-            (def.group.as_str(), def.plural.as_str()),
-            ("authentication.k8s.io", "selfsubjectreviews")
-                | (
-                    "authorization.k8s.io",
-                    "selfsubjectaccessreviews"
-                        | "subjectaccessreviews"
-                        | "localsubjectaccessreviews"
-                        | "selfsubjectrulesreviews"
-                )
+    matches!(
+        def.builtin_kind(),
+        Some(
+            BuiltinKind::SelfSubjectReview
+                | BuiltinKind::SelfSubjectAccessReview
+                | BuiltinKind::SubjectAccessReview
+                | BuiltinKind::LocalSubjectAccessReview
+                | BuiltinKind::SelfSubjectRulesReview
         )
+    )
 }
 
 fn str_at<'a>(v: &'a Value, path: &str) -> &'a str {
@@ -116,7 +114,8 @@ pub(crate) async fn create(
             m.keys()
                 .all(|k| k == "creationTimestamp" || k == "name" && m[k] == "")
         });
-    if !meta_empty && def.plural != "selfsubjectreviews" {
+    let kind_of = def.builtin_kind();
+    if !meta_empty && kind_of != Some(BuiltinKind::SelfSubjectReview) {
         return Err(invalid(
             kind,
             group,
@@ -124,16 +123,16 @@ pub(crate) async fn create(
         ));
     }
     let spec = review.get("spec").cloned().unwrap_or_else(|| json!({}));
-    let status = match def.plural.as_str() {
-        "selfsubjectreviews" => json!({"userInfo": UserInfo::to_json(&caller)}),
-        "selfsubjectrulesreviews" => {
+    let status = match kind_of {
+        Some(BuiltinKind::SelfSubjectReview) => json!({"userInfo": UserInfo::to_json(&caller)}),
+        Some(BuiltinKind::SelfSubjectRulesReview) => {
             let namespace = str_at(&spec, "/namespace");
             if namespace.is_empty() {
                 return Err(ApiError::bad_request("no namespace on request"));
             }
             rules_status(shared, &caller, namespace)
         }
-        plural => {
+        review_kind => {
             let attrs = spec_attributes(&spec);
             let both = spec.get("resourceAttributes").is_some_and(Value::is_object)
                 && spec
@@ -149,10 +148,10 @@ pub(crate) async fn create(
                 )],
                 ));
             };
-            let subject = match plural {
-                "selfsubjectaccessreviews" => (*caller).clone(),
+            let subject = match review_kind {
+                Some(BuiltinKind::SelfSubjectAccessReview) => (*caller).clone(),
                 _ => {
-                    if plural == "localsubjectaccessreviews" {
+                    if review_kind == Some(BuiltinKind::LocalSubjectAccessReview) {
                         let ns = path.namespace.as_deref().unwrap_or("");
                         if !attrs.resource_request {
                             return Err(invalid(

@@ -104,7 +104,7 @@ fn decode_message(message: &str, bytes: &[u8]) -> Result<Value, ProtobufError> {
 }
 
 fn fixture_dirs() -> Vec<PathBuf> {
-    let root = FsPath::new(env!("CARGO_MANIFEST_DIR")).join("src/protobuf/fixtures");
+    let root = FsPath::new(env!("CARGO_MANIFEST_DIR")).join("src/http/protobuf/fixtures");
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
         .expect("fixtures directory")
         .map(|e| e.expect("fixture entry").path())
@@ -192,7 +192,7 @@ fn kubectl_bodies_decode_to_kubectls_own_json() {
 fn kubectl_create_deployment_keeps_pointer_zeros_and_drops_plain_zeros() {
     let body = std::fs::read(
         FsPath::new(env!("CARGO_MANIFEST_DIR"))
-            .join("src/protobuf/fixtures/kubectl-1.33/deployment-zero-replicas.pb"),
+            .join("src/http/protobuf/fixtures/kubectl-1.33/deployment-zero-replicas.pb"),
     )
     .unwrap();
     let object = decode(&body).unwrap();
@@ -272,7 +272,7 @@ fn kubectl_bodies_deserialize_into_k8s_openapi_types() {
 fn kubectl_create_token_decodes_a_token_request() {
     let body = std::fs::read(
         FsPath::new(env!("CARGO_MANIFEST_DIR"))
-            .join("src/protobuf/fixtures/kubectl-1.33/tokenrequest.pb"),
+            .join("src/http/protobuf/fixtures/kubectl-1.33/tokenrequest.pb"),
     )
     .unwrap();
     let object = decode(&body).unwrap();
@@ -1054,7 +1054,7 @@ fn the_generated_table_is_consistent() {
 fn kubectl_auth_reviews_decode() {
     let read = |version: &str, name: &str| {
         let path = FsPath::new(env!("CARGO_MANIFEST_DIR"))
-            .join(format!("src/protobuf/fixtures/kubectl-{version}/{name}.pb"));
+            .join(format!("src/http/protobuf/fixtures/kubectl-{version}/{name}.pb"));
         decode(&std::fs::read(path).unwrap()).unwrap()
     };
     for version in ["1.32", "1.33"] {
@@ -1122,7 +1122,7 @@ fn auth_reviews_encode_and_decode_back() {
             "selfsubjectreview",
         ] {
             let path = FsPath::new(env!("CARGO_MANIFEST_DIR"))
-                .join(format!("src/protobuf/fixtures/kubectl-{version}/{name}.pb"));
+                .join(format!("src/http/protobuf/fixtures/kubectl-{version}/{name}.pb"));
             objects.push(decode(&std::fs::read(path).unwrap()).unwrap());
         }
     }

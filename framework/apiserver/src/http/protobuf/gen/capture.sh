@@ -2,7 +2,7 @@
 # Records the protobuf request bodies of kubectl's imperative commands as test
 # fixtures, next to what the same command prints with `--dry-run=client -o json`.
 #
-#   framework/apiserver/src/protobuf/gen/capture.sh KUBECTL [VERSION_DIR]
+#   framework/apiserver/src/http/protobuf/gen/capture.sh KUBECTL [VERSION_DIR]
 #
 # e.g. `capture.sh /usr/lib/google-cloud-sdk/bin/kubectl.1.33 kubectl-1.33`.
 # Run from the workspace root; needs python3 and builds `kubeforge dev-server`.

@@ -22,7 +22,7 @@ message is cross-checked against its prost definitions (field numbers, names
 and types), which are generated from the upstream generated.proto files.
 
 Usage (from the workspace root):
-    python3 framework/apiserver/src/protobuf/gen/generate.py \
+    python3 framework/apiserver/src/http/protobuf/gen/generate.py \
         [--kubectl /usr/lib/google-cloud-sdk/bin/kubectl.1.33] \
         [--apiextensions /usr/lib/google-cloud-sdk/bin/anthoscli]
 """
