@@ -8,6 +8,7 @@ pub(crate) mod builtins;
 pub(crate) mod convert;
 pub(crate) mod crd;
 mod def;
+mod names;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

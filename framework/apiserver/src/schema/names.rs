@@ -183,6 +183,9 @@ pub(crate) fn validate_path_segment_name(name: &str, prefix: bool) -> Vec<String
 }
 
 #[cfg(test)]
+mod apimachinery_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
