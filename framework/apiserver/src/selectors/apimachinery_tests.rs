@@ -466,7 +466,8 @@ fn fields_selector_test_split_terms() {
 /// fields/selector_test.go `TestSplitTerm`.
 #[test]
 fn fields_selector_test_split_term() {
-    let cases: &[(&str, Option<(&str, &str, &str)>)] = &[
+    type Split<'a> = Option<(&'a str, &'a str, &'a str)>;
+    let cases: &[(&str, Split<'_>)] = &[
         ("a=value", Some(("a", "=", "value"))),
         ("b==value", Some(("b", "==", "value"))),
         ("c!=value", Some(("c", "!=", "value"))),
