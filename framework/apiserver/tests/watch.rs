@@ -327,6 +327,77 @@ async fn pages_say_how_many_items_remain_when_no_selector_is_given() {
     assert_eq!(table["metadata"]["remainingItemCount"], 4);
 }
 
+/// `in` and `notin` are identifiers wherever apimachinery's grammar
+/// expects one, and a bad selector is answered with `labels.Parse`'s or
+/// `fields.ParseSelector`'s own message (`pkg/labels/selector.go`,
+/// `pkg/fields/selector.go`).
+#[tokio::test]
+async fn selectors_read_keywords_as_identifiers_and_answer_with_upstreams_messages() {
+    let k = Kube::start().await;
+    for (n, zone, mode) in [("a", "in", "notin"), ("b", "out", "in"), ("c", "up", "on")] {
+        let r = k
+            .post(CMS, &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": n, "labels": {"zone": zone, "mode": mode}}}))
+            .await;
+        assert_eq!(r.code(), 201, "{}", String::from_utf8_lossy(&r.body));
+    }
+    let names = |l: serde_json::Value| -> Vec<String> {
+        l["items"]
+            .as_array()
+            .unwrap_or_else(|| panic!("a list: {l}"))
+            .iter()
+            .map(|i| {
+                i["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect()
+    };
+    for (selector, want) in [
+        ("zone%20in%20(in,out)", vec!["a", "b"]),
+        ("mode!%3Dnotin", vec!["b", "c"]),
+        ("zone%3Din", vec!["a"]),
+        ("zone%20notin%20(in),mode%3D%3Din", vec!["b"]),
+    ] {
+        let r = k.get(&format!("{CMS}?labelSelector={selector}")).await;
+        assert_eq!(
+            r.code(),
+            200,
+            "{selector}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+        assert_eq!(names(r.json()), want, "{selector}");
+    }
+    for (query, message) in [
+        (
+            "labelSelector=zone%20in%20in",
+            "unable to parse requirement: found 'in' expected: '('",
+        ),
+        (
+            "labelSelector=x,,y",
+            "found ',', expected: identifier after ','",
+        ),
+        (
+            "labelSelector=x%3E1.5",
+            "unable to parse requirement: values[0]: Invalid value: \"1.5\": for 'Gt', 'Lt' operators, the value must be an integer",
+        ),
+        (
+            "fieldSelector=metadata.name",
+            "invalid selector: 'metadata.name'; can't understand 'metadata.name'",
+        ),
+        (
+            "fieldSelector=metadata.name%3Da%3Db",
+            "invalid field selector: unescaped character in value: 61",
+        ),
+    ] {
+        let r = k.get(&format!("{CMS}?{query}")).await;
+        assert_eq!(r.code(), 400, "{query}");
+        let status = r.json();
+        assert_eq!(status["reason"], "BadRequest", "{query}");
+        assert_eq!(status["message"], message, "{query}");
+    }
+}
+
 #[tokio::test]
 async fn selectors_filter_lists_and_watches() {
     let k = Kube::start().await;

@@ -1287,3 +1287,95 @@ async fn the_system_namespaces_may_not_be_deleted() {
     let r = k.delete("/api/v1/namespaces/kube-node-lease").await;
     assert_eq!(r.code(), 200);
 }
+
+/// Names follow the kind's apimachinery rule (`pkg/util/validation`, the
+/// kinds' `pkg/apis/*/validation`): a DNS-1123 subdomain is one regex and
+/// 253 characters, so a 100-character dotless name is one; namespaces are
+/// DNS-1123 labels, services DNS-1035 labels, RBAC names path segments,
+/// a generateName is checked as a prefix, and a CronJob keeps 52
+/// characters for its Jobs' suffix.
+#[tokio::test]
+async fn names_follow_each_kinds_apimachinery_rule() {
+    let k = Kube::start().await;
+    let long = "a".repeat(100);
+    let cm = k
+        .post(
+            CMS,
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": long}}),
+        )
+        .await;
+    assert_eq!(cm.code(), 201, "{}", String::from_utf8_lossy(&cm.body));
+    assert_eq!(k.get(&format!("{CMS}/{long}")).await.code(), 200);
+    widget_crd(&k).await;
+    let w = k.post(WIDGETS, &widget(&long)).await;
+    assert_eq!(
+        w.code(),
+        201,
+        "a custom resource's name is a subdomain: {}",
+        String::from_utf8_lossy(&w.body)
+    );
+
+    let cause = |r: &common::Resp| {
+        let s = r.json();
+        assert_eq!(r.code(), 422, "{s}");
+        let c = &s["details"]["causes"][0];
+        (
+            c["field"].as_str().unwrap_or_default().to_owned(),
+            c["message"].as_str().unwrap_or_default().to_owned(),
+        )
+    };
+    let ns = k
+        .post(
+            "/api/v1/namespaces",
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a".repeat(64)}}),
+        )
+        .await;
+    assert_eq!(
+        cause(&ns),
+        (
+            "metadata.name".to_owned(),
+            format!(
+                "Invalid value: \"{}\": must be no more than 63 characters",
+                "a".repeat(64)
+            )
+        )
+    );
+    let svc = k
+        .post("/api/v1/namespaces/default/services", &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "1svc"}, "spec": {"ports": [{"port": 80}]}}))
+        .await;
+    assert_eq!(
+        cause(&svc),
+        (
+            "metadata.name".to_owned(),
+            "Invalid value: \"1svc\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')".to_owned()
+        )
+    );
+    let role = k
+        .post("/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles", &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "system:Reader"}, "rules": []}))
+        .await;
+    assert_eq!(role.code(), 201, "{}", String::from_utf8_lossy(&role.body));
+    let generated = k
+        .post(
+            CMS,
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "Web-"}}),
+        )
+        .await;
+    let (field, message) = cause(&generated);
+    assert_eq!(field, "metadata.generateName");
+    assert!(
+        message.starts_with("Invalid value: \"Web-\": a lowercase RFC 1123 subdomain"),
+        "{message}"
+    );
+    let cron_name = "c".repeat(53);
+    let cron = k
+        .post("/apis/batch/v1/namespaces/default/cronjobs", &json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": cron_name},
+            "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}}}}}}))
+        .await;
+    assert_eq!(
+        cause(&cron),
+        (
+            "metadata.name".to_owned(),
+            format!("Invalid value: \"{cron_name}\": must be no more than 52 characters")
+        )
+    );
+}

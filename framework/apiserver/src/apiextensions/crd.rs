@@ -15,7 +15,6 @@ use serde_json::{json, Map, Value};
 
 use super::embedded::validate_embedded;
 use super::field::{FieldError, Path};
-use super::names;
 use super::node::Node;
 use super::prune::prune;
 use super::structural::{
@@ -23,6 +22,7 @@ use super::structural::{
     SchemaOptions,
 };
 use super::validate::Validator;
+use crate::machinery::names;
 
 const PRINTER_COLUMN_TYPES: &str = "boolean,date,integer,number,string";
 const PRINTER_COLUMN_TYPE_LIST: [&str; 5] = ["boolean", "date", "integer", "number", "string"];

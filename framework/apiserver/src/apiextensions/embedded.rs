@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::field::{go_json, FieldError, Path};
-use super::names;
 use super::node::Node;
+use crate::machinery::names;
 
 /// `objectmeta.Validate(nil, obj, s, false)`: every embedded resource under
 /// the root needs `apiVersion` and `kind`, and valid metadata.

@@ -17,7 +17,7 @@ mod default;
 mod embedded;
 mod field;
 mod formats;
-pub(crate) mod names;
+
 mod node;
 mod prune;
 mod structural;

@@ -6,6 +6,7 @@
 
 pub(crate) mod error;
 pub(crate) mod faults;
+pub(crate) mod names;
 pub(crate) mod patch;
 pub(crate) mod selectors;
 pub(crate) mod status;

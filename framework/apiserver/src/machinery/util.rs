@@ -1,7 +1,11 @@
 //! Small helpers: timestamps in the Kubernetes formats, uids, the
 //! `generateName` suffix, name validation, and human-readable ages.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
+
+use crate::machinery::names;
 
 /// Now, as a `metav1.Time` (RFC 3339, seconds).
 pub(crate) fn now() -> String {
@@ -41,69 +45,70 @@ pub(crate) fn generate_name(prefix: &str) -> String {
     cut
 }
 
-const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
-
-fn is_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
-/// How a kind's names are validated.
+/// How a kind's `metadata.name` (and a `generateName` prefix) is
+/// validated: the name function its kube-apiserver validation hands
+/// `ValidateObjectMeta` (`pkg/apis/*/validation`). Which kind uses which is
+/// the registry's table (`registry/names.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum NameRule {
+    /// apimachinery `NameIsDNSSubdomain`: most kinds, custom resources.
     Subdomain,
+    /// `NameIsDNSLabel`: namespaces.
     Label,
+    /// `NameIsDNS1035Label`: services.
     Dns1035,
-    /// RBAC and a few others only forbid `/`, `%`, `.` and `..`.
-    Path,
+    /// rbac's `ValidateRBACName`: `IsValidPathSegmentName` (no `/`, `%`,
+    /// `.` or `..`), a `generateName` prefix held to it too.
+    Rbac,
+    /// `path.ValidatePathSegmentName` alone, the generic store's check
+    /// (`registry/rest/create.go` `BeforeCreate`), for kinds whose own
+    /// validation checks no name.
+    PathSegment,
 }
 
-/// Validates a name, returning the message kube-apiserver uses.
-pub(crate) fn validate_name(name: &str, rule: NameRule) -> Result<(), String> {
-    match rule {
-        NameRule::Subdomain => {
-            if name.len() > 253 {
-                return Err("must be no more than 253 characters".into());
-            }
-            if !name.split('.').all(is_label) {
-                return Err(DNS1123_SUBDOMAIN_MSG.into());
-            }
-        }
-        NameRule::Label => {
-            if name.len() > 63 {
-                return Err("must be no more than 63 characters".into());
-            }
-            if !is_label(name) {
-                return Err(DNS1123_LABEL_MSG.into());
-            }
-        }
-        NameRule::Dns1035 => {
-            if name.len() > 63 {
-                return Err("must be no more than 63 characters".into());
-            }
-            if !is_label(name) || !name.starts_with(|c: char| c.is_ascii_lowercase()) {
-                return Err(DNS1035_LABEL_MSG.into());
-            }
-        }
-        NameRule::Path => {
-            if name == "." || name == ".." {
-                return Err(format!("may not be '{name}'"));
-            }
-            if name.contains('/') {
-                return Err("may not contain '/'".into());
-            }
-            if name.contains('%') {
-                return Err("may not contain '%'".into());
-            }
-        }
+/// apimachinery's `maskTrailingDash` (`api/validation/generic.go`), which
+/// lets a `generateName` prefix end in `-`: it drops the last *two* bytes
+/// and appends `a`, as upstream does. Bytes the cut leaves broken become
+/// `_`, which keeps the length and fails every DNS rule as they would.
+fn mask_trailing_dash(name: &str) -> Cow<'_, str> {
+    if name.len() <= 1 || !name.ends_with('-') {
+        return Cow::Borrowed(name);
     }
-    Ok(())
+    let bytes = &name.as_bytes()[..name.len() - 2];
+    let mut out = String::with_capacity(name.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        out.extend(chunk.invalid().iter().map(|_| '_'));
+    }
+    out.push('a');
+    Cow::Owned(out)
+}
+
+/// The messages kube-apiserver gives for `name` under `rule`, each one a
+/// `field.Invalid` of its own; `prefix` when it is a `generateName`.
+pub(crate) fn name_errors(name: &str, rule: NameRule, prefix: bool) -> Vec<String> {
+    let masked = || {
+        if prefix {
+            mask_trailing_dash(name)
+        } else {
+            Cow::Borrowed(name)
+        }
+    };
+    match rule {
+        NameRule::Subdomain => names::is_dns1123_subdomain(&masked()),
+        NameRule::Label => names::is_dns1123_label(&masked()),
+        NameRule::Dns1035 => names::is_dns1035_label(&masked()),
+        NameRule::Rbac => names::validate_path_segment_name(name, false),
+        NameRule::PathSegment => names::validate_path_segment_name(name, prefix),
+    }
+}
+
+/// Validates a name, returning the first message kube-apiserver gives.
+pub(crate) fn validate_name(name: &str, rule: NameRule) -> Result<(), String> {
+    match name_errors(name, rule, false).into_iter().next() {
+        Some(msg) => Err(msg),
+        None => Ok(()),
+    }
 }
 
 /// Go's `duration.HumanDuration`, as kubectl's AGE column shows it.
@@ -317,7 +322,10 @@ mod tests {
         assert!(validate_name("A", NameRule::Subdomain).is_err());
         assert!(validate_name("a.b", NameRule::Label).is_err());
         assert!(validate_name("1a", NameRule::Dns1035).is_err());
-        assert!(validate_name("system:foo", NameRule::Path).is_ok());
+        assert!(validate_name("system:foo", NameRule::Rbac).is_ok());
+        // One regex and 253 characters: no 63-character limit per part.
+        assert!(validate_name(&"a".repeat(100), NameRule::Subdomain).is_ok());
+        assert!(validate_name(&format!("{}.b", "a".repeat(70)), NameRule::Subdomain).is_ok());
     }
 
     #[test]

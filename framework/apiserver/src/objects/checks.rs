@@ -8,21 +8,34 @@ use serde_json::{json, Value};
 
 use super::opts::WriteOpts;
 use crate::machinery::status::{qualified, ApiError, Cause, Details};
-use crate::machinery::util::{self, NameRule};
+use crate::machinery::util::{self, go_quote};
 use crate::objects::engines::{self, FieldValidation};
 use crate::registry::state::Shared;
 use crate::registry::{ResKey, ResourceDef};
 
-fn name_rule(def: &ResourceDef) -> NameRule {
-    if def.builtin().is_none() {
-        return NameRule::Subdomain;
+/// `ValidateObjectMeta`'s name checks with the kind's rule: on a create a
+/// `generateName` is checked as a prefix, then the name, each message a
+/// cause of its own as kube-apiserver lists them.
+fn name_causes(def: &ResourceDef, obj: &Value, create: bool) -> Vec<Cause> {
+    let rule = def.name_rule();
+    let mut causes = Vec::new();
+    let mut check = |field: &str, value: &str, prefix: bool| {
+        for msg in util::name_errors(value, rule, prefix) {
+            causes.push(Cause::invalid(
+                field,
+                format!("Invalid value: {}: {msg}", go_quote(value)),
+            ));
+        }
+    };
+    if let Some(prefix) = util::meta_str(obj, "generateName").filter(|g| create && !g.is_empty()) {
+        check("metadata.generateName", prefix, true);
     }
-    match (def.group.as_str(), def.plural.as_str()) {
-        ("", "namespaces") => NameRule::Label,
-        ("", "services") => NameRule::Dns1035,
-        ("rbac.authorization.k8s.io", _) => NameRule::Path,
-        _ => NameRule::Subdomain,
-    }
+    check(
+        "metadata.name",
+        util::meta_str(obj, "name").unwrap_or(""),
+        false,
+    );
+    causes
 }
 
 /// Checks `apiVersion`/`kind` against the endpoint and rewrites
@@ -120,14 +133,8 @@ pub(super) fn validate(
     opts: &WriteOpts,
 ) -> Result<Vec<String>, ApiError> {
     let name = util::meta_str(obj, "name").unwrap_or("").to_owned();
-    let mut causes = Vec::new();
+    let mut causes = name_causes(def, obj, old.is_none());
     let mut warnings = Vec::new();
-    if let Err(msg) = util::validate_name(&name, name_rule(def)) {
-        causes.push(Cause::invalid(
-            "metadata.name",
-            format!("Invalid value: \"{name}\": {msg}"),
-        ));
-    }
     let mut unknown = Vec::new();
     if let Some(b) = def.builtin() {
         match (b.validate)(obj) {

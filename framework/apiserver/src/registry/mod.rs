@@ -12,6 +12,7 @@ pub(crate) mod crd;
 mod def;
 pub(crate) mod defaults;
 mod kind;
+mod names;
 pub(crate) mod openapi;
 pub(crate) mod openapi_docs;
 pub(crate) mod state;
@@ -23,8 +24,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub(crate) use crate::storage::ResKey;
-pub(crate) use kind::BuiltinKind;
 pub(crate) use def::{CustomInfo, GenerationPolicy, Printer, ResourceDef, ScalePaths};
+pub(crate) use kind::BuiltinKind;
 
 /// The set of served resources; cheap to clone out of (`Arc` entries).
 #[derive(Default)]

@@ -8,6 +8,7 @@
 use serde_json::Value;
 
 use crate::machinery::status::Cause;
+use crate::machinery::util::go_quote;
 use crate::registry::ResourceDef;
 
 fn is_empty(v: Option<&Value>) -> bool {
@@ -117,6 +118,19 @@ pub(crate) fn validate(def: &ResourceDef, obj: &Value, old: Option<&Value>) -> V
                 "spec.jobTemplate.spec.template.spec",
                 &mut causes,
             );
+            // `ValidateCronJobCreate`: the controller's Jobs append an
+            // 11-character suffix to a name that must stay a 63-character
+            // label, so a new CronJob's name has 52 at most.
+            let name = obj.pointer("/metadata/name").and_then(Value::as_str);
+            if let Some(name) = name.filter(|n| old.is_none() && n.len() > 52) {
+                causes.push(Cause::invalid(
+                    "metadata.name",
+                    format!(
+                        "Invalid value: {}: must be no more than 52 characters",
+                        go_quote(name)
+                    ),
+                ));
+            }
         }
         ("", "pods") => pod_spec(obj.get("spec"), "spec", &mut causes),
         ("", "services") => {

@@ -37,7 +37,7 @@ use kube_core::cel::cel::{
 };
 
 use super::budget::PER_CALL_LIMIT;
-use crate::apiextensions::names;
+use crate::machinery::names;
 
 /// The cost of one authorization check: "set to allow for only two
 /// authorization checks per expression".

@@ -60,8 +60,10 @@ fn invalid_list_options(causes: Vec<Cause>) -> ApiError {
 
 /// Label and field selectors plus the namespace of the path.
 pub(super) fn filter(ctx: &Ctx) -> Result<Filter, ApiError> {
+    // `labels.Parse`'s message is the whole answer (apimachinery's
+    // `Convert_string_To_labels_Selector`, then `NewBadRequest`).
     let labels = LabelSelector::parse(ctx.query.get("labelSelector").unwrap_or(""))
-        .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?;
+        .map_err(ApiError::bad_request)?;
     let def = ctx.def.clone();
     let mut fields = FieldSelector::parse(ctx.query.get("fieldSelector").unwrap_or(""), |l| {
         def.field_label(l)

@@ -1053,8 +1053,9 @@ fn the_generated_table_is_consistent() {
 #[test]
 fn kubectl_auth_reviews_decode() {
     let read = |version: &str, name: &str| {
-        let path = FsPath::new(env!("CARGO_MANIFEST_DIR"))
-            .join(format!("src/http/protobuf/fixtures/kubectl-{version}/{name}.pb"));
+        let path = FsPath::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "src/http/protobuf/fixtures/kubectl-{version}/{name}.pb"
+        ));
         decode(&std::fs::read(path).unwrap()).unwrap()
     };
     for version in ["1.32", "1.33"] {
@@ -1121,8 +1122,9 @@ fn auth_reviews_encode_and_decode_back() {
             "selfsubjectrulesreview",
             "selfsubjectreview",
         ] {
-            let path = FsPath::new(env!("CARGO_MANIFEST_DIR"))
-                .join(format!("src/http/protobuf/fixtures/kubectl-{version}/{name}.pb"));
+            let path = FsPath::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+                "src/http/protobuf/fixtures/kubectl-{version}/{name}.pb"
+            ));
             objects.push(decode(&std::fs::read(path).unwrap()).unwrap());
         }
     }

@@ -10,7 +10,8 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use crate::apiextensions::{names, parse_unbound, CEL_RESERVED_WORDS};
+use crate::apiextensions::{parse_unbound, CEL_RESERVED_WORDS};
+use crate::machinery::names;
 use crate::machinery::status::Cause;
 use crate::registry::admissionregistration::validate::{
     array, duplicate, go_slice, invalid, label_selector, not_supported, one_of, quote, required,

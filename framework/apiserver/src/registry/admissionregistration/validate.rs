@@ -14,7 +14,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use crate::apiextensions::names;
+use crate::machinery::names;
 use crate::machinery::status::Cause;
 use crate::machinery::util;
 

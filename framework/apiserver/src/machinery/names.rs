@@ -138,7 +138,8 @@ pub(crate) fn is_qualified_name(v: &str) -> Vec<String> {
     } else if name.len() > 63 {
         errs.push(format!("name part {}", max_len_error(63)));
     }
-    if !name.is_empty() && !QUALIFIED_NAME.is_match(name) {
+    // An empty name part fails the regex too, and apimachinery says both.
+    if !QUALIFIED_NAME.is_match(name) {
         errs.push(format!(
             "name part {}",
             regex_error(
@@ -180,6 +181,9 @@ pub(crate) fn validate_path_segment_name(name: &str, prefix: bool) -> Vec<String
     }
     errs
 }
+
+#[cfg(test)]
+mod apimachinery_tests;
 
 #[cfg(test)]
 mod tests {
