@@ -26,6 +26,7 @@ impl Graph {
     pub fn of_crate(src: &Path) -> Graph {
         let mut files = BTreeMap::new();
         collect(src, src, &mut files);
+        drop_test_modules(&mut files);
         let modules: BTreeSet<Module> = files.keys().cloned().collect();
         let mut edges: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
         for (module, path) in &files {
@@ -83,10 +84,40 @@ pub fn display(module: &Module) -> String {
     }
 }
 
+/// Leaves out the files of test modules declared apart
+/// (`#[cfg(test)] mod cases;` beside the code), and everything below
+/// them: like the inline test modules, tests may reach anywhere.
+fn drop_test_modules(files: &mut BTreeMap<Module, PathBuf>) {
+    let mut tests = Vec::new();
+    for (module, path) in files.iter() {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let code = without_comments(&text);
+        let mut rest = code.as_str();
+        while let Some(i) = rest.find("#[cfg(test)]") {
+            rest = &rest[i + "#[cfg(test)]".len()..];
+            let decl = rest.trim_start();
+            let decl = decl.strip_prefix("pub(crate) ").unwrap_or(decl);
+            if let Some(tail) = decl.strip_prefix("mod ") {
+                let name: String = tail
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if tail[name.len()..].trim_start().starts_with(';') {
+                    let mut child = module.clone();
+                    child.push(name);
+                    tests.push(child);
+                }
+            }
+        }
+    }
+    files.retain(|module, _| !tests.iter().any(|t| module.starts_with(t)));
+}
+
 /// Every `.rs` file under `dir`, in path order.
 pub fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = BTreeMap::new();
     collect(dir, dir, &mut files);
+    drop_test_modules(&mut files);
     let mut paths: Vec<PathBuf> = files.into_values().collect();
     paths.sort();
     paths

@@ -197,7 +197,11 @@ fn only_the_registry_dispatches_on_a_kinds_group_or_plural() {
             }
         }
     }
-    assert_eq!(found, Vec::<String>::new(), "per-kind dispatch outside the registry");
+    assert_eq!(
+        found,
+        Vec::<String>::new(),
+        "per-kind dispatch outside the registry"
+    );
 }
 
 /// Whether a line compares a group or plural with a string literal
@@ -205,18 +209,24 @@ fn only_the_registry_dispatches_on_a_kinds_group_or_plural() {
 /// (`match (def.group.as_str(), def.plural.as_str())`,
 /// `matches!(def.plural.as_str(), …)`).
 fn dispatches_on_kind_name(line: &str) -> bool {
+    // A group or plural as a field (`def.plural`, `attrs.def.group`) or a
+    // binding named `plural`; a bare `group` is as often a CRD's own
+    // `spec.group` being validated.
     let names_kind = |s: &str| {
-        let word: String = s
+        let token: String = s
             .trim()
             .trim_end_matches(".as_str()")
             .chars()
             .rev()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | '.'))
             .collect::<String>()
             .chars()
             .rev()
             .collect();
-        matches!(word.as_str(), "plural" | "group" | "resource" | "api_group")
+        token == "plural"
+            || [".plural", ".group", ".resource", ".api_group"]
+                .iter()
+                .any(|field| token.ends_with(field))
     };
     let compares = ["==", "!="].iter().any(|op| {
         line.match_indices(op).any(|(i, _)| {
@@ -232,8 +242,10 @@ fn dispatches_on_kind_name(line: &str) -> bool {
         })
     });
     let matched = |head: &str| {
-        head.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .any(|w| matches!(w, "plural" | "group"))
+        head.contains(".plural") || head.contains(".group") || {
+            head.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|w| w == "plural")
+        }
     };
     let trimmed = line.trim_start();
     compares
@@ -254,7 +266,7 @@ fn the_kind_name_detector_sees_comparisons_and_matches_only() {
         r#"let x = "namespaces" == def.plural;"#,
         r#"match (def.group.as_str(), def.plural.as_str()) {"#,
         r#"matches!(def.plural.as_str(), "roles" | "clusterroles")"#,
-        r#"group == "admissionregistration.k8s.io" && EXEMPT.contains(&plural)"#,
+        r#"match (group, plural) {"#,
     ] {
         assert!(dispatches_on_kind_name(line), "{line}");
     }
@@ -263,6 +275,8 @@ fn the_kind_name_detector_sees_comparisons_and_matches_only() {
         r#"let res = ResKey::new("", "serviceaccounts");"#,
         r#"shared.registry().get(GROUP, "v1", "clusterroles")"#,
         r#"if name == "kube-system" {"#,
+        r#"let protected = group == "k8s.io""#,
+        r#"match shared.registry().by_kind(group, version, kind) {"#,
     ] {
         assert!(!dispatches_on_kind_name(line), "{line}");
     }

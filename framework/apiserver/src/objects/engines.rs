@@ -99,7 +99,7 @@ pub(crate) fn default_from_storage(def: &ResourceDef, obj: &mut Value) -> bool {
 fn with_merge_schema<R>(def: &ResourceDef, f: impl FnOnce(&dyn MergeSchema) -> R) -> R {
     match def.custom().and_then(|c| c.merge.get(&def.storage_version)) {
         Some(s) => f(s.as_ref()),
-        None => f(patch::builtin_merge_schema(&def.group, &def.kind)),
+        None => f(crate::registry::builtin_merge_schema(&def.group, &def.kind)),
     }
 }
 
@@ -150,7 +150,7 @@ pub(crate) fn strategic_merge(
     original: &Value,
     patch: &Value,
 ) -> Result<Value, ApiError> {
-    let schema = patch::builtin_merge_schema(&def.group, &def.kind);
+    let schema = crate::registry::builtin_merge_schema(&def.group, &def.kind);
     patch::strategic_merge(original, patch, schema).map_err(|e| patch_error(&e))
 }
 

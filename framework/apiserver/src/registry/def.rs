@@ -151,13 +151,19 @@ impl ResourceDef {
     }
 
     /// Which built-in kind with behaviour of its own this is, if any.
-    pub fn builtin_kind(&self) -> Option<super::BuiltinKind> {
+    pub fn builtin_kind(&self) -> Option<super::kind::BuiltinKind> {
         self.builtin()?;
-        super::BuiltinKind::of(&self.group, &self.plural)
+        super::kind::BuiltinKind::of(&self.group, &self.plural)
+    }
+
+    /// Whether webhooks never see requests on this resource (the
+    /// admission configuration kinds).
+    pub fn is_admission_configuration(&self) -> bool {
+        super::kind::is_admission_configuration(&self.group, &self.plural)
     }
 
     /// Whether this is the built-in `kind`.
-    pub fn is(&self, kind: super::BuiltinKind) -> bool {
+    pub fn is(&self, kind: super::kind::BuiltinKind) -> bool {
         self.builtin_kind() == Some(kind)
     }
 

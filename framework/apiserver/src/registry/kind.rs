@@ -77,6 +77,28 @@ const KINDS: &[(&str, &str, BuiltinKind)] = &[
     ),
 ];
 
+/// The admission configuration resources, never sent to webhooks so a
+/// broken webhook cannot lock out its own repair
+/// (`IsExemptAdmissionConfigurationResource`, by group and resource
+/// whether served or not).
+const ADMISSION_CONFIGURATION: (&str, &[&str]) = (
+    "admissionregistration.k8s.io",
+    &[
+        "validatingwebhookconfigurations",
+        "mutatingwebhookconfigurations",
+        "validatingadmissionpolicies",
+        "validatingadmissionpolicybindings",
+        "mutatingadmissionpolicies",
+        "mutatingadmissionpolicybindings",
+    ],
+);
+
+/// Whether `group`/`plural` is an admission configuration resource.
+pub(crate) fn is_admission_configuration(group: &str, plural: &str) -> bool {
+    let (admission_group, plurals) = ADMISSION_CONFIGURATION;
+    group == admission_group && plurals.contains(&plural)
+}
+
 impl BuiltinKind {
     /// The kind of the built-in resource `group`/`plural`, if it is one of
     /// these.

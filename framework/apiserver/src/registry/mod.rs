@@ -12,6 +12,7 @@ pub(crate) mod crd;
 mod def;
 pub(crate) mod defaults;
 mod kind;
+mod merge_schemas;
 mod names;
 pub(crate) mod openapi;
 pub(crate) mod openapi_docs;
@@ -26,6 +27,7 @@ use serde_json::Value;
 pub(crate) use crate::storage::ResKey;
 pub(crate) use def::{CustomInfo, GenerationPolicy, Printer, ResourceDef, ScalePaths};
 pub(crate) use kind::BuiltinKind;
+pub(crate) use merge_schemas::builtin_merge_schema;
 
 /// The set of served resources; cheap to clone out of (`Arc` entries).
 #[derive(Default)]

@@ -20,7 +20,8 @@ use k8s_openapi::schemars::generate::{SchemaGenerator, SchemaSettings};
 use k8s_openapi::schemars::JsonSchema;
 use serde_json::{json, Map, Value};
 
-use crate::machinery::patch::{builtin_merge_schema, object_meta_schema, ListType, MergeSchema};
+use crate::machinery::patch::{object_meta_schema, ListType, MergeSchema};
+use crate::registry::builtin_merge_schema;
 use crate::registry::builtins;
 
 /// One resource served in a group-version.

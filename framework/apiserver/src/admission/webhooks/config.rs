@@ -33,22 +33,6 @@ pub(crate) fn validating_key() -> ResKey {
     )
 }
 
-/// Resources never sent to webhooks, so a broken webhook cannot lock out
-/// its own repair (`IsExemptAdmissionConfigurationResource`).
-const EXEMPT: &[&str] = &[
-    "validatingwebhookconfigurations",
-    "mutatingwebhookconfigurations",
-    "validatingadmissionpolicies",
-    "validatingadmissionpolicybindings",
-    "mutatingadmissionpolicies",
-    "mutatingadmissionpolicybindings",
-];
-
-/// Whether requests on a resource can reach a webhook at all.
-pub(crate) fn exempt(group: &str, plural: &str) -> bool {
-    group == "admissionregistration.k8s.io" && EXEMPT.contains(&plural)
-}
-
 /// One webhook of a configuration.
 #[derive(Debug, Clone)]
 pub(crate) struct Hook {

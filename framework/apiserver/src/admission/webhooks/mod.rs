@@ -78,7 +78,7 @@ impl Chain {
     /// hold one of the shared work threads).
     pub fn may_call_out(&self, def: &ResourceDef) -> bool {
         webhook_conversion(def).is_some()
-            || (!config::exempt(&def.group, &def.plural) && config::any(&self.shared))
+            || (!def.is_admission_configuration() && config::any(&self.shared))
     }
 
     /// The warnings webhooks returned, without duplicates, in order.
@@ -303,7 +303,7 @@ impl Admission for Chain {
         mut object: Option<&mut Value>,
         old: Option<&Value>,
     ) -> Result<(), ApiError> {
-        if config::exempt(&attrs.def.group, &attrs.def.plural) {
+        if attrs.def.is_admission_configuration() {
             return Ok(());
         }
         let hooks = config::hooks(&self.shared, &config::mutating_key());
@@ -337,7 +337,7 @@ impl Admission for Chain {
         object: Option<&Value>,
         old: Option<&Value>,
     ) -> Result<(), ApiError> {
-        if config::exempt(&attrs.def.group, &attrs.def.plural) {
+        if attrs.def.is_admission_configuration() {
             return Ok(());
         }
         // The policies first: kube-apiserver's ValidatingAdmissionPolicy

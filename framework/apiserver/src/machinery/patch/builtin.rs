@@ -16,7 +16,7 @@ use super::schema::{ListType, MergeSchema};
 
 /// The built-in kinds grouped by where their pod templates and conditions sit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
+pub enum Kind {
     /// Anything else: only `metadata` is known.
     Generic,
     Pod,
@@ -90,34 +90,29 @@ static CORE_EVENT: BuiltinSchema = BuiltinSchema {
 };
 static EVENT: BuiltinSchema = BuiltinSchema { kind: Kind::Event };
 
-/// The merge schema of a built-in kind, by API group (`""` for core) and
-/// kind. Unknown kinds get a schema that knows only `metadata`, which is
-/// also the right base for custom resources.
-pub fn builtin_merge_schema(group: &str, kind: &str) -> &'static dyn MergeSchema {
-    match (group, kind) {
-        ("", "Pod") => &POD,
-        ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") => &WORKLOAD,
-        ("batch", "Job") => &JOB,
-        ("batch", "CronJob") => &CRONJOB,
-        ("", "Service") => &SERVICE,
-        ("", "ServiceAccount") => &SERVICE_ACCOUNT,
-        ("", "Namespace") => &NAMESPACE,
-        ("", "ConfigMap") => &CONFIG_MAP,
-        ("", "Secret") => &SECRET,
-        ("", "Event") => &CORE_EVENT,
-        ("events.k8s.io", "Event") => &EVENT,
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => &CRD,
-        (
-            "admissionregistration.k8s.io",
-            "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration",
-        ) => &WEBHOOK,
-        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => &ADMISSION_POLICY,
-        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
-            &ADMISSION_POLICY_BINDING
-        }
-        ("rbac.authorization.k8s.io", "Role" | "ClusterRole") => &ROLE,
-        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => &ROLE_BINDING,
-        _ => &GENERIC,
+/// The merge schema of a built-in kind, by where its pod templates and
+/// conditions sit; the registry says which kind has which
+/// (`registry::builtin_merge_schema`).
+pub fn merge_schema_of(kind: Kind) -> &'static dyn MergeSchema {
+    match kind {
+        Kind::Generic => &GENERIC,
+        Kind::Pod => &POD,
+        Kind::Workload => &WORKLOAD,
+        Kind::Job => &JOB,
+        Kind::CronJob => &CRONJOB,
+        Kind::Service => &SERVICE,
+        Kind::ServiceAccount => &SERVICE_ACCOUNT,
+        Kind::Namespace => &NAMESPACE,
+        Kind::ConfigMap => &CONFIG_MAP,
+        Kind::Secret => &SECRET,
+        Kind::CustomResourceDefinition => &CRD,
+        Kind::WebhookConfiguration => &WEBHOOK,
+        Kind::AdmissionPolicy => &ADMISSION_POLICY,
+        Kind::AdmissionPolicyBinding => &ADMISSION_POLICY_BINDING,
+        Kind::Role => &ROLE,
+        Kind::RoleBinding => &ROLE_BINDING,
+        Kind::CoreEvent => &CORE_EVENT,
+        Kind::Event => &EVENT,
     }
 }
 

@@ -7,7 +7,7 @@
 //! - [`apply`] applies a configuration server-side; [`track_update`] records
 //!   who changed what on every other write.
 //! - [`MergeSchema`] says how a kind's lists and maps merge;
-//!   [`builtin_merge_schema`] has the built-in kinds', [`OpenApiMergeSchema`]
+//!   [`merge_schema_of`] has the built-in kinds', [`OpenApiMergeSchema`]
 //!   reads a custom resource's from its CRD schema.
 //! - [`FieldSet`] and [`PathElement`] are structured-merge-diff's field sets
 //!   and their `fieldsV1` encoding.
@@ -27,7 +27,7 @@
 //! - Kinds with a status subresource: [`apply_ignoring`] and
 //!   [`track_update_ignoring`] with `status` as the ignored set on the main
 //!   resource, so appliers there never own status.
-//! - Schemas: [`builtin_merge_schema`] for built-ins, an
+//! - Schemas: [`merge_schema_of`] for built-ins, an
 //!   [`OpenApiMergeSchema`] per CRD version for custom resources.
 
 mod apply;
@@ -43,7 +43,7 @@ mod typed;
 mod tests;
 
 pub use apply::{apply_ignoring, track_update_ignoring, ApplyError, FIELD_MANAGER_CONFLICT};
-pub use builtin::{builtin_merge_schema, object_meta_schema};
+pub use builtin::{merge_schema_of, object_meta_schema, Kind};
 pub use fieldpath::{FieldSet, PathElement};
 pub use openapi::OpenApiMergeSchema;
 pub use schema::{ListType, MergeSchema};

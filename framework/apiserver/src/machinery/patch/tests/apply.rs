@@ -7,10 +7,11 @@
 use serde_json::{json, Value};
 
 use super::super::{
-    apply, apply_ignoring, builtin_merge_schema, decode_managed_fields, field_set, track_update,
-    ApplyError, Conflict, FieldSet, MergeSchema, Operation, PathElement, LAST_APPLIED_ANNOTATION,
+    apply, apply_ignoring, decode_managed_fields, field_set, track_update, ApplyError, Conflict,
+    FieldSet, MergeSchema, Operation, PathElement, LAST_APPLIED_ANNOTATION,
 };
 use super::{content, fields_of, managers, yaml};
+use crate::registry::builtin_merge_schema;
 
 const T1: &str = "2024-05-01T10:00:00Z";
 const T2: &str = "2024-05-01T11:00:00Z";

@@ -2,7 +2,8 @@
 
 use serde_json::json;
 
-use super::super::{builtin_merge_schema, object_meta_schema, ListType, MergeSchema, Untyped};
+use super::super::{object_meta_schema, ListType, MergeSchema, Untyped};
+use crate::registry::builtin_merge_schema;
 
 fn map(keys: &[&str]) -> ListType {
     ListType::Map(keys.iter().map(|k| k.to_string()).collect())

@@ -10,9 +10,10 @@ use serde_json::{json, Map, Value};
 
 use super::super::typed::item_key;
 use super::super::{
-    apply, builtin_merge_schema, decode_managed_fields, field_set, strategic_merge, track_update,
-    values_equal, ListType, MergeSchema, Operation, Path, PathElement,
+    apply, decode_managed_fields, field_set, strategic_merge, track_update, values_equal, ListType,
+    MergeSchema, Operation, Path, PathElement,
 };
+use crate::registry::builtin_merge_schema;
 
 fn schema() -> &'static dyn MergeSchema {
     builtin_merge_schema("apps", "Deployment")

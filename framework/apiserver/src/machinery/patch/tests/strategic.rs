@@ -5,8 +5,9 @@
 
 use serde_json::{json, Value};
 
-use super::super::{builtin_merge_schema, strategic_merge, ListType, MergeSchema, PatchError};
+use super::super::{strategic_merge, ListType, MergeSchema, PatchError};
 use super::yaml;
+use crate::registry::builtin_merge_schema;
 
 /// apimachinery's test `MergeItem`: `mergingList` merges by `name`,
 /// `mergingIntList` merges scalars, the `nonMerging*` lists are replaced.

@@ -5,10 +5,9 @@
 
 use serde_json::{json, Value};
 
-use super::super::{
-    apply, builtin_merge_schema, decode_managed_fields, track_update, MergeSchema, Operation,
-};
+use super::super::{apply, decode_managed_fields, track_update, MergeSchema, Operation};
 use super::{content, fields_of, managers, yaml};
+use crate::registry::builtin_merge_schema;
 
 const T1: &str = "2024-05-01T10:00:00Z";
 const T2: &str = "2024-05-01T11:00:00Z";
