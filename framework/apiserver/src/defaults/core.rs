@@ -281,12 +281,14 @@ mod tests {
     use super::*;
 
     /// `pkg/apis/core/v1/defaults_test.go`: `TestSetDefaultService`
-    /// (sessionAffinity None, type ClusterIP), `TestSetDefaultServicePort`
-    /// and `TestSetDefaultServiceTargetPort` (protocol TCP, targetPort =
-    /// port), `TestSetDefaultServiceExternalTraffic`,
-    /// `TestSetDefaultServiceInternalTrafficPolicy`,
-    /// `TestSetDefaultServiceSessionAffinityConfig` (ClientIP → 10800 s),
-    /// `TestSetDefaultLoadBalancerNodePorts`.
+    /// (sessionAffinity None without a config, type ClusterIP),
+    /// `TestSetDefaultServicePort` and `TestSetDefaulServiceTargetPort`
+    /// (protocol TCP, targetPort = port when 0 or ""),
+    /// `TestSetDefaulServiceExternalTraffic` (Cluster for NodePort and
+    /// LoadBalancer, nothing for ClusterIP),
+    /// `TestSetDefaultServiceSessionAffinityConfig` (ClientIP → 10800 s);
+    /// internalTrafficPolicy and allocateLoadBalancerNodePorts as
+    /// `SetDefaults_Service` sets them.
     #[test]
     fn services_get_set_defaults_service() {
         let cases = [
@@ -361,7 +363,7 @@ mod tests {
         }
     }
 
-    /// `TestSetDefaultSecret`, `TestSetDefaultNamespaceLabels`,
+    /// `TestSetDefaultSecret`, `SetDefaults_Namespace`'s name label,
     /// `TestSetDefaultNodeStatusAllocatable`.
     #[test]
     fn secrets_namespaces_and_nodes() {

@@ -263,6 +263,10 @@ pub(super) fn pull_policy(image: &str) -> &'static str {
 /// the reference does not parse (docker's reference grammar, loosely: a
 /// lowercase path, an optional domain, a tag of `[\w][\w.-]{0,127}`).
 fn image_tag(image: &str) -> Option<String> {
+    // A bare image ID is refused ("cannot specify 64-byte hexadecimal strings").
+    if image.len() == 64 && image.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f')) {
+        return None;
+    }
     let (name, digest) = match image.split_once('@') {
         Some((n, d)) => (n, Some(d)),
         None => (image, None),
@@ -326,25 +330,38 @@ fn valid_repo(repo: &str) -> bool {
 mod tests {
     use super::*;
 
-    /// `pkg/apis/core/v1/defaults_test.go` `TestSetDefaultReplicationControllerInitContainers`
-    /// ("busybox" pulls Always) and the reference shapes of
-    /// `pkg/util/parsers/parsers_test.go` `TestParseImageName`.
+    /// The references of `pkg/util/parsers/parsers_test.go`
+    /// `TestParseImageName` (tag `latest`, or none and no digest → Always;
+    /// another tag, a digest alone, or an error → IfNotPresent), and
+    /// `pkg/apis/core/v1/defaults_test.go`
+    /// `TestSetDefaultReplicationControllerInitContainers` ("busybox" →
+    /// Always).
     #[test]
     fn pull_policy_follows_the_images_tag() {
+        const SHA: &str = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+        let hex = &SHA["sha256:".len()..];
         for (image, policy) in [
-            ("busybox", "Always"),
-            ("nginx:latest", "Always"),
-            ("nginx:1.25", "IfNotPresent"),
-            ("docker.io/library/busybox", "Always"),
-            ("registry.k8s.io/pause:3.10", "IfNotPresent"),
-            ("localhost:5000/app", "Always"),
-            ("localhost:5000/app:v2", "IfNotPresent"),
-            ("app@sha256:0123456789abcdef", "IfNotPresent"),
-            ("app:latest@sha256:0123456789abcdef", "Always"),
-            ("Nginx", "IfNotPresent"),
-            ("", "IfNotPresent"),
+            ("root".to_owned(), "Always"),
+            ("root:tag".to_owned(), "IfNotPresent"),
+            (format!("root@{SHA}"), "IfNotPresent"),
+            ("user/repo".to_owned(), "Always"),
+            ("user/repo:tag".to_owned(), "IfNotPresent"),
+            (format!("user/repo@{SHA}"), "IfNotPresent"),
+            ("url:5000/repo".to_owned(), "Always"),
+            ("url:5000/repo:tag".to_owned(), "IfNotPresent"),
+            (format!("url:5000/repo@{SHA}"), "IfNotPresent"),
+            (format!("url:5000/repo:latest@{SHA}"), "Always"),
+            ("ROOT".to_owned(), "IfNotPresent"),
+            ("http://root".to_owned(), "IfNotPresent"),
+            (hex.to_owned(), "IfNotPresent"),
+            ("busybox".to_owned(), "Always"),
+            ("nginx:latest".to_owned(), "Always"),
+            ("nginx:1.25".to_owned(), "IfNotPresent"),
+            ("registry.k8s.io/pause:3.10".to_owned(), "IfNotPresent"),
+            ("localhost/app".to_owned(), "Always"),
+            (String::new(), "IfNotPresent"),
         ] {
-            assert_eq!(pull_policy(image), policy, "{image}");
+            assert_eq!(pull_policy(&image), policy, "{image}");
         }
     }
 
@@ -431,8 +448,9 @@ mod tests {
     }
 
     /// `TestPodDefaults` adds `enableServiceLinks` and requests defaulted
-    /// from limits; `TestSetDefaultPodSpecHostNetwork`: host ports follow
-    /// container ports.
+    /// from limits (`TestSetDefaultRequestsPod`: a request given stays);
+    /// `TestSetDefaultPodSpecHostNetwork`: host ports follow container
+    /// ports.
     #[test]
     fn a_pod_also_gets_set_defaults_pod() {
         let mut p = json!({"spec": {"hostNetwork": true, "containers": [{
@@ -452,7 +470,7 @@ mod tests {
 
     /// What the client set is kept, including explicit zeros on pointer
     /// fields (`terminationGracePeriodSeconds: 0`) and explicit probe
-    /// values (`TestSetDefaultProbe` keeps non-zero ones).
+    /// values (`SetDefaults_Probe` only fills zeros).
     #[test]
     fn set_values_are_never_overwritten() {
         let mut d = json!({"spec": {"template": {"spec": {
@@ -480,5 +498,18 @@ mod tests {
                 "timeoutSeconds": 1, "successThreshold": 1})
         );
         assert_eq!(s["volumes"][0]["secret"]["defaultMode"], 256);
+    }
+
+    /// `TestDefaultRequestIsNotSetForReplicationController`: a template's
+    /// limits do not become requests (that is `SetDefaults_Pod`'s).
+    #[test]
+    fn a_templates_limits_do_not_become_requests() {
+        let mut d = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "app",
+            "resources": {"limits": {"cpu": "100m"}}}]}}}});
+        template(&mut d, &["spec", "template"]);
+        assert_eq!(
+            d["spec"]["template"]["spec"]["containers"][0]["resources"],
+            json!({"limits": {"cpu": "100m"}})
+        );
     }
 }
