@@ -361,7 +361,11 @@ async fn strategic_merge_patch_directives_on_a_deployment() {
         containers[0]["env"],
         json!([{"name": "C", "value": "3"}, {"name": "A", "value": "1"}, {"name": "B", "value": "2"}])
     );
-    assert_eq!(containers[0]["ports"], json!([{"containerPort": 80}]));
+    // The port the patch left alone, with the protocol kube defaults.
+    assert_eq!(
+        containers[0]["ports"],
+        json!([{"containerPort": 80, "protocol": "TCP"}])
+    );
     // $patch: delete, $setElementOrder, $deleteFromPrimitiveList.
     let r = k
         .patch(
@@ -405,9 +409,12 @@ async fn strategic_merge_patch_directives_on_a_deployment() {
         )
         .await;
     assert_eq!(r.code(), 200, "{}", String::from_utf8_lossy(&r.body));
+    // (The new container gets kube's container defaults; "x" has no tag,
+    // so it pulls Always.)
     assert_eq!(
         r.json()["spec"]["template"]["spec"]["containers"],
-        json!([{"name": "only", "image": "x"}])
+        json!([{"name": "only", "image": "x", "imagePullPolicy": "Always", "resources": {},
+            "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}])
     );
     // Bad directives are 400s, as interpretStrategicMergePatchError maps them.
     let r = k
