@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicU32;
 
 use serde_json::{json, Value};
 
-use super::{ensure_object, fill, spec_mut, CRD_CLEANUP, D};
+use super::fields::{ensure_object, fill, spec_mut, CRD_CLEANUP, D};
 
 /// `SetDefaults_MutatingWebhook` on every webhook.
 pub(super) fn mutating_webhooks(obj: &mut Value) {

@@ -7,8 +7,8 @@
 
 use serde_json::{Map, Value};
 
+use super::fields::{fill, items_mut, obj_mut, spec_mut, Table, D};
 use super::pod::{template, PVC_SPEC};
-use super::{fill, items_mut, obj_mut, spec_mut, Table, D};
 
 const TEMPLATE: &[&str] = &["spec", "template"];
 

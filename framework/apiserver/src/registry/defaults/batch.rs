@@ -12,8 +12,8 @@ use std::sync::atomic::AtomicU32;
 
 use serde_json::{json, Map, Value};
 
+use super::fields::{ensure_object, fill, items_mut, obj_mut, obj_name, spec_mut, Table, D};
 use super::pod::template;
-use super::{ensure_object, fill, items_mut, obj_mut, obj_name, spec_mut, Table, D};
 
 const JOB: Table = &[
     ("parallelism", D::PtrInt(1)),

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use base64::Engine;
 use serde_json::{json, Map, Value};
 
-use super::{ensure_object, fill, items_mut, obj_name, set_if_absent, spec_mut, Table, D};
+use super::fields::{ensure_object, fill, items_mut, obj_name, set_if_absent, spec_mut, Table, D};
 
 /// `SetDefaults_Namespace`: the `kubernetes.io/metadata.name` label
 /// (when the namespace has a name); `SetDefaults_NamespaceStatus`'s phase

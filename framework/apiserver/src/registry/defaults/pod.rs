@@ -10,7 +10,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{at_mut, fill, items_mut, obj_mut, Table, D};
+use super::fields::{at_mut, fill, items_mut, obj_mut, Table, D};
 
 /// `SetDefaults_PodSpec`.
 const POD_SPEC: Table = &[
@@ -90,7 +90,7 @@ pub(super) const PVC_SPEC: Table = &[("volumeMode", D::PtrStr("Filesystem"))];
 
 /// Defaults a bare Pod: its spec as in a template, then `SetDefaults_Pod`.
 pub(super) fn pod(obj: &mut Value) {
-    let Some(spec) = super::spec_mut(obj) else {
+    let Some(spec) = super::fields::spec_mut(obj) else {
         return;
     };
     // SetDefaults_Pod runs before the PodSpec walk in SetObjectDefaults_Pod.
@@ -99,7 +99,7 @@ pub(super) fn pod(obj: &mut Value) {
             requests_from_limits(c);
         }
     }
-    super::set_if_absent(spec, "enableServiceLinks", json!(true));
+    super::fields::set_if_absent(spec, "enableServiceLinks", json!(true));
     if spec.get("hostNetwork").and_then(Value::as_bool) == Some(true) {
         for key in ["containers", "initContainers"] {
             for c in items_mut(spec, key) {

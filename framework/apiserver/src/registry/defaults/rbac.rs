@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::{fill, items_mut, obj_mut, Table, D};
+use super::fields::{fill, items_mut, obj_mut, Table, D};
 
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
