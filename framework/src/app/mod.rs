@@ -450,12 +450,12 @@ impl<F: Flags> App<F> {
     /// The manager `manifests` learns from: the controllers registered
     /// (with `flags`) on a manager that is never run.
     async fn offline_manager(&self, flags: &F) -> Result<Manager, Error> {
-        // A manager that never connects: its client points at a reserved
-        // name that never resolves (so no trust store is needed: the
-        // certificate check is never reached), its servers are off, and it
-        // is never run.
-        let mut offline = Config::new(http::Uri::from_static("https://manifests.invalid"));
-        offline.accept_invalid_certs = true;
+        // A manager that never connects: its client speaks plain HTTP (so
+        // no TLS is set up: no trust store to load, no certificate check
+        // to turn off and warn about) to a reserved name that never
+        // resolves (RFC 6761's `.invalid`), its servers are off, and it is
+        // never run.
+        let offline = Config::new(http::Uri::from_static("http://manifests.invalid"));
         let mut builder = Manager::builder()
             .config(offline)
             .scheme(self.scheme.clone())
@@ -541,12 +541,7 @@ impl<F: Flags> App<F> {
 
     async fn run_operator(&self, config: Config, run: &RunArgs, flags: &F) -> Result<(), Error> {
         let mgr = self.manager_with(self.builder(config, run), flags).await?;
-        tracing::info!(
-            operator = %self.name,
-            metrics = ?mgr.metrics_address(),
-            probes = ?mgr.health_probe_address(),
-            "starting"
-        );
+        tracing::info!(operator = %self.name, "starting: {}", endpoints(&mgr));
         mgr.run().await?;
         Ok(())
     }
@@ -579,13 +574,7 @@ impl<F: Flags> App<F> {
             webhooks::prepare(!self.webhooks.is_empty(), self.builder(config, &run))?;
         let mgr = self.manager_with(builder, &flags).await?;
         webhooks::install(local.as_ref(), &admin, &mgr).await?;
-        tracing::info!(
-            operator = %self.name,
-            metrics = ?mgr.metrics_address(),
-            probes = ?mgr.health_probe_address(),
-            webhooks = ?mgr.webhook_address(),
-            "starting"
-        );
+        tracing::info!(operator = %self.name, "starting: {}", endpoints(&mgr));
         let stop = crate::manager::shutdown_on_signals()?;
         let operator = tokio::spawn(webhooks::run_until(mgr, stop.clone(), local));
         if let Err(e) = self.announce_embedded(&server, &admin, &crds, &run).await {
@@ -712,6 +701,27 @@ impl<F: Flags> App<F> {
             stop,
             task: Some(task),
         })
+    }
+}
+
+/// What the operator serves, as addresses to try (`curl` them): the
+/// metrics, the health probes and the webhooks, each only when it is on.
+fn endpoints(mgr: &Manager) -> String {
+    let served: Vec<String> = [
+        mgr.metrics_address()
+            .map(|a| format!("metrics at http://{a}/metrics")),
+        mgr.health_probe_address()
+            .map(|a| format!("health probes at http://{a}/healthz and /readyz")),
+        mgr.webhook_address()
+            .map(|a| format!("webhooks at https://{a}/")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if served.is_empty() {
+        "no metrics, probe or webhook server".to_owned()
+    } else {
+        served.join(", ")
     }
 }
 
