@@ -248,6 +248,41 @@ impl App<NoFlags> {
     }
 }
 
+/// The entry points of an app without flags of its own ([`App::new`], what
+/// a generated project uses), compiled here once. Unoptimized builds share
+/// generic code between crates, so an operator's binary and each of its
+/// test binaries link these instead of compiling the whole run path again
+/// (command line, manager, embedded server) for `App<NoFlags>`. Not API.
+#[doc(hidden)]
+pub mod compiled {
+    use std::future::Future;
+    use std::pin::Pin;
+
+    use super::{App, ExitCode};
+
+    /// A future, boxed: naming its `poll` compiles it here.
+    pub type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+
+    /// [`App::run`].
+    pub fn run(app: App) -> Boxed<'static, ExitCode> {
+        Box::pin(app.run())
+    }
+
+    /// [`App::start_on`] and [`App::start_as_operator`].
+    #[cfg(feature = "testing")]
+    pub fn start<'a>(
+        app: &'a App,
+        server: &'a crate::testing::ApiServer,
+        as_operator: bool,
+    ) -> Boxed<'a, Result<super::Running, super::Error>> {
+        if as_operator {
+            Box::pin(app.start_as_operator(server, super::NoFlags {}))
+        } else {
+            Box::pin(app.start_on(server, super::NoFlags {}))
+        }
+    }
+}
+
 impl<F: Flags> App<F> {
     /// [`new`](App::new) for an operator with flags of its own, `F`:
     /// `App::<MyFlags>::with_flags("my-operator")`.
