@@ -399,7 +399,7 @@ fn init_writes_kubebuilders_layout_with_the_options_given() {
         cargo.contains("kubeforge = { version = \"0.1.0\" }"),
         "{cargo}"
     );
-    assert!(!cargo.contains("path ="), "{cargo}");
+    assert!(!cargo.contains("kubeforge = { path ="), "{cargo}");
     assert!(!files.contains_key(Path::new("Cargo.lock")));
     assert!(!files.contains_key(Path::new(".cargo/config.toml")));
     let record = text(&files, "kubeforge.toml");
