@@ -211,3 +211,92 @@ async fn the_operator_started_on_the_in_process_server_reconciles_its_samples() 
     }
     operator.stop().await.expect("a clean stop");
 }
+
+/// Log output captured from a subscriber set for one future.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        let bytes = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+/// A normal `--embedded` start warns about nothing: in particular not
+/// about skipping the certificate check of a connection that is never
+/// made (the manager the RBAC is derived from never connects), while a
+/// kubeconfig that really says `insecure-skip-tls-verify` is still warned
+/// about (`client::tls`'s tests). Its start line says where to reach what
+/// it serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embedded_start_warns_about_nothing_and_says_where_it_serves() {
+    use tracing::instrument::WithSubscriber as _;
+
+    let logs = Captured::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    let run = app()
+        .run_with_args([
+            "library-operator",
+            "--embedded",
+            "--listen",
+            "127.0.0.1:0",
+            "--no-samples",
+            "--metrics-bind-address",
+            "127.0.0.1:0",
+            "--health-probe-bind-address",
+            "0",
+            // The process-wide subscriber `run` installs stays silent; the
+            // captured one sees this future's events.
+            "--log-level",
+            "off",
+        ])
+        .with_subscriber(subscriber);
+    tokio::pin!(run);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !logs.text().contains("starting:") {
+        tokio::select! {
+            ended = &mut run => panic!("the operator ended: {ended:?}\n{}", logs.text()),
+            () = tokio::time::sleep(Duration::from_millis(20)) => {}
+        }
+        assert!(Instant::now() < deadline, "not started:\n{}", logs.text());
+    }
+    let text = logs.text();
+    assert!(!text.contains("WARN"), "{text}");
+    assert!(!text.contains("insecure-skip-tls-verify"), "{text}");
+    assert!(!text.contains("manifests.invalid"), "{text}");
+    let start = text
+        .lines()
+        .find(|l| l.contains("starting:"))
+        .expect("the start line");
+    assert!(
+        start.contains("starting: metrics at http://127.0.0.1:")
+            && start.contains("/metrics")
+            && !start.contains("probes")
+            && !start.contains("Some(")
+            && start.contains("operator=library-operator"),
+        "{start}"
+    );
+}

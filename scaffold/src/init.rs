@@ -58,6 +58,46 @@ pub fn checkout() -> Option<PathBuf> {
         .then(|| root.to_owned())
 }
 
+/// Where a project depending on the checkout by path says which target
+/// directory it builds in.
+const CARGO_CONFIG: &str = ".cargo/config.toml";
+
+/// The target directory the checkout builds in, for a project depending on
+/// it by path to share: the one this `kubeforge` binary was built in
+/// (`DIR/<profile>/kubeforge`, DIR holding cargo's `CACHEDIR.TAG`), else
+/// the checkout's `target/` if cargo made it.
+fn shared_target_dir(checkout: &Path) -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok();
+    let built_in = exe
+        .as_deref()
+        .and_then(|exe| exe.parent()?.parent())
+        .map(Path::to_owned);
+    built_in
+        .into_iter()
+        .chain([checkout.join("target")])
+        .find(|dir| dir.join("CACHEDIR.TAG").is_file())
+}
+
+/// The project's `.cargo/config.toml`: the checkout's target directory.
+/// Crates from the registry are built there already, exactly as the project
+/// needs them (the lock file is the checkout's, the profile the same), and
+/// so is kubeforge once any project depending on the checkout was built
+/// there (the checkout's own end-to-end test builds one). kubeforge built
+/// as the checkout's own workspace member cannot be reused: cargo names a
+/// path package's artifacts by its path relative to the workspace root
+/// when it is inside it, by its absolute path otherwise.
+fn cargo_config(target: &Path) -> String {
+    format!(
+        "# Builds go to the target directory of the kubeforge checkout this project\n\
+         # depends on, so they reuse the crates built there. `cargo clean` cleans that\n\
+         # whole directory; `cargo clean -p NAME` cleans one crate. Remove this file to\n\
+         # build in ./target.\n\
+         [build]\n\
+         target-dir = {}\n",
+        toml_string(&target.to_string_lossy())
+    )
+}
+
 /// A TOML string literal.
 fn toml_string(s: &str) -> String {
     toml::Value::String(s.to_owned()).to_string()
@@ -165,6 +205,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             if !dir.join("Cargo.lock").exists() {
                 plan.create("Cargo.lock", lock);
             }
+        }
+        if let Some(target) = shared_target_dir(&root) {
+            plan.create(CARGO_CONFIG, cargo_config(&target));
         }
     }
     let plan = if args.force { plan.forced() } else { plan };

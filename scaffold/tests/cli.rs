@@ -399,8 +399,9 @@ fn init_writes_kubebuilders_layout_with_the_options_given() {
         cargo.contains("kubeforge = { version = \"0.1.0\" }"),
         "{cargo}"
     );
-    assert!(!cargo.contains("path ="), "{cargo}");
+    assert!(!cargo.contains("kubeforge = { path ="), "{cargo}");
     assert!(!files.contains_key(Path::new("Cargo.lock")));
+    assert!(!files.contains_key(Path::new(".cargo/config.toml")));
     let record = text(&files, "kubeforge.toml");
     assert!(record.contains("version = \"0.1.0\""), "{record}");
     assert!(record.contains("domain = \"example.com\""), "{record}");
@@ -442,6 +443,20 @@ fn init_writes_kubebuilders_layout_with_the_options_given() {
     assert!(cargo.contains("license = \"Apache-2.0\""), "{cargo}");
     assert!(cargo.contains("kubeforge = { path = "), "{cargo}");
     assert!(files.contains_key(Path::new("Cargo.lock")));
+    // ... and the checkout's target directory (the one this kubeforge was
+    // built in), so the first build reuses what was built there.
+    let target = Path::new(env!("CARGO_BIN_EXE_kubeforge"))
+        .parent()
+        .and_then(Path::parent)
+        .expect("the target directory");
+    let config: toml::Table = text(&files, ".cargo/config.toml")
+        .parse()
+        .expect("a TOML config");
+    assert_eq!(
+        config["build"]["target-dir"].as_str(),
+        Some(&*target.to_string_lossy()),
+        "{config}"
+    );
 }
 
 #[test]

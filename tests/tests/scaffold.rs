@@ -15,16 +15,15 @@
 //! written at v2 read at v1 and back unchanged.
 //!
 //! The generated project is its own workspace with a path dependency on
-//! this checkout; its builds share this workspace's target directory, so
-//! they reuse the dependencies `cargo test --workspace` built. For that,
-//! every unit must be built exactly as the workspace builds it: the same
-//! features (the project's `embedded` default turns on what the workspace
-//! unifies to, tokio's test utilities included, through kubeforge's
-//! `testing`) and the same profile. Out of the workspace, kubeforge and
-//! kubeforge-apiserver fall under the project's `[profile.dev.package."*"]`
-//! (no debug info) where the workspace builds its members with line
-//! tables, so the temporary directory's `.cargo/config.toml` gives them
-//! the workspace's setting back ([`SHARED_PROFILE`]). The test prints
+//! this checkout; its builds share this workspace's target directory (the
+//! `.cargo/config.toml` that `init` writes names it), so they reuse the
+//! registry crates built there. kubeforge, kubeforge-apiserver and
+//! kubeforge-macros are built once more for a project outside the
+//! workspace (cargo names a path package's artifacts by its path relative
+//! to the workspace root inside it, by its absolute path outside), and the
+//! project is built exactly as `init` writes it, with no setting of its
+//! own: so what this test builds is what every later project depending on
+//! this checkout reuses, such as the README's first one. The test prints
 //! what the nested build compiled.
 
 use std::io::{BufRead as _, BufReader};
@@ -54,13 +53,12 @@ fn show(out: &Output) -> String {
 }
 
 impl Project {
-    /// A command run in the project, sharing the workspace's target dir.
+    /// A command run in the project. Its builds share the workspace's
+    /// target directory through the `.cargo/config.toml` init wrote (the
+    /// operator's binary is looked for there below).
     fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut command = nested(program);
-        command
-            .current_dir(&self.dir)
-            .env("CARGO_TARGET_DIR", target_dir())
-            .stdin(Stdio::null());
+        command.current_dir(&self.dir).stdin(Stdio::null());
         command
     }
 
@@ -200,16 +198,6 @@ fn kubectl_until(kubeconfig: &Path, args: &[&str], want: &str) {
     }
 }
 
-/// Cargo configuration for the temporary directory: kubeforge's own crates
-/// built with the workspace's profile (see the module docs).
-const SHARED_PROFILE: &str = r#"
-[profile.dev.package.kubeforge]
-debug = "line-tables-only"
-
-[profile.dev.package.kubeforge-apiserver]
-debug = "line-tables-only"
-"#;
-
 /// cert-manager's Certificate and Issuer kinds (their schemas left open),
 /// for the dev server to take the rendered certificate and issuer.
 const CERT_MANAGER_CRDS: &str = r#"
@@ -286,9 +274,6 @@ fn init_create_api_build_test_generate_deploy_and_run() {
     let started = Instant::now();
     // An empty directory (as `git init` leaves it) is fine to init in.
     std::fs::create_dir_all(project.dir.join(".git")).expect("project dir");
-    let cargo_config = project.dir.parent().expect("temp dir").join(".cargo");
-    std::fs::create_dir_all(&cargo_config).expect(".cargo");
-    std::fs::write(cargo_config.join("config.toml"), SHARED_PROFILE).expect("config.toml");
 
     // init, then two kinds: namespaced in webapp (two versions),
     // cluster-scoped in infra.

@@ -248,6 +248,41 @@ impl App<NoFlags> {
     }
 }
 
+/// The entry points of an app without flags of its own ([`App::new`], what
+/// a generated project uses), compiled here once. Unoptimized builds share
+/// generic code between crates, so an operator's binary and each of its
+/// test binaries link these instead of compiling the whole run path again
+/// (command line, manager, embedded server) for `App<NoFlags>`. Not API.
+#[doc(hidden)]
+pub mod compiled {
+    use std::future::Future;
+    use std::pin::Pin;
+
+    use super::{App, ExitCode};
+
+    /// A future, boxed: naming its `poll` compiles it here.
+    pub type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+
+    /// [`App::run`].
+    pub fn run(app: App) -> Boxed<'static, ExitCode> {
+        Box::pin(app.run())
+    }
+
+    /// [`App::start_on`] and [`App::start_as_operator`].
+    #[cfg(feature = "testing")]
+    pub fn start<'a>(
+        app: &'a App,
+        server: &'a crate::testing::ApiServer,
+        as_operator: bool,
+    ) -> Boxed<'a, Result<super::Running, super::Error>> {
+        if as_operator {
+            Box::pin(app.start_as_operator(server, super::NoFlags {}))
+        } else {
+            Box::pin(app.start_on(server, super::NoFlags {}))
+        }
+    }
+}
+
 impl<F: Flags> App<F> {
     /// [`new`](App::new) for an operator with flags of its own, `F`:
     /// `App::<MyFlags>::with_flags("my-operator")`.
@@ -450,12 +485,12 @@ impl<F: Flags> App<F> {
     /// The manager `manifests` learns from: the controllers registered
     /// (with `flags`) on a manager that is never run.
     async fn offline_manager(&self, flags: &F) -> Result<Manager, Error> {
-        // A manager that never connects: its client points at a reserved
-        // name that never resolves (so no trust store is needed: the
-        // certificate check is never reached), its servers are off, and it
-        // is never run.
-        let mut offline = Config::new(http::Uri::from_static("https://manifests.invalid"));
-        offline.accept_invalid_certs = true;
+        // A manager that never connects: its client speaks plain HTTP (so
+        // no TLS is set up: no trust store to load, no certificate check
+        // to turn off and warn about) to a reserved name that never
+        // resolves (RFC 6761's `.invalid`), its servers are off, and it is
+        // never run.
+        let offline = Config::new(http::Uri::from_static("http://manifests.invalid"));
         let mut builder = Manager::builder()
             .config(offline)
             .scheme(self.scheme.clone())
@@ -541,12 +576,7 @@ impl<F: Flags> App<F> {
 
     async fn run_operator(&self, config: Config, run: &RunArgs, flags: &F) -> Result<(), Error> {
         let mgr = self.manager_with(self.builder(config, run), flags).await?;
-        tracing::info!(
-            operator = %self.name,
-            metrics = ?mgr.metrics_address(),
-            probes = ?mgr.health_probe_address(),
-            "starting"
-        );
+        tracing::info!(operator = %self.name, "starting: {}", endpoints(&mgr));
         mgr.run().await?;
         Ok(())
     }
@@ -579,13 +609,7 @@ impl<F: Flags> App<F> {
             webhooks::prepare(!self.webhooks.is_empty(), self.builder(config, &run))?;
         let mgr = self.manager_with(builder, &flags).await?;
         webhooks::install(local.as_ref(), &admin, &mgr).await?;
-        tracing::info!(
-            operator = %self.name,
-            metrics = ?mgr.metrics_address(),
-            probes = ?mgr.health_probe_address(),
-            webhooks = ?mgr.webhook_address(),
-            "starting"
-        );
+        tracing::info!(operator = %self.name, "starting: {}", endpoints(&mgr));
         let stop = crate::manager::shutdown_on_signals()?;
         let operator = tokio::spawn(webhooks::run_until(mgr, stop.clone(), local));
         if let Err(e) = self.announce_embedded(&server, &admin, &crds, &run).await {
@@ -712,6 +736,27 @@ impl<F: Flags> App<F> {
             stop,
             task: Some(task),
         })
+    }
+}
+
+/// What the operator serves, as addresses to try (`curl` them): the
+/// metrics, the health probes and the webhooks, each only when it is on.
+fn endpoints(mgr: &Manager) -> String {
+    let served: Vec<String> = [
+        mgr.metrics_address()
+            .map(|a| format!("metrics at http://{a}/metrics")),
+        mgr.health_probe_address()
+            .map(|a| format!("health probes at http://{a}/healthz and /readyz")),
+        mgr.webhook_address()
+            .map(|a| format!("webhooks at https://{a}/")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if served.is_empty() {
+        "no metrics, probe or webhook server".to_owned()
+    } else {
+        served.join(", ")
     }
 }
 

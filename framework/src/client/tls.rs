@@ -35,7 +35,13 @@ pub(crate) fn client_config(
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| ConfigError::new("cannot set up TLS").caused_by(e))?;
-    let builder = if config.accept_invalid_certs {
+    let builder = if config.cluster_url.scheme() == Some(&http::uri::Scheme::HTTP) {
+        // Plain HTTP: no handshake, so no server certificate to trust or to
+        // skip verifying (`insecure-skip-tls-verify` means nothing here, as
+        // in client-go, which sets up TLS only for https hosts). Nothing is
+        // trusted, so the system store is not read.
+        builder.with_root_certificates(rustls::RootCertStore::empty())
+    } else if config.accept_invalid_certs {
         tracing::warn!(
             server = %config.cluster_url,
             "insecure-skip-tls-verify is set: the API server's certificate is not verified"
@@ -277,6 +283,87 @@ mod tests {
             .map(|c| c.unwrap().to_vec())
             .collect();
         assert_eq!(back, vec![der]);
+    }
+
+    /// What a subscriber wrote, for the warnings a client logs as it is
+    /// built.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The warnings logged while a client is built for `config`.
+    fn warnings_building(config: Config) -> String {
+        let logs = Captured::default();
+        let writer = logs.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::WARN)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            crate::Client::new(config).expect("a client");
+        });
+        let bytes = logs.0.lock().unwrap().clone();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn a_kubeconfig_that_says_insecure_skip_tls_verify_is_warned_about() {
+        let kc = crate::client::config::Kubeconfig::from_yaml(
+            "
+current-context: c
+clusters:
+- name: c
+  cluster:
+    server: https://cluster.example.com:6443
+    insecure-skip-tls-verify: true
+contexts:
+- name: c
+  context: {cluster: c, user: u}
+users:
+- name: u
+  user: {token: t}
+",
+        )
+        .unwrap();
+        let config = kc.to_config(&Default::default()).unwrap();
+        let logged = warnings_building(config);
+        assert!(
+            logged.contains("WARN")
+                && logged.contains("insecure-skip-tls-verify is set")
+                && logged.contains("server=https://cluster.example.com:6443/"),
+            "{logged}"
+        );
+    }
+
+    #[test]
+    fn a_verified_or_plain_http_connection_is_not_warned_about() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let ca = rcgen::CertificateParams::new(vec!["ca".to_owned()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let mut verified = Config::new(http::Uri::from_static("https://cluster.example.com"));
+        verified.root_certs = Some(vec![ca.der().to_vec()]);
+        assert_eq!(warnings_building(verified), "");
+        // Plain HTTP needs no trust store, and skipping a certificate check
+        // there skips nothing.
+        let mut plain = Config::new(http::Uri::from_static("http://manifests.invalid"));
+        plain.accept_invalid_certs = true;
+        assert_eq!(warnings_building(plain), "");
     }
 
     #[test]
