@@ -19,7 +19,7 @@ pub(crate) fn authorize(shared: &dyn AuthState, user: &UserInfo, attrs: &Attribu
     if user.is_master() {
         return Decision::Allow(String::new());
     }
-    rbac::decide(&shared.rbac().index(&shared.storage()), user, attrs)
+    rbac::decide(&shared.rbac().index(shared.storage()), user, attrs)
 }
 
 /// [`authorize`] for a request `user` makes, recorded in the permission
@@ -29,7 +29,7 @@ pub(crate) fn check(shared: &dyn AuthState, user: &UserInfo, attrs: &Attributes)
         shared.audit().record(user, attrs, Outcome::Allowed(None));
         return Decision::Allow(String::new());
     }
-    let index = shared.rbac().index(&shared.storage());
+    let index = shared.rbac().index(shared.storage());
     match rbac::allowing(&index, user, attrs) {
         Some(by) => {
             shared
