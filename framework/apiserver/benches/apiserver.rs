@@ -5,6 +5,9 @@
 //! `cargo bench -p kubeforge-apiserver --bench apiserver`
 //! (`APISERVER_BENCH_OBJECTS` and `APISERVER_BENCH_WATCHERS` scale it).
 
+// No function over 150 lines, as in the library (see src/lib.rs).
+#![deny(clippy::too_many_lines)]
+
 #[path = "../tests/common/mod.rs"]
 mod common;
 

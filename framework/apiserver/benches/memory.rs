@@ -11,6 +11,9 @@
 //! `APISERVER_MEMORY_OBJECTS=100000` or `-- 100000` for more, and
 //! `APISERVER_MEMORY_RUNS` for the number of timed runs (default 5).
 
+// No function over 150 lines, as in the library (see src/lib.rs).
+#![deny(clippy::too_many_lines)]
+
 #[path = "../tests/common/mod.rs"]
 mod common;
 

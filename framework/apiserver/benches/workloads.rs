@@ -9,6 +9,9 @@
 //! (`WORKLOADS_BENCH_DEPLOYMENTS`, `WORKLOADS_BENCH_REPLICAS`,
 //! `WORKLOADS_BENCH_NODES` scale it).
 
+// No function over 150 lines, as in the library (see src/lib.rs).
+#![deny(clippy::too_many_lines)]
+
 #[path = "../tests/common/mod.rs"]
 mod common;
 

@@ -4,6 +4,9 @@
 //! every write records, and the strategic merge patch directives kubectl
 //! relies on.
 
+// No function over 150 lines, as in the library (see src/lib.rs).
+#![deny(clippy::too_many_lines)]
+
 mod common;
 
 use common::Kube;

@@ -1,6 +1,9 @@
 //! Fault injection: closing watches, failing requests with chosen
 //! statuses, latency, and counting open watches.
 
+// No function over 150 lines, as in the library (see src/lib.rs).
+#![deny(clippy::too_many_lines)]
+
 mod common;
 mod poll;
 

@@ -2,6 +2,9 @@
 //! ownerReference garbage collector (background, foreground, orphan),
 //! namespace deletion, and CRD deletion with its custom resources.
 
+// No function over 150 lines, as in the library (see src/lib.rs).
+#![deny(clippy::too_many_lines)]
+
 mod common;
 mod poll;
 

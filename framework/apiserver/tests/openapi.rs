@@ -3,6 +3,9 @@
 //! `explain`, and kube-openapi `handler3`'s caching rules (`?hash=`
 //! redirects, immutable caching, `ETag`), kept current as CRDs come and go.
 
+// No function over 150 lines, as in the library (see src/lib.rs).
+#![deny(clippy::too_many_lines)]
+
 mod common;
 mod poll;
 

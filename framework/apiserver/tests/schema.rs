@@ -5,6 +5,9 @@
 //! `fieldValidation` Strict/Warn/Ignore, and defaulted on read after the
 //! schema changes.
 
+// No function over 150 lines, as in the library (see src/lib.rs).
+#![deny(clippy::too_many_lines)]
+
 mod common;
 
 use common::{Kube, Resp, CRDS};

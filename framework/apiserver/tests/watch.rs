@@ -3,6 +3,9 @@
 //! bookmark, timeouts, pagination with continue tokens, the 422 parameter
 //! rules, selectors, Table output and slow watchers.
 
+// No function over 150 lines, as in the library (see src/lib.rs).
+#![deny(clippy::too_many_lines)]
+
 mod common;
 
 use std::time::Duration;

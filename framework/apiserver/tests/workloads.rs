@@ -5,6 +5,9 @@
 //! eviction subresources (a PodDisruptionBudget's 429), DaemonSets, a
 //! failing node's pods evicted, and everything off by default.
 
+// No function over 150 lines, as in the library (see src/lib.rs).
+#![deny(clippy::too_many_lines)]
+
 mod common;
 mod poll;
 

@@ -392,11 +392,71 @@ fn validate_name(view: &View<'_>, errs: &mut Vec<FieldError>) {
     }
 }
 
+/// `ValidateCustomResourceDefinitionSpec`: the group and scope, which
+/// schemas must be structural and present, the versions, the names, the
+/// per-version parts (validation, subresources, columns, selectable
+/// fields) and conversion.
 fn validate_spec(view: &View<'_>, opts: &Options, errs: &mut Vec<FieldError>) {
     let spec = view.spec;
     let p = Path::new("spec");
+    validate_group(st(spec.get("group")), &p, errs);
+    enum_strings(
+        &p.child("scope"),
+        st(spec.get("scope")),
+        &["Cluster", "Namespaced"],
+        errs,
+    );
 
-    let group = st(spec.get("group"));
+    let preserve_unknown = spec
+        .get("preserveUnknownFields")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let has_defaults = view
+        .all_schemas()
+        .iter()
+        .any(|s| schema_has(s, &|m| m.get("default").is_some_and(|d| !d.is_null())));
+    let require_structural =
+        opts.require_structural || !preserve_unknown || has_defaults || uses_extensions(view);
+    if view.top_schema().is_none() {
+        validate_schemas_present(view, opts, preserve_unknown, &p, errs);
+    }
+    if has_defaults && preserve_unknown {
+        errs.push(FieldError::invalid(
+            p.child("preserveUnknownFields").as_str(),
+            &Value::Bool(true),
+            "must be false in order to use defaults in the schema",
+        ));
+    }
+    validate_versions(view, opts, require_structural, &p, errs);
+    let names_path = p.child("names");
+    for k in ["plural", "singular", "kind", "listKind"] {
+        if st(at(spec, &["names", k])).is_empty() {
+            errs.push(FieldError::required(names_path.child(k).as_str(), ""));
+        }
+    }
+    static EMPTY_NAMES: Value = Value::Null;
+    validate_names(spec.get("names").unwrap_or(&EMPTY_NAMES), &names_path, errs);
+    validate_version_parts(view, opts, require_structural, &p, errs);
+    let strategy = st(at(spec, &["conversion", "strategy"]));
+    if !strategy.is_empty() && strategy != "None" && preserve_unknown {
+        errs.push(FieldError::invalid_str(
+            p.child("conversion").child("strategy").as_str(),
+            strategy,
+            "must be None if spec.preserveUnknownFields is true",
+        ));
+    }
+    if let Some(conv) = spec.get("conversion").filter(|c| !c.is_null()) {
+        validate_conversion(
+            conv,
+            opts.require_recognized_conversion_review_version,
+            &p.child("conversion"),
+            errs,
+        );
+    }
+}
+
+/// `spec.group`: a DNS subdomain with at least one dot.
+fn validate_group(group: &str, p: &Path, errs: &mut Vec<FieldError>) {
     if group.is_empty() {
         errs.push(FieldError::required(p.child("group").as_str(), ""));
     } else {
@@ -415,23 +475,12 @@ fn validate_spec(view: &View<'_>, opts: &Options, errs: &mut Vec<FieldError>) {
             ));
         }
     }
+}
 
-    enum_strings(
-        &p.child("scope"),
-        st(spec.get("scope")),
-        &["Cluster", "Namespaced"],
-        errs,
-    );
-
-    let preserve_unknown = spec
-        .get("preserveUnknownFields")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let schemas = view.all_schemas();
-    let has_defaults = schemas
-        .iter()
-        .any(|s| schema_has(s, &|m| m.get("default").is_some_and(|d| !d.is_null())));
-    let has_extensions = schemas.iter().any(|s| {
+/// Whether any schema uses a Kubernetes extension (`x-kubernetes-*`),
+/// which requires structural schemas.
+fn uses_extensions(view: &View<'_>) -> bool {
+    view.all_schemas().iter().any(|s| {
         schema_has(s, &|m| {
             m.get("x-kubernetes-embedded-resource")
                 .and_then(Value::as_bool)
@@ -446,44 +495,53 @@ fn validate_spec(view: &View<'_>, opts: &Options, errs: &mut Vec<FieldError>) {
                     .and_then(Value::as_array)
                     .is_some_and(|a| !a.is_empty())
         })
-    });
-    let require_structural =
-        opts.require_structural || !preserve_unknown || has_defaults || has_extensions;
+    })
+}
 
-    if view.top_schema().is_none() {
-        for (i, v) in view.versions.iter().enumerate() {
-            let has_schema = v
-                .get("schema")
-                .and_then(|s| s.get("openAPIV3Schema"))
-                .is_some_and(|s| !s.is_null());
-            let sp = p
-                .child("versions")
-                .index(i)
-                .child("schema")
-                .child("openAPIV3Schema");
-            if opts.require_open_api_schema {
-                if !has_schema {
-                    errs.push(FieldError::required(sp.as_str(), ""));
-                }
-            } else if !preserve_unknown
-                && v.get("served").and_then(Value::as_bool) == Some(true)
-                && !has_schema
-            {
-                errs.push(FieldError::required(
-                    sp.as_str(),
-                    "because otherwise all fields are pruned",
-                ));
+/// With no top-level schema, each version's schema is required (or, for
+/// a served version, needed since otherwise every field is pruned).
+fn validate_schemas_present(
+    view: &View<'_>,
+    opts: &Options,
+    preserve_unknown: bool,
+    p: &Path,
+    errs: &mut Vec<FieldError>,
+) {
+    for (i, v) in view.versions.iter().enumerate() {
+        let has_schema = v
+            .get("schema")
+            .and_then(|s| s.get("openAPIV3Schema"))
+            .is_some_and(|s| !s.is_null());
+        let sp = p
+            .child("versions")
+            .index(i)
+            .child("schema")
+            .child("openAPIV3Schema");
+        if opts.require_open_api_schema {
+            if !has_schema {
+                errs.push(FieldError::required(sp.as_str(), ""));
             }
+        } else if !preserve_unknown
+            && v.get("served").and_then(Value::as_bool) == Some(true)
+            && !has_schema
+        {
+            errs.push(FieldError::required(
+                sp.as_str(),
+                "because otherwise all fields are pruned",
+            ));
         }
     }
-    if has_defaults && preserve_unknown {
-        errs.push(FieldError::invalid(
-            p.child("preserveUnknownFields").as_str(),
-            &Value::Bool(true),
-            "must be false in order to use defaults in the schema",
-        ));
-    }
+}
 
+/// `spec.versions`: names unique DNS labels, exactly one storage version,
+/// each version valid; the internal `spec.version` a DNS label.
+fn validate_versions(
+    view: &View<'_>,
+    opts: &Options,
+    require_structural: bool,
+    p: &Path,
+    errs: &mut Vec<FieldError>,
+) {
     let mut storage = 0;
     let mut seen = std::collections::HashSet::new();
     let mut unique = true;
@@ -534,16 +592,17 @@ fn validate_spec(view: &View<'_>, opts: &Options, errs: &mut Vec<FieldError>) {
             }
         }
     }
+}
 
-    let names_path = p.child("names");
-    for k in ["plural", "singular", "kind", "listKind"] {
-        if st(at(spec, &["names", k])).is_empty() {
-            errs.push(FieldError::required(names_path.child(k).as_str(), ""));
-        }
-    }
-    static EMPTY_NAMES: Value = Value::Null;
-    validate_names(spec.get("names").unwrap_or(&EMPTY_NAMES), &names_path, errs);
-
+/// The top-level validation, subresources, printer columns and selectable
+/// fields.
+fn validate_version_parts(
+    view: &View<'_>,
+    opts: &Options,
+    require_structural: bool,
+    p: &Path,
+    errs: &mut Vec<FieldError>,
+) {
     let any_status = view.versions.iter().any(|v| {
         view.version_subresources(v)
             .and_then(|s| s.get("status"))
@@ -576,23 +635,6 @@ fn validate_spec(view: &View<'_>, opts: &Options, errs: &mut Vec<FieldError>) {
                 validate_selectable_fields(sel, schema, &p.child("selectableFields"), errs)
             }
         }
-    }
-
-    let strategy = st(at(spec, &["conversion", "strategy"]));
-    if !strategy.is_empty() && strategy != "None" && preserve_unknown {
-        errs.push(FieldError::invalid_str(
-            p.child("conversion").child("strategy").as_str(),
-            strategy,
-            "must be None if spec.preserveUnknownFields is true",
-        ));
-    }
-    if let Some(conv) = spec.get("conversion").filter(|c| !c.is_null()) {
-        validate_conversion(
-            conv,
-            opts.require_recognized_conversion_review_version,
-            &p.child("conversion"),
-            errs,
-        );
     }
 }
 

@@ -31,7 +31,9 @@ pub(crate) fn create(
 }
 
 /// Creates an object posted to a collection in namespace `url_ns`,
-/// through `admission`.
+/// through `admission`: checks and places it, mutating admission, the
+/// server-set metadata, defaults and validation, validating admission,
+/// then the store.
 pub(crate) fn create_admitted(
     shared: &Shared,
     def: &ResourceDef,
@@ -47,24 +49,88 @@ pub(crate) fn create_admitted(
     if webhook_conversion(def).is_some() {
         obj = with_api_version(obj, &def.api_version(&opts.version));
     }
-    if let Some(custom) = def.custom() {
-        let crd = ResKey::new("apiextensions.k8s.io", "customresourcedefinitions");
-        let terminating = shared
-            .storage
-            .lock()
-            .get(&crd, &(String::new(), custom.crd_name.clone()))
-            .is_some_and(|c| c.deleting());
-        if terminating {
-            return Err(ApiError::new(
-                405,
-                "MethodNotAllowed",
-                "create not allowed while custom resource definition is terminating",
-            ));
+    refuse_while_crd_terminating(shared, def)?;
+    let now = util::now();
+    place(def, url_ns, &mut obj, opts)?;
+    // The NamespaceLifecycle admission plugin runs before validation.
+    if let Some(ns) = url_ns.filter(|_| def.namespaced) {
+        namespace_gate(shared, def, ns)?;
+    }
+    let options = write_options(Operation::Create, opts);
+    let namespace = util::meta_str(&obj, "namespace").unwrap_or("").to_owned();
+    let sent_name = util::meta_str(&obj, "name").unwrap_or("").to_owned();
+    let attrs = Attributes {
+        def,
+        operation: Operation::Create,
+        subresource: None,
+        version: &opts.version,
+        namespace: &namespace,
+        name: &sent_name,
+        dry_run: opts.dry_run,
+        options: &options,
+        sub_kind: None,
+    };
+    admission.mutate(&attrs, Some(&mut obj), None)?;
+    let naming = server_metadata(def, &mut obj, &now)?;
+    if def.status {
+        if let Some(map) = obj.as_object_mut() {
+            map.remove("status");
         }
     }
-    let now = util::now();
-    let meta = util::meta_mut(&mut obj)
-        .ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
+    defaults::on_create(def, &mut obj, &shared.next_cluster_ip);
+    crate::admission::tolerations::admit(shared, def, &mut obj);
+    let warnings = validate(def, &mut obj, None, opts)?;
+    if !opts.apply {
+        engines::track_managed_fields(def, None, &mut obj, &opts.manager, opts.sub.name(), &now);
+    }
+    let name = util::meta_str(&obj, "name").unwrap_or("").to_owned();
+    let attrs = Attributes {
+        name: &name,
+        ..attrs
+    };
+    admission.validate(&attrs, Some(&obj), None)?;
+    let obj = admission.convert(def, obj, &storage_api_version)?;
+    let obj = def.to_storage(obj);
+    if opts.dry_run {
+        return Ok(Written {
+            obj: Arc::new(StoredObject::encode(obj, 0)),
+            warnings,
+        });
+    }
+    store(shared, def, obj, &naming, warnings)
+}
+
+/// A custom resource is not created while its CRD is being deleted.
+fn refuse_while_crd_terminating(shared: &Shared, def: &ResourceDef) -> Result<(), ApiError> {
+    let Some(custom) = def.custom() else {
+        return Ok(());
+    };
+    let crd = ResKey::new("apiextensions.k8s.io", "customresourcedefinitions");
+    let terminating = shared
+        .storage
+        .lock()
+        .get(&crd, &(String::new(), custom.crd_name.clone()))
+        .is_some_and(|c| c.deleting());
+    if terminating {
+        return Err(ApiError::new(
+            405,
+            "MethodNotAllowed",
+            "create not allowed while custom resource definition is terminating",
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a set resourceVersion and places the object in the request's
+/// namespace (a cluster-scoped object has none).
+fn place(
+    def: &ResourceDef,
+    url_ns: Option<&str>,
+    obj: &mut Value,
+    opts: &WriteOpts,
+) -> Result<(), ApiError> {
+    let meta =
+        util::meta_mut(obj).ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
     // etcd3's store refuses a version its versioner reads as a number
     // above zero (`strconv.ParseUint`: digits only); "0", "abc" or "-1"
     // are overwritten. A dry run never reaches it.
@@ -96,27 +162,23 @@ pub(crate) fn create_admitted(
             meta.remove("namespace");
         }
     }
-    // The NamespaceLifecycle admission plugin runs before validation.
-    if let Some(ns) = url_ns.filter(|_| def.namespaced) {
-        namespace_gate(shared, def, ns)?;
-    }
-    let options = write_options(Operation::Create, opts);
-    let namespace = util::meta_str(&obj, "namespace").unwrap_or("").to_owned();
-    let sent_name = util::meta_str(&obj, "name").unwrap_or("").to_owned();
-    let attrs = Attributes {
-        def,
-        operation: Operation::Create,
-        subresource: None,
-        version: &opts.version,
-        namespace: &namespace,
-        name: &sent_name,
-        dry_run: opts.dry_run,
-        options: &options,
-        sub_kind: None,
-    };
-    admission.mutate(&attrs, Some(&mut obj), None)?;
-    let meta = util::meta_mut(&mut obj)
-        .ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
+    Ok(())
+}
+
+/// How a created object got its name.
+struct Naming {
+    /// Its `generateName`, if it has one.
+    generate: Option<String>,
+    /// Whether the request named it.
+    explicit: bool,
+}
+
+/// Sets the metadata the server owns: the name (generated when only
+/// `generateName` is given), uid, creation time and generation, dropping
+/// what a client may not set.
+fn server_metadata(def: &ResourceDef, obj: &mut Value, now: &str) -> Result<Naming, ApiError> {
+    let meta =
+        util::meta_mut(obj).ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
     let generate = meta
         .get("generateName")
         .and_then(Value::as_str)
@@ -157,34 +219,20 @@ pub(crate) fn create_admitted(
     } else {
         meta.remove("generation");
     }
-    if def.status {
-        if let Some(map) = obj.as_object_mut() {
-            map.remove("status");
-        }
-    }
-    defaults::on_create(def, &mut obj, &shared.next_cluster_ip);
-    crate::admission::tolerations::admit(shared, def, &mut obj);
-    let warnings = validate(def, &mut obj, None, opts)?;
-    if !opts.apply {
-        engines::track_managed_fields(def, None, &mut obj, &opts.manager, opts.sub.name(), &now);
-    }
-    let name = util::meta_str(&obj, "name").unwrap_or("").to_owned();
-    let attrs = Attributes {
-        name: &name,
-        ..attrs
-    };
-    admission.validate(&attrs, Some(&obj), None)?;
-    let obj = admission.convert(def, obj, &storage_api_version)?;
-    let mut obj = def.to_storage(obj);
+    Ok(Naming { generate, explicit })
+}
+
+/// Stores the object, retrying a `generateName` clash with a new suffix
+/// (store.go), then runs the write hooks.
+fn store(
+    shared: &Shared,
+    def: &ResourceDef,
+    mut obj: Value,
+    naming: &Naming,
+    warnings: Vec<String>,
+) -> Result<Written, ApiError> {
     let ns = util::meta_str(&obj, "namespace").unwrap_or("").to_owned();
-    if opts.dry_run {
-        return Ok(Written {
-            obj: Arc::new(StoredObject::encode(obj, 0)),
-            warnings,
-        });
-    }
     let res = def.key();
-    // generateName clashes are retried with a new suffix (store.go).
     let mut attempts = 0;
     loop {
         attempts += 1;
@@ -201,8 +249,8 @@ pub(crate) fn create_admitted(
                     warnings,
                 });
             }
-            Err(StoreError::AlreadyExists) if !explicit && attempts < 8 => {
-                if let (Some(prefix), Some(meta)) = (&generate, util::meta_mut(&mut obj)) {
+            Err(StoreError::AlreadyExists) if !naming.explicit && attempts < 8 => {
+                if let (Some(prefix), Some(meta)) = (&naming.generate, util::meta_mut(&mut obj)) {
                     meta.insert("name".into(), json!(util::generate_name(prefix)));
                 }
             }

@@ -17,7 +17,7 @@ use crate::admission::attributes::{Admission, Attributes, NoAdmission, Operation
 use crate::machinery::status::{ApiError, Details};
 use crate::registry::conversion::webhook_conversion;
 use crate::registry::state::Shared;
-use crate::registry::ResourceDef;
+use crate::registry::{ResKey, ResourceDef};
 use crate::storage::{ObjKey, StoreError, StoredObject};
 use crate::{machinery::util, registry::defaults};
 
@@ -92,7 +92,10 @@ pub(crate) fn delete(
     delete_admitted(shared, def, key, opts, &def.storage_version, &NoAdmission)
 }
 
-/// [`delete`] through `admission`, for a request made at `version`.
+/// [`delete`] through `admission`, for a request made at `version`: the
+/// immortal namespaces refused, then until no write conflicts: the
+/// preconditions, admission, and graceful marking, a mark while
+/// finalizers hold the object, or removal.
 pub(crate) fn delete_admitted(
     shared: &Shared,
     def: &ResourceDef,
@@ -114,7 +117,13 @@ pub(crate) fn delete_admitted(
             ..Details::default()
         }));
     }
-    let res = def.key();
+    let deletion = Deletion {
+        shared,
+        def,
+        key,
+        res: def.key(),
+        opts,
+    };
     let options = opts.to_options();
     let attrs = Attributes {
         def,
@@ -132,31 +141,9 @@ pub(crate) fn delete_admitted(
         let old = shared
             .storage
             .lock()
-            .get(&res, key)
+            .get(&deletion.res, key)
             .ok_or_else(|| ApiError::not_found(&def.plural, &def.group, &key.1))?;
-        if let Some(uid) = &opts.uid {
-            if uid != old.uid() {
-                return Err(ApiError::conflict_msg(
-                    &def.plural,
-                    &def.group,
-                    &key.1,
-                    &format!(
-                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                        old.uid()
-                    ),
-                ));
-            }
-        }
-        if let Some(rv) = opts.rv {
-            if rv != old.rv {
-                return Err(ApiError::conflict_msg(
-                    &def.plural,
-                    &def.group,
-                    &key.1,
-                    &format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}", old.rv),
-                ));
-            }
-        }
+        deletion.check_preconditions(&old)?;
         // `oldObject` is the stored object as the client's version shows it.
         // Parsed for this deletion only: the stored version keeps its bytes.
         let old_value = old.to_value();
@@ -170,10 +157,64 @@ pub(crate) fn delete_admitted(
         }
         admission.mutate(&attrs, None, Some(&shown))?;
         admission.validate(&attrs, None, Some(&shown))?;
-        let mut fins = util::finalizers(&old_value);
+        if let Some(done) = deletion.attempt(&old, &old_value)? {
+            return Ok(done);
+        }
+    }
+}
+
+/// One delete request against one object.
+struct Deletion<'a> {
+    shared: &'a Shared,
+    def: &'a ResourceDef,
+    key: &'a ObjKey,
+    res: ResKey,
+    opts: &'a DeleteOpts,
+}
+
+impl Deletion<'_> {
+    /// The request's uid and resourceVersion preconditions against `old`.
+    fn check_preconditions(&self, old: &StoredObject) -> Result<(), ApiError> {
+        let (def, key) = (self.def, self.key);
+        if let Some(uid) = &self.opts.uid {
+            if uid != old.uid() {
+                return Err(ApiError::conflict_msg(
+                    &def.plural,
+                    &def.group,
+                    &key.1,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        old.uid()
+                    ),
+                ));
+            }
+        }
+        if let Some(rv) = self.opts.rv {
+            if rv != old.rv {
+                return Err(ApiError::conflict_msg(
+                    &def.plural,
+                    &def.group,
+                    &key.1,
+                    &format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}", old.rv),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes the admitted `old`: marks it for a graceful deletion, marks
+    /// it while finalizers (or a namespace's spec finalizers) hold it, or
+    /// removes it. `None` when a write conflicted and the delete is tried
+    /// again.
+    fn attempt(
+        &self,
+        old: &Arc<StoredObject>,
+        old_value: &Value,
+    ) -> Result<Option<Deleted>, ApiError> {
+        let opts = self.opts;
         let deleting = old.deleting();
-        match graceful::check(shared, def, &old_value, opts.grace_period) {
-            Graceful::Pending => return Ok(Deleted::Pending(old)),
+        match graceful::check(self.shared, self.def, old_value, opts.grace_period) {
+            Graceful::Pending => return Ok(Some(Deleted::Pending(old.clone()))),
             Graceful::Mark(period) => {
                 let mut next = old_value.clone();
                 if let Some(meta) = util::meta_mut(&mut next) {
@@ -184,105 +225,133 @@ pub(crate) fn delete_admitted(
                     meta.insert("deletionGracePeriodSeconds".into(), json!(period));
                 }
                 if opts.dry_run {
-                    return Ok(Deleted::Pending(Arc::new(StoredObject::encode(
+                    return Ok(Some(Deleted::Pending(Arc::new(StoredObject::encode(
                         next, old.rv,
-                    ))));
+                    )))));
                 }
-                let r = shared.storage.lock().update(&res, key, next, Some(old.rv));
-                match r {
-                    Ok(stored) => {
-                        after_write(shared, def, Some(&old), &stored);
-                        return Ok(Deleted::Pending(stored));
-                    }
-                    Err(StoreError::Conflict) => continue,
-                    Err(e) => return Err(store_error(def, &key.1, e)),
-                }
+                return self.update(old, next);
             }
             Graceful::No => {}
         }
-        match opts.propagation {
-            Some(Propagation::Orphan) => {
-                fins.retain(|f| f != "foregroundDeletion");
-                if !fins.iter().any(|f| f == "orphan") {
-                    fins.push("orphan".into());
-                }
-            }
-            Some(Propagation::Foreground) => {
-                fins.retain(|f| f != "orphan");
-                if !fins.iter().any(|f| f == "foregroundDeletion") {
-                    fins.push("foregroundDeletion".into());
-                }
-            }
-            Some(Propagation::Background) if deleting => {
-                fins.retain(|f| f != "orphan" && f != "foregroundDeletion");
-            }
-            _ => {}
-        }
-        let ns_pending = namespace_spec_finalizers(def, &old_value);
+        let mut fins = util::finalizers(old_value);
+        propagate(&mut fins, opts.propagation, deleting);
+        let ns_pending = namespace_spec_finalizers(self.def, old_value);
         if deleting || !fins.is_empty() || ns_pending {
-            let mut next = old_value.clone();
-            let before = util::finalizers(&old_value);
-            if let Some(meta) = util::meta_mut(&mut next) {
-                if !deleting {
-                    meta.insert("deletionTimestamp".into(), json!(util::now()));
-                    meta.insert("deletionGracePeriodSeconds".into(), json!(0));
-                    if let Some(g) = meta.get("generation").and_then(Value::as_i64) {
-                        meta.insert("generation".into(), json!(g + 1));
-                    }
-                }
-                if fins.is_empty() {
-                    meta.remove("finalizers");
-                } else {
-                    meta.insert("finalizers".into(), json!(fins));
-                }
-            }
-            if ns_pending {
-                if let Some(status) = defaults::ensure_object(&mut next, &["status"]) {
-                    status.insert("phase".into(), json!("Terminating"));
-                }
-            }
-            // A pod whose graceful deletion is cut short (grace period 0)
-            // and that no finalizer holds goes now.
-            if deleting && before == fins && (ns_pending || !fins.is_empty()) {
-                return Ok(Deleted::Pending(old));
-            }
-            if opts.dry_run {
-                return Ok(Deleted::Pending(Arc::new(StoredObject::encode(
-                    next, old.rv,
-                ))));
-            }
-            if deleting && fins.is_empty() && !ns_pending {
-                let r = shared.storage.lock().delete(&res, key, Some(old.rv), None);
-                match r {
-                    Ok(gone) => {
-                        after_delete(shared, def, &gone);
-                        return Ok(Deleted::Gone(gone));
-                    }
-                    Err(StoreError::Conflict) => continue,
-                    Err(e) => return Err(store_error(def, &key.1, e)),
-                }
-            }
-            let r = shared.storage.lock().update(&res, key, next, Some(old.rv));
-            match r {
-                Ok(stored) => {
-                    after_write(shared, def, Some(&old), &stored);
-                    return Ok(Deleted::Pending(stored));
-                }
-                Err(StoreError::Conflict) => continue,
-                Err(e) => return Err(store_error(def, &key.1, e)),
-            }
+            return self.hold(old, old_value, &fins, ns_pending);
         }
         if opts.dry_run {
-            return Ok(Deleted::Gone(old));
+            return Ok(Some(Deleted::Gone(old.clone())));
         }
-        let r = shared.storage.lock().delete(&res, key, Some(old.rv), None);
-        match r {
-            Ok(gone) => {
-                after_delete(shared, def, &gone);
-                return Ok(Deleted::Gone(gone));
+        self.remove(old)
+    }
+
+    /// Marks `old` deleted with finalizers `fins` (a namespace also
+    /// `Terminating`), or removes it if it was already being deleted and
+    /// nothing holds it any more.
+    fn hold(
+        &self,
+        old: &Arc<StoredObject>,
+        old_value: &Value,
+        fins: &[String],
+        ns_pending: bool,
+    ) -> Result<Option<Deleted>, ApiError> {
+        let deleting = old.deleting();
+        let mut next = old_value.clone();
+        let before = util::finalizers(old_value);
+        if let Some(meta) = util::meta_mut(&mut next) {
+            if !deleting {
+                meta.insert("deletionTimestamp".into(), json!(util::now()));
+                meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+                if let Some(g) = meta.get("generation").and_then(Value::as_i64) {
+                    meta.insert("generation".into(), json!(g + 1));
+                }
             }
-            Err(StoreError::Conflict) => continue,
-            Err(e) => return Err(store_error(def, &key.1, e)),
+            if fins.is_empty() {
+                meta.remove("finalizers");
+            } else {
+                meta.insert("finalizers".into(), json!(fins));
+            }
         }
+        if ns_pending {
+            if let Some(status) = defaults::ensure_object(&mut next, &["status"]) {
+                status.insert("phase".into(), json!("Terminating"));
+            }
+        }
+        // A pod whose graceful deletion is cut short (grace period 0)
+        // and that no finalizer holds goes now.
+        if deleting && before == fins && (ns_pending || !fins.is_empty()) {
+            return Ok(Some(Deleted::Pending(old.clone())));
+        }
+        if self.opts.dry_run {
+            return Ok(Some(Deleted::Pending(Arc::new(StoredObject::encode(
+                next, old.rv,
+            )))));
+        }
+        if deleting && fins.is_empty() && !ns_pending {
+            return self.remove(old);
+        }
+        self.update(old, next)
+    }
+
+    /// Writes `next` over `old`: the object stays, marked.
+    fn update(&self, old: &Arc<StoredObject>, next: Value) -> Result<Option<Deleted>, ApiError> {
+        let r = self
+            .shared
+            .storage
+            .lock()
+            .update(&self.res, self.key, next, Some(old.rv));
+        Ok(self.retried(r)?.map(|stored| {
+            after_write(self.shared, self.def, Some(old), &stored);
+            Deleted::Pending(stored)
+        }))
+    }
+
+    /// Removes `old` from the store.
+    fn remove(&self, old: &StoredObject) -> Result<Option<Deleted>, ApiError> {
+        let r = self
+            .shared
+            .storage
+            .lock()
+            .delete(&self.res, self.key, Some(old.rv), None);
+        Ok(self.retried(r)?.map(|gone| {
+            after_delete(self.shared, self.def, &gone);
+            Deleted::Gone(gone)
+        }))
+    }
+
+    /// A store write's result: `None` on a conflict, to try again.
+    fn retried(
+        &self,
+        r: Result<Arc<StoredObject>, StoreError>,
+    ) -> Result<Option<Arc<StoredObject>>, ApiError> {
+        match r {
+            Ok(stored) => Ok(Some(stored)),
+            Err(StoreError::Conflict) => Ok(None),
+            Err(e) => Err(store_error(self.def, &self.key.1, e)),
+        }
+    }
+}
+
+/// The finalizers a propagation policy adds (`orphan`,
+/// `foregroundDeletion`) or, for a background delete of an object already
+/// being deleted, removes.
+fn propagate(fins: &mut Vec<String>, propagation: Option<Propagation>, deleting: bool) {
+    match propagation {
+        Some(Propagation::Orphan) => {
+            fins.retain(|f| f != "foregroundDeletion");
+            if !fins.iter().any(|f| f == "orphan") {
+                fins.push("orphan".into());
+            }
+        }
+        Some(Propagation::Foreground) => {
+            fins.retain(|f| f != "orphan");
+            if !fins.iter().any(|f| f == "foregroundDeletion") {
+                fins.push("foregroundDeletion".into());
+            }
+        }
+        Some(Propagation::Background) if deleting => {
+            fins.retain(|f| f != "orphan" && f != "foregroundDeletion");
+        }
+        _ => {}
     }
 }

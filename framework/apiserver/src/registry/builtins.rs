@@ -365,43 +365,321 @@ builtin!(
     Printer::Webhook
 );
 
-fn replicas_scale() -> Option<ScalePaths> {
-    Some(ScalePaths {
-        spec_replicas: ".spec.replicas".into(),
-        status_replicas: ".status.replicas".into(),
-        label_selector: None,
-    })
+/// One built-in resource as discovery lists it: a row of [`RESOURCES`].
+struct Resource {
+    group: &'static str,
+    plural: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    verbs: &'static [&'static str],
+    short_names: &'static [&'static str],
+    categories: &'static [&'static str],
+    /// Serves a `status` subresource.
+    status: bool,
+    /// Serves a `scale` subresource over `.spec.replicas`/`.status.replicas`.
+    scale: bool,
+    extra_subresources: &'static [ExtraSubresource],
+    behavior: &'static Builtin,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn def(
-    group: &str,
-    plural: &str,
-    kind: &str,
-    namespaced: bool,
-    verbs: &[&'static str],
-    short: &[&str],
-    categories: &[&str],
-    status: bool,
+/// A namespaced resource with every verb, no short names, categories or
+/// subresources: the common case each row of [`RESOURCES`] starts from.
+const fn resource(
+    group: &'static str,
+    plural: &'static str,
+    kind: &'static str,
     behavior: &'static Builtin,
-) -> ResourceDef {
-    let singular = kind.to_ascii_lowercase();
-    ResourceDef {
-        group: group.into(),
-        versions: vec!["v1".into()],
-        storage_version: "v1".into(),
-        plural: plural.into(),
-        singular,
-        kind: kind.into(),
-        list_kind: format!("{kind}List"),
-        namespaced,
-        verbs: verbs.to_vec(),
-        short_names: short.iter().map(|s| (*s).to_owned()).collect(),
-        categories: categories.iter().map(|s| (*s).to_owned()).collect(),
-        status,
-        scale: None,
-        extra_subresources: Vec::new(),
-        behavior: Behavior::Builtin(behavior),
+) -> Resource {
+    Resource {
+        group,
+        plural,
+        kind,
+        namespaced: true,
+        verbs: ALL_VERBS,
+        short_names: &[],
+        categories: &[],
+        status: false,
+        scale: false,
+        extra_subresources: &[],
+        behavior,
+    }
+}
+
+const ALL: &[&str] = &["all"];
+const EXT: &[&str] = &["api-extensions"];
+
+const FINALIZE: ExtraSubresource = ExtraSubresource {
+    name: "finalize",
+    verbs: &["update"],
+    kind: None,
+};
+const BINDING: ExtraSubresource = ExtraSubresource {
+    name: "binding",
+    verbs: &["create"],
+    kind: Some(("", "v1", "Binding")),
+};
+const EVICTION: ExtraSubresource = ExtraSubresource {
+    name: "eviction",
+    verbs: &["create"],
+    kind: Some(("policy", "v1", "Eviction")),
+};
+const TOKEN: ExtraSubresource = ExtraSubresource {
+    name: "token",
+    verbs: &["create"],
+    kind: Some(("authentication.k8s.io", "v1", "TokenRequest")),
+};
+
+const RBAC: &str = "rbac.authorization.k8s.io";
+const ADMISSION: &str = "admissionregistration.k8s.io";
+const AUTHZ: &str = "authorization.k8s.io";
+
+/// Every built-in resource, in discovery order (groups as kube-apiserver
+/// orders them).
+static RESOURCES: &[Resource] = &[
+    Resource {
+        short_names: &["cm"],
+        ..resource("", "configmaps", "ConfigMap", &CONFIGMAP)
+    },
+    Resource {
+        short_names: &["ev"],
+        ..resource("", "events", "Event", &CORE_EVENT)
+    },
+    Resource {
+        namespaced: false,
+        verbs: NS_VERBS,
+        short_names: &["ns"],
+        status: true,
+        extra_subresources: &[FINALIZE],
+        ..resource("", "namespaces", "Namespace", &NAMESPACE)
+    },
+    Resource {
+        namespaced: false,
+        short_names: &["no"],
+        status: true,
+        ..resource("", "nodes", "Node", &NODE)
+    },
+    Resource {
+        short_names: &["po"],
+        categories: ALL,
+        status: true,
+        extra_subresources: &[BINDING, EVICTION],
+        ..resource("", "pods", "Pod", &POD)
+    },
+    resource("", "secrets", "Secret", &SECRET),
+    Resource {
+        short_names: &["sa"],
+        extra_subresources: &[TOKEN],
+        ..resource("", "serviceaccounts", "ServiceAccount", &SERVICEACCOUNT)
+    },
+    Resource {
+        short_names: &["svc"],
+        categories: ALL,
+        status: true,
+        ..resource("", "services", "Service", &SERVICE)
+    },
+    Resource {
+        short_names: &["ds"],
+        categories: ALL,
+        status: true,
+        ..resource("apps", "daemonsets", "DaemonSet", &DAEMONSET)
+    },
+    resource(
+        "apps",
+        "controllerrevisions",
+        "ControllerRevision",
+        &CONTROLLERREVISION,
+    ),
+    Resource {
+        short_names: &["deploy"],
+        categories: ALL,
+        status: true,
+        scale: true,
+        ..resource("apps", "deployments", "Deployment", &DEPLOYMENT)
+    },
+    Resource {
+        short_names: &["rs"],
+        categories: ALL,
+        status: true,
+        scale: true,
+        ..resource("apps", "replicasets", "ReplicaSet", &REPLICASET)
+    },
+    Resource {
+        short_names: &["sts"],
+        categories: ALL,
+        status: true,
+        scale: true,
+        ..resource("apps", "statefulsets", "StatefulSet", &STATEFULSET)
+    },
+    Resource {
+        short_names: &["ev"],
+        ..resource("events.k8s.io", "events", "Event", &EVENTS_EVENT)
+    },
+    Resource {
+        short_names: &["cj"],
+        categories: ALL,
+        status: true,
+        ..resource("batch", "cronjobs", "CronJob", &CRONJOB)
+    },
+    Resource {
+        categories: ALL,
+        status: true,
+        ..resource("batch", "jobs", "Job", &JOB)
+    },
+    Resource {
+        short_names: &["pdb"],
+        status: true,
+        ..resource(
+            "policy",
+            "poddisruptionbudgets",
+            "PodDisruptionBudget",
+            &PDB,
+        )
+    },
+    Resource {
+        namespaced: false,
+        ..resource(
+            RBAC,
+            "clusterrolebindings",
+            "ClusterRoleBinding",
+            &CLUSTERROLEBINDING,
+        )
+    },
+    Resource {
+        namespaced: false,
+        ..resource(RBAC, "clusterroles", "ClusterRole", &CLUSTERROLE)
+    },
+    resource(RBAC, "rolebindings", "RoleBinding", &ROLEBINDING),
+    resource(RBAC, "roles", "Role", &ROLE),
+    Resource {
+        namespaced: false,
+        categories: EXT,
+        ..resource(
+            ADMISSION,
+            "mutatingwebhookconfigurations",
+            "MutatingWebhookConfiguration",
+            &MWC,
+        )
+    },
+    Resource {
+        namespaced: false,
+        categories: EXT,
+        ..resource(
+            ADMISSION,
+            "validatingwebhookconfigurations",
+            "ValidatingWebhookConfiguration",
+            &VWC,
+        )
+    },
+    Resource {
+        namespaced: false,
+        categories: EXT,
+        status: true,
+        ..resource(
+            ADMISSION,
+            "validatingadmissionpolicies",
+            "ValidatingAdmissionPolicy",
+            &VAP,
+        )
+    },
+    Resource {
+        namespaced: false,
+        categories: EXT,
+        ..resource(
+            ADMISSION,
+            "validatingadmissionpolicybindings",
+            "ValidatingAdmissionPolicyBinding",
+            &VAP_BINDING,
+        )
+    },
+    Resource {
+        namespaced: false,
+        short_names: &["crd", "crds"],
+        categories: EXT,
+        status: true,
+        ..resource(
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            "CustomResourceDefinition",
+            &CRD,
+        )
+    },
+    // The access reviews: create-only, answered and never stored.
+    Resource {
+        namespaced: false,
+        verbs: CREATE_ONLY,
+        ..resource(
+            "authentication.k8s.io",
+            "selfsubjectreviews",
+            "SelfSubjectReview",
+            &SELF_SUBJECT_REVIEW,
+        )
+    },
+    Resource {
+        verbs: CREATE_ONLY,
+        ..resource(
+            AUTHZ,
+            "localsubjectaccessreviews",
+            "LocalSubjectAccessReview",
+            &LOCAL_SUBJECT_ACCESS_REVIEW,
+        )
+    },
+    Resource {
+        namespaced: false,
+        verbs: CREATE_ONLY,
+        ..resource(
+            AUTHZ,
+            "selfsubjectaccessreviews",
+            "SelfSubjectAccessReview",
+            &SELF_SUBJECT_ACCESS_REVIEW,
+        )
+    },
+    Resource {
+        namespaced: false,
+        verbs: CREATE_ONLY,
+        ..resource(
+            AUTHZ,
+            "selfsubjectrulesreviews",
+            "SelfSubjectRulesReview",
+            &SELF_SUBJECT_RULES_REVIEW,
+        )
+    },
+    Resource {
+        namespaced: false,
+        verbs: CREATE_ONLY,
+        ..resource(
+            AUTHZ,
+            "subjectaccessreviews",
+            "SubjectAccessReview",
+            &SUBJECT_ACCESS_REVIEW,
+        )
+    },
+    resource("coordination.k8s.io", "leases", "Lease", &LEASE),
+];
+
+impl Resource {
+    /// The served definition of this row, at version `v1`.
+    fn def(&self) -> ResourceDef {
+        ResourceDef {
+            group: self.group.into(),
+            versions: vec!["v1".into()],
+            storage_version: "v1".into(),
+            plural: self.plural.into(),
+            singular: self.kind.to_ascii_lowercase(),
+            kind: self.kind.into(),
+            list_kind: format!("{}List", self.kind),
+            namespaced: self.namespaced,
+            verbs: self.verbs.to_vec(),
+            short_names: self.short_names.iter().map(|s| (*s).to_owned()).collect(),
+            categories: self.categories.iter().map(|s| (*s).to_owned()).collect(),
+            status: self.status,
+            scale: self.scale.then(|| ScalePaths {
+                spec_replicas: ".spec.replicas".into(),
+                status_replicas: ".status.replicas".into(),
+                label_selector: None,
+            }),
+            extra_subresources: self.extra_subresources.to_vec(),
+            behavior: Behavior::Builtin(self.behavior),
+        }
     }
 }
 
@@ -417,387 +695,7 @@ pub(crate) fn find(group: &str, version: &str, kind: &str) -> Option<&'static Bu
 /// Every built-in resource, in discovery order (groups as kube-apiserver
 /// orders them).
 pub(crate) fn all() -> Vec<ResourceDef> {
-    let all = &["all"];
-    let ext = &["api-extensions"];
-    let mut namespaces = def(
-        "",
-        "namespaces",
-        "Namespace",
-        false,
-        NS_VERBS,
-        &["ns"],
-        &[],
-        true,
-        &NAMESPACE,
-    );
-    namespaces.extra_subresources = vec![ExtraSubresource {
-        name: "finalize",
-        verbs: &["update"],
-        kind: None,
-    }];
-    let mut deployments = def(
-        "apps",
-        "deployments",
-        "Deployment",
-        true,
-        ALL_VERBS,
-        &["deploy"],
-        all,
-        true,
-        &DEPLOYMENT,
-    );
-    deployments.scale = replicas_scale();
-    let mut replicasets = def(
-        "apps",
-        "replicasets",
-        "ReplicaSet",
-        true,
-        ALL_VERBS,
-        &["rs"],
-        all,
-        true,
-        &REPLICASET,
-    );
-    replicasets.scale = replicas_scale();
-    let mut statefulsets = def(
-        "apps",
-        "statefulsets",
-        "StatefulSet",
-        true,
-        ALL_VERBS,
-        &["sts"],
-        all,
-        true,
-        &STATEFULSET,
-    );
-    statefulsets.scale = replicas_scale();
-    let mut pods = def("", "pods", "Pod", true, ALL_VERBS, &["po"], all, true, &POD);
-    pods.extra_subresources = vec![
-        ExtraSubresource {
-            name: "binding",
-            verbs: &["create"],
-            kind: Some(("", "v1", "Binding")),
-        },
-        ExtraSubresource {
-            name: "eviction",
-            verbs: &["create"],
-            kind: Some(("policy", "v1", "Eviction")),
-        },
-    ];
-    let mut serviceaccounts = def(
-        "",
-        "serviceaccounts",
-        "ServiceAccount",
-        true,
-        ALL_VERBS,
-        &["sa"],
-        &[],
-        false,
-        &SERVICEACCOUNT,
-    );
-    serviceaccounts.extra_subresources = vec![ExtraSubresource {
-        name: "token",
-        verbs: &["create"],
-        kind: Some(("authentication.k8s.io", "v1", "TokenRequest")),
-    }];
-    let nodes = def(
-        "",
-        "nodes",
-        "Node",
-        false,
-        ALL_VERBS,
-        &["no"],
-        &[],
-        true,
-        &NODE,
-    );
-    let mut crd = def(
-        "apiextensions.k8s.io",
-        "customresourcedefinitions",
-        "CustomResourceDefinition",
-        false,
-        ALL_VERBS,
-        &["crd", "crds"],
-        ext,
-        true,
-        &CRD,
-    );
-    crd.singular = "customresourcedefinition".into();
-    vec![
-        def(
-            "",
-            "configmaps",
-            "ConfigMap",
-            true,
-            ALL_VERBS,
-            &["cm"],
-            &[],
-            false,
-            &CONFIGMAP,
-        ),
-        def(
-            "",
-            "events",
-            "Event",
-            true,
-            ALL_VERBS,
-            &["ev"],
-            &[],
-            false,
-            &CORE_EVENT,
-        ),
-        namespaces,
-        nodes,
-        pods,
-        def(
-            "",
-            "secrets",
-            "Secret",
-            true,
-            ALL_VERBS,
-            &[],
-            &[],
-            false,
-            &SECRET,
-        ),
-        serviceaccounts,
-        def(
-            "",
-            "services",
-            "Service",
-            true,
-            ALL_VERBS,
-            &["svc"],
-            all,
-            true,
-            &SERVICE,
-        ),
-        def(
-            "apps",
-            "daemonsets",
-            "DaemonSet",
-            true,
-            ALL_VERBS,
-            &["ds"],
-            all,
-            true,
-            &DAEMONSET,
-        ),
-        def(
-            "apps",
-            "controllerrevisions",
-            "ControllerRevision",
-            true,
-            ALL_VERBS,
-            &[],
-            &[],
-            false,
-            &CONTROLLERREVISION,
-        ),
-        deployments,
-        replicasets,
-        statefulsets,
-        def(
-            "events.k8s.io",
-            "events",
-            "Event",
-            true,
-            ALL_VERBS,
-            &["ev"],
-            &[],
-            false,
-            &EVENTS_EVENT,
-        ),
-        def(
-            "batch",
-            "cronjobs",
-            "CronJob",
-            true,
-            ALL_VERBS,
-            &["cj"],
-            all,
-            true,
-            &CRONJOB,
-        ),
-        def(
-            "batch",
-            "jobs",
-            "Job",
-            true,
-            ALL_VERBS,
-            &[],
-            all,
-            true,
-            &JOB,
-        ),
-        def(
-            "policy",
-            "poddisruptionbudgets",
-            "PodDisruptionBudget",
-            true,
-            ALL_VERBS,
-            &["pdb"],
-            &[],
-            true,
-            &PDB,
-        ),
-        def(
-            "rbac.authorization.k8s.io",
-            "clusterrolebindings",
-            "ClusterRoleBinding",
-            false,
-            ALL_VERBS,
-            &[],
-            &[],
-            false,
-            &CLUSTERROLEBINDING,
-        ),
-        def(
-            "rbac.authorization.k8s.io",
-            "clusterroles",
-            "ClusterRole",
-            false,
-            ALL_VERBS,
-            &[],
-            &[],
-            false,
-            &CLUSTERROLE,
-        ),
-        def(
-            "rbac.authorization.k8s.io",
-            "rolebindings",
-            "RoleBinding",
-            true,
-            ALL_VERBS,
-            &[],
-            &[],
-            false,
-            &ROLEBINDING,
-        ),
-        def(
-            "rbac.authorization.k8s.io",
-            "roles",
-            "Role",
-            true,
-            ALL_VERBS,
-            &[],
-            &[],
-            false,
-            &ROLE,
-        ),
-        def(
-            "admissionregistration.k8s.io",
-            "mutatingwebhookconfigurations",
-            "MutatingWebhookConfiguration",
-            false,
-            ALL_VERBS,
-            &[],
-            ext,
-            false,
-            &MWC,
-        ),
-        def(
-            "admissionregistration.k8s.io",
-            "validatingwebhookconfigurations",
-            "ValidatingWebhookConfiguration",
-            false,
-            ALL_VERBS,
-            &[],
-            ext,
-            false,
-            &VWC,
-        ),
-        def(
-            "admissionregistration.k8s.io",
-            "validatingadmissionpolicies",
-            "ValidatingAdmissionPolicy",
-            false,
-            ALL_VERBS,
-            &[],
-            ext,
-            true,
-            &VAP,
-        ),
-        def(
-            "admissionregistration.k8s.io",
-            "validatingadmissionpolicybindings",
-            "ValidatingAdmissionPolicyBinding",
-            false,
-            ALL_VERBS,
-            &[],
-            ext,
-            false,
-            &VAP_BINDING,
-        ),
-        crd,
-        // The access reviews: create-only, answered and never stored.
-        def(
-            "authentication.k8s.io",
-            "selfsubjectreviews",
-            "SelfSubjectReview",
-            false,
-            CREATE_ONLY,
-            &[],
-            &[],
-            false,
-            &SELF_SUBJECT_REVIEW,
-        ),
-        def(
-            "authorization.k8s.io",
-            "localsubjectaccessreviews",
-            "LocalSubjectAccessReview",
-            true,
-            CREATE_ONLY,
-            &[],
-            &[],
-            false,
-            &LOCAL_SUBJECT_ACCESS_REVIEW,
-        ),
-        def(
-            "authorization.k8s.io",
-            "selfsubjectaccessreviews",
-            "SelfSubjectAccessReview",
-            false,
-            CREATE_ONLY,
-            &[],
-            &[],
-            false,
-            &SELF_SUBJECT_ACCESS_REVIEW,
-        ),
-        def(
-            "authorization.k8s.io",
-            "selfsubjectrulesreviews",
-            "SelfSubjectRulesReview",
-            false,
-            CREATE_ONLY,
-            &[],
-            &[],
-            false,
-            &SELF_SUBJECT_RULES_REVIEW,
-        ),
-        def(
-            "authorization.k8s.io",
-            "subjectaccessreviews",
-            "SubjectAccessReview",
-            false,
-            CREATE_ONLY,
-            &[],
-            &[],
-            false,
-            &SUBJECT_ACCESS_REVIEW,
-        ),
-        def(
-            "coordination.k8s.io",
-            "leases",
-            "Lease",
-            true,
-            ALL_VERBS,
-            &[],
-            &[],
-            false,
-            &LEASE,
-        ),
-    ]
+    RESOURCES.iter().map(Resource::def).collect()
 }
 
 #[cfg(test)]

@@ -66,241 +66,315 @@ fn binding(name: &str, groups: &[&str]) -> Value {
     })
 }
 
+/// One rule of a bootstrap role.
+enum Rule {
+    /// Verbs on resources of API groups.
+    On(
+        &'static [&'static str],
+        &'static [&'static str],
+        &'static [&'static str],
+    ),
+    /// Verbs on non-resource URLs.
+    Urls(&'static [&'static str], &'static [&'static str]),
+}
+
+impl Rule {
+    const fn on(
+        groups: &'static [&'static str],
+        resources: &'static [&'static str],
+        verbs: &'static [&'static str],
+    ) -> Self {
+        Self::On(groups, resources, verbs)
+    }
+
+    fn json(&self) -> Value {
+        match self {
+            Self::On(groups, resources, verbs) => rule(groups, resources, verbs),
+            Self::Urls(u, verbs) => urls(u, verbs),
+        }
+    }
+}
+
+/// What `system:aggregate-to-view` grants (bootstrappolicy's view rules).
+const VIEW: &[Rule] = &[
+    Rule::on(
+        &[""],
+        &[
+            "configmaps",
+            "endpoints",
+            "persistentvolumeclaims",
+            "persistentvolumeclaims/status",
+            "pods",
+            "replicationcontrollers",
+            "replicationcontrollers/scale",
+            "serviceaccounts",
+            "services",
+            "services/status",
+        ],
+        READ,
+    ),
+    Rule::on(
+        &[""],
+        &[
+            "bindings",
+            "events",
+            "limitranges",
+            "namespaces/status",
+            "pods/log",
+            "pods/status",
+            "replicationcontrollers/status",
+            "resourcequotas",
+            "resourcequotas/status",
+        ],
+        READ,
+    ),
+    Rule::on(&[""], &["namespaces"], READ),
+    Rule::on(&["discovery.k8s.io"], &["endpointslices"], READ),
+    Rule::on(
+        &["apps"],
+        &[
+            "controllerrevisions",
+            "daemonsets",
+            "daemonsets/status",
+            "deployments",
+            "deployments/scale",
+            "deployments/status",
+            "replicasets",
+            "replicasets/scale",
+            "replicasets/status",
+            "statefulsets",
+            "statefulsets/scale",
+            "statefulsets/status",
+        ],
+        READ,
+    ),
+    Rule::on(
+        &["autoscaling"],
+        &[
+            "horizontalpodautoscalers",
+            "horizontalpodautoscalers/status",
+        ],
+        READ,
+    ),
+    Rule::on(
+        &["batch"],
+        &["cronjobs", "cronjobs/status", "jobs", "jobs/status"],
+        READ,
+    ),
+    Rule::on(
+        &["policy"],
+        &["poddisruptionbudgets", "poddisruptionbudgets/status"],
+        READ,
+    ),
+    Rule::on(
+        &["networking.k8s.io"],
+        &["ingresses", "ingresses/status", "networkpolicies"],
+        READ,
+    ),
+];
+
+/// What `system:aggregate-to-edit` grants.
+const EDIT: &[Rule] = &[
+    Rule::on(
+        &[""],
+        &[
+            "pods/attach",
+            "pods/exec",
+            "pods/portforward",
+            "pods/proxy",
+            "secrets",
+            "services/proxy",
+        ],
+        READ,
+    ),
+    Rule::on(&[""], &["serviceaccounts"], &["impersonate"]),
+    Rule::on(
+        &[""],
+        &[
+            "pods",
+            "pods/attach",
+            "pods/exec",
+            "pods/portforward",
+            "pods/proxy",
+        ],
+        WRITE,
+    ),
+    Rule::on(&[""], &["pods/eviction"], &["create"]),
+    Rule::on(
+        &[""],
+        &[
+            "configmaps",
+            "events",
+            "persistentvolumeclaims",
+            "replicationcontrollers",
+            "replicationcontrollers/scale",
+            "secrets",
+            "serviceaccounts",
+            "services",
+            "services/proxy",
+        ],
+        WRITE,
+    ),
+    Rule::on(&[""], &["serviceaccounts/token"], &["create"]),
+    Rule::on(
+        &["apps"],
+        &[
+            "daemonsets",
+            "deployments",
+            "deployments/rollback",
+            "deployments/scale",
+            "replicasets",
+            "replicasets/scale",
+            "statefulsets",
+            "statefulsets/scale",
+        ],
+        WRITE,
+    ),
+    Rule::on(&["autoscaling"], &["horizontalpodautoscalers"], WRITE),
+    Rule::on(&["batch"], &["cronjobs", "jobs"], WRITE),
+    Rule::on(&["policy"], &["poddisruptionbudgets"], WRITE),
+    Rule::on(
+        &["networking.k8s.io"],
+        &["ingresses", "networkpolicies"],
+        WRITE,
+    ),
+    Rule::on(
+        &["coordination.k8s.io"],
+        &["leases"],
+        &[
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ],
+    ),
+];
+
+/// What `system:aggregate-to-admin` grants.
+const ADMIN: &[Rule] = &[
+    Rule::on(
+        &["authorization.k8s.io"],
+        &["localsubjectaccessreviews"],
+        &["create"],
+    ),
+    Rule::on(
+        &[GROUP],
+        &["rolebindings", "roles"],
+        &[
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ],
+    ),
+];
+
+/// How a bootstrap ClusterRole gets its rules.
+enum Rules {
+    /// Listed here.
+    Listed(&'static [Rule]),
+    /// Filled by the aggregation controller from the roles labelled
+    /// `rbac.authorization.k8s.io/aggregate-to-<name>`.
+    Aggregated,
+}
+
+/// The bootstrap ClusterRoles, in creation order: name, the role it
+/// aggregates into (its `aggregate-to-<role>` label) and its rules.
+const CLUSTER_ROLES: &[(&str, Option<&str>, Rules)] = &[
+    (
+        "cluster-admin",
+        None,
+        Rules::Listed(&[Rule::on(&["*"], &["*"], &["*"]), Rule::Urls(&["*"], &["*"])]),
+    ),
+    (
+        "system:discovery",
+        None,
+        Rules::Listed(&[Rule::Urls(
+            &[
+                "/api",
+                "/api/*",
+                "/apis",
+                "/apis/*",
+                "/healthz",
+                "/livez",
+                "/openapi",
+                "/openapi/*",
+                "/readyz",
+                "/version",
+                "/version/",
+            ],
+            &["get"],
+        )]),
+    ),
+    (
+        "system:basic-user",
+        None,
+        Rules::Listed(&[
+            Rule::on(
+                &["authorization.k8s.io"],
+                &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+                &["create"],
+            ),
+            Rule::on(
+                &["authentication.k8s.io"],
+                &["selfsubjectreviews"],
+                &["create"],
+            ),
+        ]),
+    ),
+    (
+        "system:public-info-viewer",
+        None,
+        Rules::Listed(&[Rule::Urls(
+            &["/healthz", "/livez", "/readyz", "/version", "/version/"],
+            &["get"],
+        )]),
+    ),
+    ("admin", None, Rules::Aggregated),
+    ("edit", Some("admin"), Rules::Aggregated),
+    ("view", Some("edit"), Rules::Aggregated),
+    (
+        "system:aggregate-to-admin",
+        Some("admin"),
+        Rules::Listed(ADMIN),
+    ),
+    (
+        "system:aggregate-to-edit",
+        Some("edit"),
+        Rules::Listed(EDIT),
+    ),
+    (
+        "system:aggregate-to-view",
+        Some("view"),
+        Rules::Listed(VIEW),
+    ),
+];
+
+/// [`CLUSTER_ROLES`] as objects.
 fn cluster_roles() -> Vec<Value> {
-    let to = |r: &str| json!({format!("rbac.authorization.k8s.io/aggregate-to-{r}"): "true"});
-    let view = json!([
-        rule(
-            &[""],
-            &[
-                "configmaps",
-                "endpoints",
-                "persistentvolumeclaims",
-                "persistentvolumeclaims/status",
-                "pods",
-                "replicationcontrollers",
-                "replicationcontrollers/scale",
-                "serviceaccounts",
-                "services",
-                "services/status"
-            ],
-            READ
-        ),
-        rule(
-            &[""],
-            &[
-                "bindings",
-                "events",
-                "limitranges",
-                "namespaces/status",
-                "pods/log",
-                "pods/status",
-                "replicationcontrollers/status",
-                "resourcequotas",
-                "resourcequotas/status"
-            ],
-            READ
-        ),
-        rule(&[""], &["namespaces"], READ),
-        rule(&["discovery.k8s.io"], &["endpointslices"], READ),
-        rule(
-            &["apps"],
-            &[
-                "controllerrevisions",
-                "daemonsets",
-                "daemonsets/status",
-                "deployments",
-                "deployments/scale",
-                "deployments/status",
-                "replicasets",
-                "replicasets/scale",
-                "replicasets/status",
-                "statefulsets",
-                "statefulsets/scale",
-                "statefulsets/status"
-            ],
-            READ
-        ),
-        rule(
-            &["autoscaling"],
-            &[
-                "horizontalpodautoscalers",
-                "horizontalpodautoscalers/status"
-            ],
-            READ
-        ),
-        rule(
-            &["batch"],
-            &["cronjobs", "cronjobs/status", "jobs", "jobs/status"],
-            READ
-        ),
-        rule(
-            &["policy"],
-            &["poddisruptionbudgets", "poddisruptionbudgets/status"],
-            READ
-        ),
-        rule(
-            &["networking.k8s.io"],
-            &["ingresses", "ingresses/status", "networkpolicies"],
-            READ
-        ),
-    ]);
-    let edit = json!([
-        rule(
-            &[""],
-            &[
-                "pods/attach",
-                "pods/exec",
-                "pods/portforward",
-                "pods/proxy",
-                "secrets",
-                "services/proxy"
-            ],
-            READ
-        ),
-        rule(&[""], &["serviceaccounts"], &["impersonate"]),
-        rule(
-            &[""],
-            &[
-                "pods",
-                "pods/attach",
-                "pods/exec",
-                "pods/portforward",
-                "pods/proxy"
-            ],
-            WRITE
-        ),
-        rule(&[""], &["pods/eviction"], &["create"]),
-        rule(
-            &[""],
-            &[
-                "configmaps",
-                "events",
-                "persistentvolumeclaims",
-                "replicationcontrollers",
-                "replicationcontrollers/scale",
-                "secrets",
-                "serviceaccounts",
-                "services",
-                "services/proxy"
-            ],
-            WRITE
-        ),
-        rule(&[""], &["serviceaccounts/token"], &["create"]),
-        rule(
-            &["apps"],
-            &[
-                "daemonsets",
-                "deployments",
-                "deployments/rollback",
-                "deployments/scale",
-                "replicasets",
-                "replicasets/scale",
-                "statefulsets",
-                "statefulsets/scale"
-            ],
-            WRITE
-        ),
-        rule(&["autoscaling"], &["horizontalpodautoscalers"], WRITE),
-        rule(&["batch"], &["cronjobs", "jobs"], WRITE),
-        rule(&["policy"], &["poddisruptionbudgets"], WRITE),
-        rule(
-            &["networking.k8s.io"],
-            &["ingresses", "networkpolicies"],
-            WRITE
-        ),
-        rule(
-            &["coordination.k8s.io"],
-            &["leases"],
-            &[
-                "create",
-                "delete",
-                "deletecollection",
-                "get",
-                "list",
-                "patch",
-                "update",
-                "watch"
-            ]
-        ),
-    ]);
-    let admin = json!([
-        rule(
-            &["authorization.k8s.io"],
-            &["localsubjectaccessreviews"],
-            &["create"]
-        ),
-        rule(
-            &[GROUP],
-            &["rolebindings", "roles"],
-            &[
-                "create",
-                "delete",
-                "deletecollection",
-                "get",
-                "list",
-                "patch",
-                "update",
-                "watch"
-            ]
-        ),
-    ]);
-    vec![
-        cluster_role(
-            "cluster-admin",
-            json!({}),
-            json!([rule(&["*"], &["*"], &["*"]), urls(&["*"], &["*"]),]),
-        ),
-        cluster_role(
-            "system:discovery",
-            json!({}),
-            json!([urls(
-                &[
-                    "/api",
-                    "/api/*",
-                    "/apis",
-                    "/apis/*",
-                    "/healthz",
-                    "/livez",
-                    "/openapi",
-                    "/openapi/*",
-                    "/readyz",
-                    "/version",
-                    "/version/"
-                ],
-                &["get"],
-            )]),
-        ),
-        cluster_role(
-            "system:basic-user",
-            json!({}),
-            json!([
-                rule(
-                    &["authorization.k8s.io"],
-                    &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
-                    &["create"]
-                ),
-                rule(
-                    &["authentication.k8s.io"],
-                    &["selfsubjectreviews"],
-                    &["create"]
-                ),
-            ]),
-        ),
-        cluster_role(
-            "system:public-info-viewer",
-            json!({}),
-            json!([urls(
-                &["/healthz", "/livez", "/readyz", "/version", "/version/"],
-                &["get"],
-            )]),
-        ),
-        aggregated("admin", json!({})),
-        aggregated("edit", to("admin")),
-        aggregated("view", to("edit")),
-        cluster_role("system:aggregate-to-admin", to("admin"), admin),
-        cluster_role("system:aggregate-to-edit", to("edit"), edit),
-        cluster_role("system:aggregate-to-view", to("view"), view),
-    ]
+    CLUSTER_ROLES
+        .iter()
+        .map(|(name, into, rules)| {
+            let labels = match into {
+                Some(r) => json!({format!("rbac.authorization.k8s.io/aggregate-to-{r}"): "true"}),
+                None => json!({}),
+            };
+            match rules {
+                Rules::Listed(rules) => {
+                    cluster_role(name, labels, rules.iter().map(Rule::json).collect())
+                }
+                Rules::Aggregated => aggregated(name, labels),
+            }
+        })
+        .collect()
 }
 
 fn cluster_role_bindings() -> Vec<Value> {

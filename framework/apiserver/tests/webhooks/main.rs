@@ -6,6 +6,9 @@
 //! configuration objects kept out of reach, and calls sharing a kept-alive
 //! connection.
 
+// No function over 150 lines, as in the library (see src/lib.rs).
+#![deny(clippy::too_many_lines)]
+
 mod authorizer;
 #[path = "../common/mod.rs"]
 mod common;

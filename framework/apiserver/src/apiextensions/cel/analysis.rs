@@ -381,6 +381,39 @@ pub(super) fn analyze_untyped(expr: &IdedExpr, roots: &[&str], sizes: &dyn Sizes
     }
 }
 
+/// A call's evaluated operands.
+struct Operands<'a> {
+    name: &'a str,
+    /// The library namespace called on (`sets`, `optional`, `strings`).
+    namespace: Option<String>,
+    /// The receiver of a method call.
+    recv: Option<Val>,
+    /// Each argument's value and cost.
+    args: Vec<(Val, u64)>,
+    /// What evaluating the receiver and arguments costs.
+    arg_cost: u64,
+    exprs: &'a [IdedExpr],
+    /// String literals seen before the arguments.
+    strings_before: usize,
+}
+
+impl Operands<'_> {
+    fn arg(&self, i: usize) -> Option<Val> {
+        self.args.get(i).map(|(v, _)| v.clone())
+    }
+
+    /// The value a string function works on: the receiver, or the first
+    /// argument of the global form.
+    fn subject(&self) -> Option<Val> {
+        self.recv.clone().or_else(|| self.arg(0))
+    }
+
+    /// The cost of a constant-time call.
+    fn one(&self) -> u64 {
+        1u64.saturating_add(self.arg_cost)
+    }
+}
+
 struct Analyzer<'s> {
     sizes: &'s dyn Sizes,
     scopes: Vec<(String, Val)>,
@@ -593,6 +626,8 @@ impl Analyzer<'_> {
         (result, cost)
     }
 
+    /// A call's type and cost: its operands evaluated, then the operator
+    /// or function, group by group (the first that knows it answers).
     fn call(&mut self, call: &CallExpr) -> (Val, u64) {
         let name = call.func_name.as_str();
         // A call on a library namespace (`sets.contains(a, b)`).
@@ -617,14 +652,31 @@ impl Analyzer<'_> {
             .iter()
             .fold(0u64, |acc, (_, c)| acc.saturating_add(*c))
             .saturating_add(target.as_ref().map_or(0, |(_, c)| *c));
-        let recv = target.as_ref().map(|(v, _)| v.clone());
-        let arg = |i: usize| args.get(i).map(|(v, _)| v.clone());
-        // The value a string function works on: the receiver, or the first
-        // argument of the global form.
-        let subject = recv.clone().or_else(|| arg(0));
+        let c = Operands {
+            name,
+            namespace,
+            recv: target.map(|(v, _)| v),
+            args,
+            arg_cost,
+            exprs: &call.args,
+            strings_before,
+        };
+        self.logic_and_comparison(&c)
+            .or_else(|| self.arithmetic_and_index(&c))
+            .or_else(|| self.strings_and_conversions(&c))
+            .or_else(|| self.libraries(&c))
+            .unwrap_or_else(|| (Val::dyn_(), c.one()))
+    }
+
+    /// The logical operators, the conditional and the comparisons.
+    fn logic_and_comparison(&mut self, c: &Operands<'_>) -> Option<(Val, u64)> {
+        let name = c.name;
+        let args = &c.args;
+        let arg = |i: usize| c.arg(i);
         let bool_ = Val::of(Ty::Bool);
-        let one = 1u64.saturating_add(arg_cost);
-        let (val, cost) = match (namespace.as_deref(), name) {
+        let one = c.one();
+        let arg_cost = c.arg_cost;
+        Some(match (c.namespace.as_deref(), c.name) {
             (None, operators::LOGICAL_AND | operators::LOGICAL_OR) => (bool_, arg_cost),
             (None, operators::LOGICAL_NOT | operators::NOT_STRICTLY_FALSE) => (bool_, one),
             (None, operators::NEGATE) => (arg(0).map_or_else(Val::dyn_, |v| Val::of(v.ty)), one),
@@ -671,6 +723,18 @@ impl Analyzer<'_> {
                 };
                 (bool_, cost.saturating_add(arg_cost))
             }
+            _ => return None,
+        })
+    }
+
+    /// Arithmetic, indexing, optional selection and `in`.
+    fn arithmetic_and_index(&mut self, c: &Operands<'_>) -> Option<(Val, u64)> {
+        let name = c.name;
+        let arg = |i: usize| c.arg(i);
+        let bool_ = Val::of(Ty::Bool);
+        let one = c.one();
+        let arg_cost = c.arg_cost;
+        Some(match (c.namespace.as_deref(), c.name) {
             (None, operators::ADD) => {
                 let (l, r) = (
                     arg(0).unwrap_or_else(Val::dyn_),
@@ -748,6 +812,21 @@ impl Analyzer<'_> {
                 };
                 (bool_, cost.saturating_add(arg_cost))
             }
+            _ => return None,
+        })
+    }
+
+    /// `size`, the regex and string tests, the conversions and the optional accessors.
+    fn strings_and_conversions(&mut self, c: &Operands<'_>) -> Option<(Val, u64)> {
+        let name = c.name;
+        let arg = |i: usize| c.arg(i);
+        let recv = c.recv.clone();
+        let subject = c.subject();
+        let bool_ = Val::of(Ty::Bool);
+        let one = c.one();
+        let arg_cost = c.arg_cost;
+        let strings_before = c.strings_before;
+        Some(match (c.namespace.as_deref(), c.name) {
             (None, "size") => (Val::of(Ty::Int), one),
             (None, "matches" | "find" | "findAll") => {
                 // `s.matches(re)` or `matches(s, re)`.
@@ -757,7 +836,7 @@ impl Analyzer<'_> {
                     (arg(0), arg(1))
                 };
                 if name == "matches" {
-                    self.check_regex(&call.args, strings_before);
+                    self.check_regex(c.exprs, strings_before);
                 }
                 let s = s.unwrap_or_else(Val::dyn_);
                 let re = re.unwrap_or_else(Val::dyn_);
@@ -825,6 +904,20 @@ impl Analyzer<'_> {
                     .unwrap_or_else(Val::dyn_);
                 (inner, one)
             }
+            _ => return None,
+        })
+    }
+
+    /// Optional constructors and the Kubernetes list, string, format, URL/IP/quantity and sets libraries.
+    fn libraries(&mut self, c: &Operands<'_>) -> Option<(Val, u64)> {
+        let name = c.name;
+        let arg = |i: usize| c.arg(i);
+        let recv = c.recv.clone();
+        let subject = c.subject();
+        let bool_ = Val::of(Ty::Bool);
+        let one = c.one();
+        let arg_cost = c.arg_cost;
+        Some(match (c.namespace.as_deref(), c.name) {
             (Some("optional"), "of" | "ofNonZeroValue") => {
                 let v = arg(0).unwrap_or_else(Val::dyn_);
                 (
@@ -943,9 +1036,9 @@ impl Analyzer<'_> {
                 let b = arg(1).map_or(0, |v| self.size(&v));
                 (bool_, a.saturating_mul(b).saturating_add(arg_cost))
             }
-            _ => (Val::dyn_(), one),
-        };
-        (val, cost)
+
+            _ => return None,
+        })
     }
 
     /// cel-go's `ValidateRegexLiterals`: the first argument of `matches`,

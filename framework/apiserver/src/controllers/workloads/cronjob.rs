@@ -150,66 +150,12 @@ fn schedule(
     status: &mut Value,
     jobs: &[Arc<StoredObject>],
 ) -> Option<Duration> {
-    let spec = cj
-        .at("/spec/schedule")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let sched = match Schedule::parse(spec) {
-        Ok(s) => s,
-        Err(e) => {
-            api.event(
-                cj,
-                CRONJOBS,
-                "Warning",
-                "UnparseableSchedule",
-                &format!("unparseable schedule: {spec:?} : {e}"),
-                COMPONENT,
-            );
-            return None;
-        }
-    };
-    let tz = match cj.at("/spec/timeZone").and_then(Value::as_str) {
-        None | Some("") => jiff::tz::TimeZone::UTC,
-        Some(name) => match jiff::tz::TimeZone::get(name) {
-            Ok(tz) => tz,
-            Err(_) => {
-                api.event(
-                    cj,
-                    CRONJOBS,
-                    "Warning",
-                    "UnknownTimeZone",
-                    &format!("invalid timeZone: {name:?}"),
-                    COMPONENT,
-                );
-                return None;
-            }
-        },
-    };
+    let (sched, tz) = parse_schedule(api, cj)?;
     let now = jiff::Timestamp::now();
     let since = ts(status.get("lastScheduleTime"))
         .or_else(|| ts(cj.at("/metadata/creationTimestamp")))
         .unwrap_or(now);
-    let mut t = since.to_zoned(tz.clone()).datetime();
-    let mut latest = None;
-    let mut missed = 0;
-    while let Some(n) = sched.next(t) {
-        let at = tz.to_timestamp(n).ok()?;
-        if at > now {
-            break;
-        }
-        latest = Some(at);
-        missed += 1;
-        t = n;
-        if missed > 100 {
-            // Too many missed starts: start from the most recent only.
-            let recent = now
-                .to_zoned(tz.clone())
-                .datetime()
-                .checked_sub(jiff::ToSpan::minutes(1))
-                .ok()?;
-            t = recent.max(t);
-        }
-    }
+    let latest = latest_missed(&sched, &tz, since, now)?;
     let next_in = sched
         .next(now.to_zoned(tz.clone()).datetime())
         .and_then(|n| tz.to_timestamp(n).ok())
@@ -251,6 +197,91 @@ fn schedule(
         }
         _ => {}
     }
+    let job = job_for(cj, key, at, tz);
+    if let Err(requeue) = start_job(api, cj, key, status, job) {
+        return requeue;
+    }
+    status["lastScheduleTime"] = json!(at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string());
+    next_in
+}
+
+/// The CronJob's schedule and time zone, or `None` (with a warning event)
+/// if either does not parse.
+fn parse_schedule(api: &Api, cj: &Value) -> Option<(Schedule, jiff::tz::TimeZone)> {
+    let spec = cj
+        .at("/spec/schedule")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let sched = match Schedule::parse(spec) {
+        Ok(s) => s,
+        Err(e) => {
+            api.event(
+                cj,
+                CRONJOBS,
+                "Warning",
+                "UnparseableSchedule",
+                &format!("unparseable schedule: {spec:?} : {e}"),
+                COMPONENT,
+            );
+            return None;
+        }
+    };
+    let tz = match cj.at("/spec/timeZone").and_then(Value::as_str) {
+        None | Some("") => jiff::tz::TimeZone::UTC,
+        Some(name) => match jiff::tz::TimeZone::get(name) {
+            Ok(tz) => tz,
+            Err(_) => {
+                api.event(
+                    cj,
+                    CRONJOBS,
+                    "Warning",
+                    "UnknownTimeZone",
+                    &format!("invalid timeZone: {name:?}"),
+                    COMPONENT,
+                );
+                return None;
+            }
+        },
+    };
+    Some((sched, tz))
+}
+
+/// The most recent scheduled time in `(since, now]`, if any (`None` if a
+/// time does not exist in `tz`).
+fn latest_missed(
+    sched: &Schedule,
+    tz: &jiff::tz::TimeZone,
+    since: jiff::Timestamp,
+    now: jiff::Timestamp,
+) -> Option<Option<jiff::Timestamp>> {
+    let mut t = since.to_zoned(tz.clone()).datetime();
+    let mut latest = None;
+    let mut missed = 0;
+    while let Some(n) = sched.next(t) {
+        let at = tz.to_timestamp(n).ok()?;
+        if at > now {
+            break;
+        }
+        latest = Some(at);
+        missed += 1;
+        t = n;
+        if missed > 100 {
+            // Too many missed starts: start from the most recent only.
+            let recent = now
+                .to_zoned(tz.clone())
+                .datetime()
+                .checked_sub(jiff::ToSpan::minutes(1))
+                .ok()?;
+            t = recent.max(t);
+        }
+    }
+    Some(latest)
+}
+
+/// The Job for the run scheduled `at`: the job template's labels,
+/// annotations and spec, named after the minute, owned by the CronJob and
+/// annotated with the scheduled time.
+fn job_for(cj: &Value, key: &ObjKey, at: jiff::Timestamp, tz: jiff::tz::TimeZone) -> Value {
     let name = format!("{}-{}", key.1, at.as_second() / 60);
     let template = cj.at("/spec/jobTemplate").cloned().unwrap_or_default();
     let mut meta = serde_json::Map::new();
@@ -280,8 +311,20 @@ fn schedule(
             json!(scheduled),
         );
     }
-    let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
-        "spec": template.get("spec").cloned().unwrap_or_default()});
+    json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
+        "spec": template.get("spec").cloned().unwrap_or_default()})
+}
+
+/// Creates `job` and lists it in the status's `active` (a Job of that name
+/// already existing counts as started). `Err` carries what [`schedule`]
+/// returns instead of going on.
+fn start_job(
+    api: &Api,
+    cj: &Value,
+    key: &ObjKey,
+    status: &mut Value,
+    job: Value,
+) -> Result<(), Option<Duration>> {
     match api.create(JOBS, MANAGER, job) {
         Ok(j) => {
             api.event(
@@ -295,14 +338,16 @@ fn schedule(
             let entry = json!({"apiVersion": "batch/v1", "kind": "Job", "name": j.name(), "namespace": key.0,
                 "uid": j.uid(), "resourceVersion": j.rv.to_string()});
             let list = status
-                .as_object_mut()?
+                .as_object_mut()
+                .ok_or(None)?
                 .entry("active")
                 .or_insert_with(|| json!([]));
             if let Some(l) = list.as_array_mut() {
                 l.push(entry);
             }
+            Ok(())
         }
-        Err(e) if e.code == 409 => {}
+        Err(e) if e.code == 409 => Ok(()),
         Err(e) => {
             api.event(
                 cj,
@@ -312,11 +357,9 @@ fn schedule(
                 &format!("Error creating job: {}", e.message),
                 COMPONENT,
             );
-            return Some(Duration::from_secs(1));
+            Err(Some(Duration::from_secs(1)))
         }
     }
-    status["lastScheduleTime"] = json!(at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string());
-    next_in
 }
 
 /// Deletes finished Jobs past the history limits, oldest first.

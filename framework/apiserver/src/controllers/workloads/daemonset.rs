@@ -92,6 +92,9 @@ fn target_node(pod: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// One pass over a DaemonSet: claim its pods, group them by node, count
+/// and fix each node (create the missing pod, delete failed, extra and
+/// misscheduled ones), roll out-of-date pods, write the status.
 fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
     let Some(obj) = api.get(DAEMONSETS, key) else {
         return;
@@ -127,16 +130,20 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
         }
     }
     let deleting = ds.at("/metadata/deletionTimestamp").is_some();
-    let nodes = api.list(NODES, None);
-    let (mut desired, mut current, mut misscheduled) = (0, 0, 0);
-    let (mut ready, mut available, mut updated) = (0, 0, 0);
     let min_ready = ds
         .at("/spec/minReadySeconds")
         .and_then(Value::as_i64)
         .unwrap_or(0);
-    let mut outdated: Vec<Arc<StoredObject>> = Vec::new();
-    let mut unavailable_now = 0;
-    for node in &nodes {
+    let daemon = Daemon {
+        api,
+        ds: &ds,
+        key,
+        template: &template,
+        hash: &hash,
+        generation,
+    };
+    let mut tally = Tally::default();
+    for node in &api.list(NODES, None) {
         let should_run = fit::selects(&probe, &node.value())
             && fit::untolerated(&probe, &node.value()).is_none();
         let on_node: Vec<Arc<StoredObject>> = by_node.remove(node.name()).unwrap_or_default();
@@ -144,37 +151,117 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
             .iter()
             .filter(|p| pods::active(&p.value()))
             .collect();
+        tally.node(should_run, &active, &hash, min_ready);
+        if !deleting {
+            daemon.fix_node(node.name(), should_run, &on_node, &active);
+        }
+    }
+    // Pods for nodes that no longer exist.
+    for p in by_node
+        .values()
+        .flatten()
+        .filter(|p| pods::active(&p.value()))
+    {
+        tally.misscheduled += 1;
+        if !deleting {
+            let _ = api.delete(PODS, &key_of(&p.value()), Some(p.uid()), None, None);
+        }
+    }
+    let rolling = ds.at("/spec/updateStrategy/type").and_then(Value::as_str) != Some("OnDelete");
+    if rolling && !deleting {
+        let outdated = std::mem::take(&mut tally.outdated);
+        roll(api, &ds, tally.desired, tally.unavailable_now, outdated);
+    }
+    let status = json!({
+        "currentNumberScheduled": tally.current,
+        "numberMisscheduled": tally.misscheduled,
+        "desiredNumberScheduled": tally.desired,
+        "numberReady": tally.ready,
+        "observedGeneration": generation,
+        "updatedNumberScheduled": tally.updated,
+        "numberAvailable": tally.available,
+        "numberUnavailable": (tally.desired - tally.available).max(0),
+    });
+    let _ = api.set_status(DAEMONSETS, key, MANAGER, &status);
+}
+
+/// The DaemonSet's pod counts over the nodes, and its out-of-date pods.
+#[derive(Default)]
+struct Tally {
+    desired: i64,
+    current: i64,
+    misscheduled: i64,
+    ready: i64,
+    available: i64,
+    updated: i64,
+    /// Active pods not ready now.
+    unavailable_now: i64,
+    outdated: Vec<Arc<StoredObject>>,
+}
+
+impl Tally {
+    /// Counts one node: whether it should run a pod, and its `active` pods
+    /// against the current revision `hash`.
+    fn node(
+        &mut self,
+        should_run: bool,
+        active: &[&Arc<StoredObject>],
+        hash: &str,
+        min_ready: i64,
+    ) {
         if should_run {
-            desired += 1;
+            self.desired += 1;
             if !active.is_empty() {
-                current += 1;
+                self.current += 1;
             }
         } else if !active.is_empty() {
-            misscheduled += 1;
+            self.misscheduled += 1;
         }
-        for p in &active {
+        for p in active {
             if pods::ready(&p.value()) {
-                ready += 1;
+                self.ready += 1;
                 if pods::available(&p.value(), min_ready) {
-                    available += 1;
+                    self.available += 1;
                 }
             } else {
-                unavailable_now += 1;
+                self.unavailable_now += 1;
             }
             let tree = p.value();
             let label = tree
                 .at("/metadata/labels")
                 .and_then(|l| l.get(REVISION_LABEL))
                 .and_then(Value::as_str);
-            if label == Some(hash.as_str()) {
-                updated += 1;
+            if label == Some(hash) {
+                self.updated += 1;
             } else {
-                outdated.push((*p).clone());
+                self.outdated.push((*p).clone());
             }
         }
-        if deleting {
-            continue;
-        }
+    }
+}
+
+/// A DaemonSet being reconciled, at its current revision.
+struct Daemon<'a> {
+    api: &'a Api,
+    ds: &'a Value,
+    key: &'a ObjKey,
+    template: &'a Value,
+    hash: &'a str,
+    generation: i64,
+}
+
+impl Daemon<'_> {
+    /// Replaces failed pods on `node`, then creates its pod if it should
+    /// run one and has none, deletes its pods if it should not, or deletes
+    /// all but one.
+    fn fix_node(
+        &self,
+        node: &str,
+        should_run: bool,
+        on_node: &[Arc<StoredObject>],
+        active: &[&Arc<StoredObject>],
+    ) {
+        let api = self.api;
         for p in on_node
             .iter()
             .filter(|p| pods::phase(&p.value()) == "Failed" && !p.deleting())
@@ -182,40 +269,7 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
             let _ = api.delete(PODS, &key_of(&p.value()), Some(p.uid()), None, None);
         }
         if should_run && active.is_empty() {
-            let mut pod =
-                pods::from_template(&template, &key.0, &key.1, controller_ref(&ds, DAEMONSETS));
-            if let Some(labels) =
-                crate::registry::defaults::ensure_object(&mut pod, &["metadata", "labels"])
-            {
-                labels.insert(REVISION_LABEL.into(), json!(hash));
-                labels.insert(
-                    "pod-template-generation".into(),
-                    json!(generation.to_string()),
-                );
-            }
-            pod["spec"]["affinity"]["nodeAffinity"]
-                ["requiredDuringSchedulingIgnoredDuringExecution"] = json!({
-                "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node.name()]}]}]
-            });
-            daemon_tolerations(&mut pod);
-            match api.create(PODS, MANAGER, pod) {
-                Ok(p) => api.event(
-                    &ds,
-                    DAEMONSETS,
-                    "Normal",
-                    "SuccessfulCreate",
-                    &format!("Created pod: {}", p.name()),
-                    COMPONENT,
-                ),
-                Err(e) => api.event(
-                    &ds,
-                    DAEMONSETS,
-                    "Warning",
-                    "FailedCreate",
-                    &format!("Error creating: {}", e.message),
-                    COMPONENT,
-                ),
-            }
+            self.create_pod(node);
         } else if !should_run {
             for p in active {
                 if api
@@ -223,7 +277,7 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
                     .is_ok()
                 {
                     api.event(
-                        &ds,
+                        self.ds,
                         DAEMONSETS,
                         "Normal",
                         "SuccessfulDelete",
@@ -238,51 +292,81 @@ fn sync(api: &Api, orphans: &Orphans, key: &ObjKey) {
             }
         }
     }
-    // Pods for nodes that no longer exist.
-    for p in by_node
-        .values()
-        .flatten()
-        .filter(|p| pods::active(&p.value()))
-    {
-        misscheduled += 1;
-        if !deleting {
-            let _ = api.delete(PODS, &key_of(&p.value()), Some(p.uid()), None, None);
+
+    /// Creates the daemon pod for `node`: the template with the revision
+    /// labels, pinned to the node by required affinity, with the daemon
+    /// tolerations.
+    fn create_pod(&self, node: &str) {
+        let (api, ds, key) = (self.api, self.ds, self.key);
+        let mut pod = pods::from_template(
+            self.template,
+            &key.0,
+            &key.1,
+            controller_ref(ds, DAEMONSETS),
+        );
+        if let Some(labels) =
+            crate::registry::defaults::ensure_object(&mut pod, &["metadata", "labels"])
+        {
+            labels.insert(REVISION_LABEL.into(), json!(self.hash));
+            labels.insert(
+                "pod-template-generation".into(),
+                json!(self.generation.to_string()),
+            );
+        }
+        pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = json!({
+            "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]
+        });
+        daemon_tolerations(&mut pod);
+        match api.create(PODS, MANAGER, pod) {
+            Ok(p) => api.event(
+                ds,
+                DAEMONSETS,
+                "Normal",
+                "SuccessfulCreate",
+                &format!("Created pod: {}", p.name()),
+                COMPONENT,
+            ),
+            Err(e) => api.event(
+                ds,
+                DAEMONSETS,
+                "Warning",
+                "FailedCreate",
+                &format!("Error creating: {}", e.message),
+                COMPONENT,
+            ),
         }
     }
-    let rolling = ds.at("/spec/updateStrategy/type").and_then(Value::as_str) != Some("OnDelete");
-    if rolling && !deleting {
-        let max = scaled(
-            ds.at("/spec/updateStrategy/rollingUpdate/maxUnavailable"),
-            desired,
-            true,
-        )
-        .max(1);
-        let mut budget = max - unavailable_now;
-        // Not-ready outdated pods go first; they cost no availability.
-        outdated.sort_by_key(|p| pods::ready(&p.value()));
-        for p in outdated {
-            let costs = pods::ready(&p.value());
-            if costs && budget <= 0 {
-                break;
-            }
-            if api
-                .delete(PODS, &key_of(&p.value()), Some(p.uid()), None, None)
-                .is_ok()
-                && costs
-            {
-                budget -= 1;
-            }
+}
+
+/// A rolling update: deletes `outdated` pods while at most
+/// `maxUnavailable` of the `desired` pods are unavailable.
+fn roll(
+    api: &Api,
+    ds: &Value,
+    desired: i64,
+    unavailable_now: i64,
+    mut outdated: Vec<Arc<StoredObject>>,
+) {
+    let max = scaled(
+        ds.at("/spec/updateStrategy/rollingUpdate/maxUnavailable"),
+        desired,
+        true,
+    )
+    .max(1);
+    let mut budget = max - unavailable_now;
+    // Not-ready outdated pods go first; they cost no availability.
+    outdated.sort_by_key(|p| pods::ready(&p.value()));
+    for p in outdated {
+        let costs = pods::ready(&p.value());
+        if costs && budget <= 0 {
+            break;
+        }
+        if api
+            .delete(PODS, &key_of(&p.value()), Some(p.uid()), None, None)
+            .is_ok()
+            && costs
+        {
+            budget -= 1;
         }
     }
-    let status = json!({
-        "currentNumberScheduled": current,
-        "numberMisscheduled": misscheduled,
-        "desiredNumberScheduled": desired,
-        "numberReady": ready,
-        "observedGeneration": generation,
-        "updatedNumberScheduled": updated,
-        "numberAvailable": available,
-        "numberUnavailable": (desired - available).max(0),
-    });
-    let _ = api.set_status(DAEMONSETS, key, MANAGER, &status);
 }

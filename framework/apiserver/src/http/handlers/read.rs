@@ -175,49 +175,15 @@ fn decode_continue(token: &str) -> Result<(u64, ObjKey, Option<u64>), ApiError> 
 
 const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue value from the response to get a consistent snapshot.";
 
+/// A list (`GET` on a collection): the options checked, the page read at
+/// the resourceVersion or continue token asked for, then encoded.
 pub(super) async fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
     let (out, include) = output(ctx)?;
+    check_list_options(ctx)?;
     let q = &ctx.query;
     let rv = q.non_empty("resourceVersion");
     let rvm = q.non_empty("resourceVersionMatch");
     let cont = q.non_empty("continue");
-    let mut causes = Vec::new();
-    if let Some(m) = rvm {
-        if rv.is_none() {
-            causes.push(Cause::forbidden(
-                "resourceVersionMatch",
-                "resourceVersionMatch is forbidden unless resourceVersion is provided",
-            ));
-        }
-        if cont.is_some() {
-            causes.push(Cause::forbidden(
-                "resourceVersionMatch",
-                "resourceVersionMatch is forbidden when continue is provided",
-            ));
-        }
-        if m != "Exact" && m != "NotOlderThan" {
-            causes.push(Cause {
-                reason: "FieldValueNotSupported".into(),
-                message: format!("Unsupported value: \"{m}\": supported values: \"Exact\", \"NotOlderThan\", \"\""),
-                field: "resourceVersionMatch".into(),
-            });
-        }
-        if m == "Exact" && rv == Some("0") {
-            causes.push(Cause::forbidden(
-                "resourceVersionMatch",
-                "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
-            ));
-        }
-    }
-    if q.flag("sendInitialEvents")?.is_some() {
-        causes.push(Cause::forbidden(
-            "sendInitialEvents",
-            "sendInitialEvents is forbidden for list",
-        ));
-    }
-    if !causes.is_empty() {
-        return Err(invalid_list_options(causes));
-    }
     let filter = filter(ctx)?;
     let mut limit = q.int("limit")?.filter(|l| *l > 0).map(|l| l as usize);
     let mut at = None;
@@ -289,15 +255,74 @@ pub(super) async fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
         cont: cont_token.as_deref(),
         remaining: page.remaining,
     };
-    Ok(match out {
+    Ok(list_response(ctx, out, include, items, &meta))
+}
+
+/// The list options kube-apiserver refuses together
+/// (`ValidateListOptions`).
+fn check_list_options(ctx: &Ctx) -> Result<(), ApiError> {
+    let q = &ctx.query;
+    let rv = q.non_empty("resourceVersion");
+    let rvm = q.non_empty("resourceVersionMatch");
+    let cont = q.non_empty("continue");
+    let mut causes = Vec::new();
+    if let Some(m) = rvm {
+        if rv.is_none() {
+            causes.push(Cause::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
+        }
+        if cont.is_some() {
+            causes.push(Cause::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
+        }
+        if m != "Exact" && m != "NotOlderThan" {
+            causes.push(Cause {
+                reason: "FieldValueNotSupported".into(),
+                message: format!("Unsupported value: \"{m}\": supported values: \"Exact\", \"NotOlderThan\", \"\""),
+                field: "resourceVersionMatch".into(),
+            });
+        }
+        if m == "Exact" && rv == Some("0") {
+            causes.push(Cause::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            ));
+        }
+    }
+    if q.flag("sendInitialEvents")?.is_some() {
+        causes.push(Cause::forbidden(
+            "sendInitialEvents",
+            "sendInitialEvents is forbidden for list",
+        ));
+    }
+    if !causes.is_empty() {
+        return Err(invalid_list_options(causes));
+    }
+    Ok(())
+}
+
+/// A list page in the negotiated output: the objects, a Table or partial
+/// object metadata.
+fn list_response(
+    ctx: &Ctx,
+    out: Output,
+    include: IncludeObject,
+    items: Vec<Arc<StoredObject>>,
+    meta: &ListMeta<'_>,
+) -> Response<Body> {
+    match out {
         Output::Object(Format::Json) => h::json_response(
             200,
-            ListStream::new(Arc::clone(&ctx.def), &ctx.path.version, items, &meta).boxed_unsync(),
+            ListStream::new(Arc::clone(&ctx.def), &ctx.path.version, items, meta).boxed_unsync(),
         ),
         Output::Object(f) => h::respond(
             200,
             f,
-            list_body(Arc::clone(&ctx.def), &ctx.path.version, items, &meta),
+            list_body(Arc::clone(&ctx.def), &ctx.path.version, items, meta),
         ),
         Output::Table { version } => {
             let cols = table::columns(&ctx.def, &ctx.path.version);
@@ -305,8 +330,8 @@ pub(super) async fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
                 .iter()
                 .map(|o| table::row(&ctx.def, &ctx.path.version, version, &o.to_value(), include))
                 .collect();
-            let mut t = table::table(version, Some(cols), rows, &rv_s, cont_token.as_deref());
-            if let Some(n) = page.remaining {
+            let mut t = table::table(version, Some(cols), rows, meta.rv, meta.cont);
+            if let Some(n) = meta.remaining {
                 t["metadata"]["remainingItemCount"] = json!(n);
             }
             h::json(200, &t)
@@ -316,19 +341,19 @@ pub(super) async fn list(ctx: &Ctx) -> Result<Response<Body>, ApiError> {
                 .iter()
                 .map(|o| table::partial_metadata(&o.to_value(), version))
                 .collect();
-            let mut meta = json!({"resourceVersion": rv_s});
-            if let Some(c) = &cont_token {
-                meta["continue"] = json!(c);
+            let mut list_meta = json!({"resourceVersion": meta.rv});
+            if let Some(c) = meta.cont {
+                list_meta["continue"] = json!(c);
             }
-            if let Some(n) = page.remaining {
-                meta["remainingItemCount"] = json!(n);
+            if let Some(n) = meta.remaining {
+                list_meta["remainingItemCount"] = json!(n);
             }
             h::json(
                 200,
-                &json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": meta, "items": items}),
+                &json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": list_meta, "items": items}),
             )
         }
-    })
+    }
 }
 
 pub(super) async fn watch(ctx: &Ctx) -> Result<Response<Body>, ApiError> {

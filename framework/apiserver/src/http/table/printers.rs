@@ -200,222 +200,274 @@ fn name(o: &Value) -> Value {
     json!(str_at(o, "/metadata/name"))
 }
 
-/// The cells of one row.
 /// The cells of a built-in printer's row.
 pub(super) fn cells(printer: Printer, o: &Value) -> Vec<Value> {
     match printer {
-        Printer::Default => vec![
-            name(o),
-            o.at("/metadata/creationTimestamp")
-                .cloned()
-                .unwrap_or(Value::Null),
-        ],
+        Printer::Default => default_row(o),
         Printer::Namespace => vec![name(o), json!(str_at(o, "/status/phase")), age(o)],
-        Printer::ConfigMap => vec![
-            name(o),
-            json!(len_at(o, "/data") + len_at(o, "/binaryData")),
-            age(o),
-        ],
-        Printer::Secret => vec![
-            name(o),
-            json!(str_at(o, "/type")),
-            json!(len_at(o, "/data")),
-            age(o),
-        ],
-        Printer::Service => {
-            let ports = o
-                .at("/spec/ports")
-                .and_then(Value::as_array)
-                .map(|ps| {
-                    ps.iter()
-                        .map(|p| {
-                            let node = p
-                                .get("nodePort")
-                                .and_then(Value::as_i64)
-                                .map(|n| format!(":{n}"))
-                                .unwrap_or_default();
-                            format!("{}{node}/{}", int_at(p, "/port"), str_at(p, "/protocol"))
-                        })
-                        .collect::<Vec<_>>()
-                        .join(",")
-                })
-                .unwrap_or_default();
-            let ty = str_at(o, "/spec/type");
-            let external = if ty == "ExternalName" {
-                str_at(o, "/spec/externalName").to_owned()
-            } else {
-                "<none>".to_owned()
-            };
-            let cip = str_at(o, "/spec/clusterIP");
-            vec![
-                name(o),
-                json!(ty),
-                json!(if cip.is_empty() { "<none>" } else { cip }),
-                json!(external),
-                json!(none_if_empty(ports)),
-                age(o),
-                json!(selector(o, "/spec/selector")),
-            ]
-        }
+        Printer::ConfigMap => config_map(o),
+        Printer::Secret => secret(o),
+        Printer::Service => service(o),
         Printer::ServiceAccount => vec![name(o), json!(len_at(o, "/secrets")), age(o)],
         Printer::Pod => super::workloads::pod(o),
         Printer::Node => super::workloads::node(o),
         Printer::PodDisruptionBudget => super::workloads::pdb(o),
         Printer::ControllerRevision => super::workloads::controller_revision(o),
-        Printer::Event => {
-            let last = o
-                .at("/lastTimestamp")
-                .filter(|v| !v.is_null())
-                .or_else(|| o.at("/eventTime"))
-                .or_else(|| o.at("/metadata/creationTimestamp"));
-            vec![
-                json!(human_duration(age_secs(last))),
-                json!(str_at(o, "/type")),
-                json!(str_at(o, "/reason")),
-                json!(format!(
-                    "{}/{}",
-                    str_at(o, "/involvedObject/kind").to_ascii_lowercase(),
-                    str_at(o, "/involvedObject/name")
-                )),
-                json!(str_at(o, "/message")),
-                name(o),
-            ]
-        }
-        Printer::Deployment => vec![
-            name(o),
-            json!(format!(
-                "{}/{}",
-                int_at(o, "/status/readyReplicas"),
-                int_at(o, "/spec/replicas")
-            )),
-            json!(int_at(o, "/status/updatedReplicas")),
-            json!(int_at(o, "/status/availableReplicas")),
-            age(o),
-            json!(containers(o, "/spec/template/spec/containers", "name")),
-            json!(containers(o, "/spec/template/spec/containers", "image")),
-            json!(selector(o, "/spec/selector")),
-        ],
-        Printer::ReplicaSet => vec![
-            name(o),
-            json!(int_at(o, "/spec/replicas")),
-            json!(int_at(o, "/status/replicas")),
-            json!(int_at(o, "/status/readyReplicas")),
-            age(o),
-            json!(containers(o, "/spec/template/spec/containers", "name")),
-            json!(containers(o, "/spec/template/spec/containers", "image")),
-            json!(selector(o, "/spec/selector")),
-        ],
-        Printer::StatefulSet => vec![
-            name(o),
-            json!(format!(
-                "{}/{}",
-                int_at(o, "/status/readyReplicas"),
-                int_at(o, "/spec/replicas")
-            )),
-            age(o),
-            json!(containers(o, "/spec/template/spec/containers", "name")),
-            json!(containers(o, "/spec/template/spec/containers", "image")),
-        ],
-        Printer::DaemonSet => vec![
-            name(o),
-            json!(int_at(o, "/status/desiredNumberScheduled")),
-            json!(int_at(o, "/status/currentNumberScheduled")),
-            json!(int_at(o, "/status/numberReady")),
-            json!(int_at(o, "/status/updatedNumberScheduled")),
-            json!(int_at(o, "/status/numberAvailable")),
-            json!(selector(o, "/spec/template/spec/nodeSelector")),
-            age(o),
-            json!(containers(o, "/spec/template/spec/containers", "name")),
-            json!(containers(o, "/spec/template/spec/containers", "image")),
-            json!(selector(o, "/spec/selector")),
-        ],
+        Printer::Event => event(o),
+        Printer::Deployment => deployment(o),
+        Printer::ReplicaSet => replica_set(o),
+        Printer::StatefulSet => stateful_set(o),
+        Printer::DaemonSet => daemon_set(o),
         Printer::Job => super::workloads::job(o),
-        Printer::CronJob => vec![
-            name(o),
-            json!(str_at(o, "/spec/schedule")),
-            json!(none_if_empty(str_at(o, "/spec/timeZone").to_owned())),
-            json!(o
-                .at("/spec/suspend")
-                .and_then(Value::as_bool)
-                .unwrap_or(false)
-                .to_string()
-                .replace("true", "True")
-                .replace("false", "False")),
-            json!(len_at(o, "/status/active")),
-            json!(o
-                .at("/status/lastScheduleTime")
-                .map(|t| human_duration(age_secs(Some(t))))
-                .unwrap_or_else(|| "<none>".into())),
-            age(o),
-        ],
+        Printer::CronJob => cron_job(o),
         Printer::Lease => vec![name(o), json!(str_at(o, "/spec/holderIdentity")), age(o)],
-        Printer::RoleBinding => {
-            let subjects = |kind: &str| {
-                o.at("/subjects")
-                    .and_then(Value::as_array)
-                    .map(|ss| {
-                        ss.iter()
-                            .filter(|s| str_at(s, "/kind") == kind)
-                            .map(|s| {
-                                if kind == "ServiceAccount" {
-                                    format!("{}/{}", str_at(s, "/namespace"), str_at(s, "/name"))
-                                } else {
-                                    str_at(s, "/name").to_owned()
-                                }
-                            })
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    })
-                    .unwrap_or_default()
-            };
-            vec![
-                name(o),
-                json!(format!(
-                    "{}/{}",
-                    str_at(o, "/roleRef/kind"),
-                    str_at(o, "/roleRef/name")
-                )),
-                age(o),
-                json!(subjects("User")),
-                json!(subjects("Group")),
-                json!(subjects("ServiceAccount")),
-            ]
-        }
+        Printer::RoleBinding => role_binding(o),
         Printer::Webhook => vec![name(o), json!(len_at(o, "/webhooks")), age(o)],
-        Printer::AdmissionPolicy => {
-            let param_kind = match o.at("/spec/paramKind").filter(|k| !k.is_null()) {
-                Some(k) => format!("{}/{}", str_at(k, "/apiVersion"), str_at(k, "/kind")),
-                None => "<unset>".into(),
-            };
-            vec![
-                name(o),
-                json!(len_at(o, "/spec/validations")),
-                json!(param_kind),
-                age(o),
-            ]
-        }
-        Printer::AdmissionPolicyBinding => {
-            let param_ref = match o.at("/spec/paramRef").filter(|r| !r.is_null()) {
-                // Whether the parameter kind is namespaced is not known
-                // here: a name without a namespace gets `*`.
-                Some(r) if !str_at(r, "/name").is_empty() => {
-                    let namespace = match str_at(r, "/namespace") {
-                        "" => "*",
-                        ns => ns,
-                    };
-                    format!("{namespace}/{}", str_at(r, "/name"))
-                }
-                Some(r) if r.get("selector").is_some_and(|s| !s.is_null()) => {
-                    selector(r, "/selector")
-                }
-                _ => "<unset>".into(),
-            };
-            vec![
-                name(o),
-                json!(str_at(o, "/spec/policyName")),
-                json!(param_ref),
-                age(o),
-            ]
-        }
+        Printer::AdmissionPolicy => admission_policy(o),
+        Printer::AdmissionPolicyBinding => admission_policy_binding(o),
     }
+}
+
+/// The cells of the default printer: name and creation time.
+fn default_row(o: &Value) -> Vec<Value> {
+    vec![
+        name(o),
+        o.at("/metadata/creationTimestamp")
+            .cloned()
+            .unwrap_or(Value::Null),
+    ]
+}
+
+/// The cells of a ConfigMap row.
+fn config_map(o: &Value) -> Vec<Value> {
+    vec![
+        name(o),
+        json!(len_at(o, "/data") + len_at(o, "/binaryData")),
+        age(o),
+    ]
+}
+
+/// The cells of a Secret row.
+fn secret(o: &Value) -> Vec<Value> {
+    vec![
+        name(o),
+        json!(str_at(o, "/type")),
+        json!(len_at(o, "/data")),
+        age(o),
+    ]
+}
+
+/// The cells of a Service row.
+fn service(o: &Value) -> Vec<Value> {
+    let ports = o
+        .at("/spec/ports")
+        .and_then(Value::as_array)
+        .map(|ps| {
+            ps.iter()
+                .map(|p| {
+                    let node = p
+                        .get("nodePort")
+                        .and_then(Value::as_i64)
+                        .map(|n| format!(":{n}"))
+                        .unwrap_or_default();
+                    format!("{}{node}/{}", int_at(p, "/port"), str_at(p, "/protocol"))
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default();
+    let ty = str_at(o, "/spec/type");
+    let external = if ty == "ExternalName" {
+        str_at(o, "/spec/externalName").to_owned()
+    } else {
+        "<none>".to_owned()
+    };
+    let cip = str_at(o, "/spec/clusterIP");
+    vec![
+        name(o),
+        json!(ty),
+        json!(if cip.is_empty() { "<none>" } else { cip }),
+        json!(external),
+        json!(none_if_empty(ports)),
+        age(o),
+        json!(selector(o, "/spec/selector")),
+    ]
+}
+
+/// The cells of an Event row.
+fn event(o: &Value) -> Vec<Value> {
+    let last = o
+        .at("/lastTimestamp")
+        .filter(|v| !v.is_null())
+        .or_else(|| o.at("/eventTime"))
+        .or_else(|| o.at("/metadata/creationTimestamp"));
+    vec![
+        json!(human_duration(age_secs(last))),
+        json!(str_at(o, "/type")),
+        json!(str_at(o, "/reason")),
+        json!(format!(
+            "{}/{}",
+            str_at(o, "/involvedObject/kind").to_ascii_lowercase(),
+            str_at(o, "/involvedObject/name")
+        )),
+        json!(str_at(o, "/message")),
+        name(o),
+    ]
+}
+
+/// The cells of a Deployment row.
+fn deployment(o: &Value) -> Vec<Value> {
+    vec![
+        name(o),
+        json!(format!(
+            "{}/{}",
+            int_at(o, "/status/readyReplicas"),
+            int_at(o, "/spec/replicas")
+        )),
+        json!(int_at(o, "/status/updatedReplicas")),
+        json!(int_at(o, "/status/availableReplicas")),
+        age(o),
+        json!(containers(o, "/spec/template/spec/containers", "name")),
+        json!(containers(o, "/spec/template/spec/containers", "image")),
+        json!(selector(o, "/spec/selector")),
+    ]
+}
+
+/// The cells of a ReplicaSet row.
+fn replica_set(o: &Value) -> Vec<Value> {
+    vec![
+        name(o),
+        json!(int_at(o, "/spec/replicas")),
+        json!(int_at(o, "/status/replicas")),
+        json!(int_at(o, "/status/readyReplicas")),
+        age(o),
+        json!(containers(o, "/spec/template/spec/containers", "name")),
+        json!(containers(o, "/spec/template/spec/containers", "image")),
+        json!(selector(o, "/spec/selector")),
+    ]
+}
+
+/// The cells of a StatefulSet row.
+fn stateful_set(o: &Value) -> Vec<Value> {
+    vec![
+        name(o),
+        json!(format!(
+            "{}/{}",
+            int_at(o, "/status/readyReplicas"),
+            int_at(o, "/spec/replicas")
+        )),
+        age(o),
+        json!(containers(o, "/spec/template/spec/containers", "name")),
+        json!(containers(o, "/spec/template/spec/containers", "image")),
+    ]
+}
+
+/// The cells of a DaemonSet row.
+fn daemon_set(o: &Value) -> Vec<Value> {
+    vec![
+        name(o),
+        json!(int_at(o, "/status/desiredNumberScheduled")),
+        json!(int_at(o, "/status/currentNumberScheduled")),
+        json!(int_at(o, "/status/numberReady")),
+        json!(int_at(o, "/status/updatedNumberScheduled")),
+        json!(int_at(o, "/status/numberAvailable")),
+        json!(selector(o, "/spec/template/spec/nodeSelector")),
+        age(o),
+        json!(containers(o, "/spec/template/spec/containers", "name")),
+        json!(containers(o, "/spec/template/spec/containers", "image")),
+        json!(selector(o, "/spec/selector")),
+    ]
+}
+
+/// The cells of a CronJob row.
+fn cron_job(o: &Value) -> Vec<Value> {
+    vec![
+        name(o),
+        json!(str_at(o, "/spec/schedule")),
+        json!(none_if_empty(str_at(o, "/spec/timeZone").to_owned())),
+        json!(o
+            .at("/spec/suspend")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+            .to_string()
+            .replace("true", "True")
+            .replace("false", "False")),
+        json!(len_at(o, "/status/active")),
+        json!(o
+            .at("/status/lastScheduleTime")
+            .map(|t| human_duration(age_secs(Some(t))))
+            .unwrap_or_else(|| "<none>".into())),
+        age(o),
+    ]
+}
+
+/// The cells of a RoleBinding row.
+fn role_binding(o: &Value) -> Vec<Value> {
+    let subjects = |kind: &str| {
+        o.at("/subjects")
+            .and_then(Value::as_array)
+            .map(|ss| {
+                ss.iter()
+                    .filter(|s| str_at(s, "/kind") == kind)
+                    .map(|s| {
+                        if kind == "ServiceAccount" {
+                            format!("{}/{}", str_at(s, "/namespace"), str_at(s, "/name"))
+                        } else {
+                            str_at(s, "/name").to_owned()
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default()
+    };
+    vec![
+        name(o),
+        json!(format!(
+            "{}/{}",
+            str_at(o, "/roleRef/kind"),
+            str_at(o, "/roleRef/name")
+        )),
+        age(o),
+        json!(subjects("User")),
+        json!(subjects("Group")),
+        json!(subjects("ServiceAccount")),
+    ]
+}
+
+/// The cells of a ValidatingAdmissionPolicy row.
+fn admission_policy(o: &Value) -> Vec<Value> {
+    let param_kind = match o.at("/spec/paramKind").filter(|k| !k.is_null()) {
+        Some(k) => format!("{}/{}", str_at(k, "/apiVersion"), str_at(k, "/kind")),
+        None => "<unset>".into(),
+    };
+    vec![
+        name(o),
+        json!(len_at(o, "/spec/validations")),
+        json!(param_kind),
+        age(o),
+    ]
+}
+
+/// The cells of a ValidatingAdmissionPolicyBinding row.
+fn admission_policy_binding(o: &Value) -> Vec<Value> {
+    let param_ref = match o.at("/spec/paramRef").filter(|r| !r.is_null()) {
+        // Whether the parameter kind is namespaced is not known
+        // here: a name without a namespace gets `*`.
+        Some(r) if !str_at(r, "/name").is_empty() => {
+            let namespace = match str_at(r, "/namespace") {
+                "" => "*",
+                ns => ns,
+            };
+            format!("{namespace}/{}", str_at(r, "/name"))
+        }
+        Some(r) if r.get("selector").is_some_and(|s| !s.is_null()) => selector(r, "/selector"),
+        _ => "<unset>".into(),
+    };
+    vec![
+        name(o),
+        json!(str_at(o, "/spec/policyName")),
+        json!(param_ref),
+        age(o),
+    ]
 }

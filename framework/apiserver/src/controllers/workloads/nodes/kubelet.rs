@@ -119,6 +119,24 @@ fn backoff(first: Duration, cap: Duration, n: u32) -> Duration {
     first.saturating_mul(factor).min(cap)
 }
 
+/// Whether a container that has run for `ran` since `since` is ready, and
+/// when its readiness next changes.
+fn readiness(readiness: &Readiness, since: Instant, ran: Duration) -> (bool, Option<Instant>) {
+    match *readiness {
+        Readiness::Immediate => (true, None),
+        Readiness::Never => (false, None),
+        Readiness::After(d) => (ran >= d, (ran < d).then(|| since + d)),
+        Readiness::Flip(p) => {
+            let p = p.max(Duration::from_millis(1));
+            let phase = ran.as_nanos() / p.as_nanos();
+            (
+                phase % 2 == 0,
+                Some(since + p.saturating_mul((phase + 1) as u32)),
+            )
+        }
+    }
+}
+
 fn image_id(image: &str) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, image.as_bytes());
     let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
@@ -160,6 +178,9 @@ impl Kubelet {
             .add_after(key.clone(), at.saturating_duration_since(Instant::now()));
     }
 
+    /// One pass over a pod bound to a simulated node: admit it (a runtime
+    /// and an IP), stop it if it is being deleted, else advance its
+    /// container through its stages and write the status if it changed.
     fn sync(&self, key: &ObjKey) {
         let Some(obj) = self.api.get(PODS, key) else {
             return;
@@ -176,67 +197,98 @@ impl Kubelet {
         if self.api.controls.fault(node).stopped {
             return;
         }
-        let timing = self.api.cfg.timing.clone();
         let mut rt = match self.runtimes().get(&uid).cloned() {
             Some(rt) => rt,
             None => {
                 if crate::controllers::workloads::pods::terminal(pod) {
                     return;
                 }
-                let plan = plan(&self.api.cfg, pod);
-                let ip = {
-                    let mut ips = self.next_ip.lock().unwrap_or_else(|e| e.into_inner());
-                    let n = ips.get(node_index).copied().unwrap_or(1);
-                    if let Some(slot) = ips.get_mut(node_index) {
-                        *slot = n + 1;
-                    }
-                    format!(
-                        "10.{}.{}.{}",
-                        244 + node_index / 256,
-                        node_index % 256,
-                        (n - 1) % 254 + 1
-                    )
-                };
-                let rt = Runtime {
-                    stage: Stage::Creating(Instant::now() + plan.start_latency),
-                    plan,
-                    restarts: 0,
-                    pulls: 0,
-                    ip,
-                    node_index,
-                    start_time: util::now(),
-                    started_at: String::new(),
-                    ready: false,
-                    last_terminated: None,
-                    stopping_since: None,
-                };
-                self.write(key, pod, &rt);
-                rt
+                self.admit(key, pod, node_index)
             }
         };
         let now = Instant::now();
         if pod.at("/metadata/deletionTimestamp").is_some() {
-            match rt.stopping_since {
-                None => {
-                    rt.stopping_since = Some(now);
-                    self.event(
-                        pod,
-                        "Normal",
-                        "Killing",
-                        &format!("Stopping container {}", first_container(pod)),
-                    );
-                    self.later(key, now + timing.stop_latency);
-                }
-                Some(since) if now >= since + timing.stop_latency => {
-                    let _ = self.api.delete(PODS, key, Some(&uid), Some(0), None);
-                    self.runtimes().remove(&uid);
-                    return;
-                }
-                Some(since) => self.later(key, since + timing.stop_latency),
+            if self.stop(key, pod, &uid, &mut rt, now) {
+                self.runtimes().remove(&uid);
+            } else {
+                self.runtimes().insert(uid, rt);
             }
-            self.runtimes().insert(uid, rt);
             return;
         }
+        if self.advance(key, pod, &uid, &mut rt, now) {
+            self.write(key, pod, &rt);
+        }
+        self.runtimes().insert(uid, rt);
+    }
+
+    /// A new pod's runtime: its plan, the node's next pod IP, and the
+    /// status written for it.
+    fn admit(&self, key: &ObjKey, pod: &Value, node_index: usize) -> Runtime {
+        let plan = plan(&self.api.cfg, pod);
+        let ip = {
+            let mut ips = self.next_ip.lock().unwrap_or_else(|e| e.into_inner());
+            let n = ips.get(node_index).copied().unwrap_or(1);
+            if let Some(slot) = ips.get_mut(node_index) {
+                *slot = n + 1;
+            }
+            format!(
+                "10.{}.{}.{}",
+                244 + node_index / 256,
+                node_index % 256,
+                (n - 1) % 254 + 1
+            )
+        };
+        let rt = Runtime {
+            stage: Stage::Creating(Instant::now() + plan.start_latency),
+            plan,
+            restarts: 0,
+            pulls: 0,
+            ip,
+            node_index,
+            start_time: util::now(),
+            started_at: String::new(),
+            ready: false,
+            last_terminated: None,
+            stopping_since: None,
+        };
+        self.write(key, pod, &rt);
+        rt
+    }
+
+    /// Stops a pod being deleted: its container is killed, and after the
+    /// stop latency the pod is deleted for good. True once it is gone.
+    fn stop(&self, key: &ObjKey, pod: &Value, uid: &str, rt: &mut Runtime, now: Instant) -> bool {
+        let stop_latency = self.api.cfg.timing.stop_latency;
+        match rt.stopping_since {
+            None => {
+                rt.stopping_since = Some(now);
+                self.event(
+                    pod,
+                    "Normal",
+                    "Killing",
+                    &format!("Stopping container {}", first_container(pod)),
+                );
+                self.later(key, now + stop_latency);
+            }
+            Some(since) if now >= since + stop_latency => {
+                let _ = self.api.delete(PODS, key, Some(uid), Some(0), None);
+                return true;
+            }
+            Some(since) => self.later(key, since + stop_latency),
+        }
+        false
+    }
+
+    /// Moves the container through its stages as far as `now` allows,
+    /// scheduling the next look; true if the status changed.
+    fn advance(
+        &self,
+        key: &ObjKey,
+        pod: &Value,
+        uid: &str,
+        rt: &mut Runtime,
+        now: Instant,
+    ) -> bool {
         let restart_policy = pod
             .at("/spec/restartPolicy")
             .and_then(Value::as_str)
@@ -250,101 +302,25 @@ impl Kubelet {
                     break;
                 }
                 Stage::Creating(_) | Stage::PullBackOff(_) => {
-                    if rt.plan.behavior == PodBehavior::ImagePullFails {
-                        rt.pulls += 1;
-                        let wait = backoff(
-                            timing.restart_backoff.0,
-                            timing.restart_backoff.1,
-                            rt.pulls - 1,
-                        );
-                        rt.stage = Stage::PullBackOff(now + wait);
-                        self.event(pod, "Warning", "Failed", &format!(
-                            "Failed to pull image \"{}\": rpc error: code = NotFound desc = failed to pull and unpack image: not found",
-                            first_image(pod)));
-                        changed = true;
-                        self.later(key, now + wait);
+                    changed = true;
+                    if !self.pull_and_start(key, pod, rt, now) {
                         break;
                     }
-                    rt.stage = Stage::Running(now);
-                    rt.started_at = util::now();
-                    rt.ready = rt.plan.readiness == Readiness::Immediate;
-                    if rt.restarts == 0 {
-                        self.event(
-                            pod,
-                            "Normal",
-                            "Started",
-                            &format!("Started container {}", first_container(pod)),
-                        );
-                    }
-                    changed = true;
                 }
                 Stage::Running(since) => {
                     let ran = now.saturating_duration_since(since);
-                    let mut next: Option<Instant> = None;
-                    let ready = match rt.plan.readiness {
-                        Readiness::Immediate => true,
-                        Readiness::Never => false,
-                        Readiness::After(d) => {
-                            if ran < d {
-                                next = Some(since + d);
-                            }
-                            ran >= d
-                        }
-                        Readiness::Flip(p) => {
-                            let p = p.max(Duration::from_millis(1));
-                            let phase = ran.as_nanos() / p.as_nanos();
-                            next = Some(since + p.saturating_mul((phase + 1) as u32));
-                            phase % 2 == 0
-                        }
-                    };
+                    let (ready, mut next) = readiness(&rt.plan.readiness, since, ran);
                     if ready != rt.ready {
                         rt.ready = ready;
                         changed = true;
                     }
                     if let PodBehavior::Exit { after, code } = rt.plan.behavior {
                         if ran >= after {
-                            let exit = json!({
-                                "exitCode": code,
-                                "reason": if code == 0 { "Completed" } else { "Error" },
-                                "startedAt": rt.started_at,
-                                "finishedAt": util::now(),
-                                "containerID": container_id(&uid, rt.restarts),
-                            });
-                            rt.last_terminated = Some(exit);
-                            rt.ready = false;
                             changed = true;
-                            let restart = match restart_policy.as_str() {
-                                "Never" => false,
-                                "OnFailure" => code != 0,
-                                _ => true,
-                            };
-                            if !restart {
-                                rt.stage = Stage::Done;
-                                break;
+                            if self.exit(key, pod, uid, rt, code, &restart_policy, now) {
+                                continue;
                             }
-                            let wait = if rt.restarts == 0 {
-                                Duration::ZERO
-                            } else {
-                                backoff(
-                                    timing.restart_backoff.0,
-                                    timing.restart_backoff.1,
-                                    (rt.restarts - 1) as u32,
-                                )
-                            };
-                            rt.stage = Stage::BackOff(now + wait);
-                            if !wait.is_zero() {
-                                self.event(
-                                    pod,
-                                    "Warning",
-                                    "BackOff",
-                                    &format!(
-                                    "Back-off restarting failed container {} in pod {}_{}({uid})",
-                                    first_container(pod), key.1, key.0),
-                                );
-                                self.later(key, now + wait);
-                                break;
-                            }
-                            continue;
+                            break;
                         }
                         let exit_at = since + after;
                         next = Some(next.map_or(exit_at, |n| n.min(exit_at)));
@@ -368,10 +344,92 @@ impl Kubelet {
                 Stage::Done => break,
             }
         }
-        if changed {
-            self.write(key, pod, &rt);
+        changed
+    }
+
+    /// Pulls the image and starts the container, or (for a pod planned to
+    /// fail its pull) backs off the pull. True if the container started.
+    fn pull_and_start(&self, key: &ObjKey, pod: &Value, rt: &mut Runtime, now: Instant) -> bool {
+        let (first, cap) = self.api.cfg.timing.restart_backoff;
+        if rt.plan.behavior == PodBehavior::ImagePullFails {
+            rt.pulls += 1;
+            let wait = backoff(first, cap, rt.pulls - 1);
+            rt.stage = Stage::PullBackOff(now + wait);
+            self.event(pod, "Warning", "Failed", &format!(
+                "Failed to pull image \"{}\": rpc error: code = NotFound desc = failed to pull and unpack image: not found",
+                first_image(pod)));
+            self.later(key, now + wait);
+            return false;
         }
-        self.runtimes().insert(uid, rt);
+        rt.stage = Stage::Running(now);
+        rt.started_at = util::now();
+        rt.ready = rt.plan.readiness == Readiness::Immediate;
+        if rt.restarts == 0 {
+            self.event(
+                pod,
+                "Normal",
+                "Started",
+                &format!("Started container {}", first_container(pod)),
+            );
+        }
+        true
+    }
+
+    /// The container exited with `code`: records it, then per the restart
+    /// policy it is done or restarts after the crash-loop back-off. True if
+    /// it restarts at once.
+    #[allow(clippy::too_many_arguments)]
+    fn exit(
+        &self,
+        key: &ObjKey,
+        pod: &Value,
+        uid: &str,
+        rt: &mut Runtime,
+        code: i32,
+        restart_policy: &str,
+        now: Instant,
+    ) -> bool {
+        let exit = json!({
+            "exitCode": code,
+            "reason": if code == 0 { "Completed" } else { "Error" },
+            "startedAt": rt.started_at,
+            "finishedAt": util::now(),
+            "containerID": container_id(uid, rt.restarts),
+        });
+        rt.last_terminated = Some(exit);
+        rt.ready = false;
+        let restart = match restart_policy {
+            "Never" => false,
+            "OnFailure" => code != 0,
+            _ => true,
+        };
+        if !restart {
+            rt.stage = Stage::Done;
+            return false;
+        }
+        let wait = if rt.restarts == 0 {
+            Duration::ZERO
+        } else {
+            let (first, cap) = self.api.cfg.timing.restart_backoff;
+            backoff(first, cap, (rt.restarts - 1) as u32)
+        };
+        rt.stage = Stage::BackOff(now + wait);
+        if !wait.is_zero() {
+            self.event(
+                pod,
+                "Warning",
+                "BackOff",
+                &format!(
+                    "Back-off restarting failed container {} in pod {}_{}({uid})",
+                    first_container(pod),
+                    key.1,
+                    key.0
+                ),
+            );
+            self.later(key, now + wait);
+            return false;
+        }
+        true
     }
 
     fn event(&self, pod: &Value, ty: &str, reason: &str, msg: &str) {
