@@ -16,6 +16,7 @@ mod merge_schemas;
 mod names;
 pub(crate) mod openapi;
 pub(crate) mod openapi_docs;
+pub(crate) mod printers;
 pub(crate) mod state;
 pub(crate) mod validation;
 

@@ -3,10 +3,7 @@
 //! kube-apiserver's printers), the default Name / Created At table, and CRD
 //! `additionalPrinterColumns` evaluated with a small JSONPath subset.
 
-mod columns;
 mod jsonpath;
-mod printers;
-mod workloads;
 
 use serde_json::{json, Map, Value};
 
@@ -14,7 +11,7 @@ use crate::machinery::util::Pointer;
 use crate::machinery::util::{age_secs, human_duration};
 use crate::registry::{Printer, ResourceDef};
 
-use columns::{col, name_col};
+use crate::registry::printers::{self, col, name_col};
 pub(crate) use jsonpath::json_path;
 
 /// What a row's `object` holds (`includeObject`).

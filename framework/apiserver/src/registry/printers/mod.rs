@@ -1,17 +1,22 @@
-//! The built-in printers: the columns and cells kubectl users know from
+//! Each built-in kind's printer columns: the columns and cells kubectl users know from
 //! kube-apiserver for pods, workloads, services, config maps, secrets,
 //! namespaces, events, leases, bindings, webhooks and admission policies.
 
+mod columns;
+mod workloads;
+
 use serde_json::{json, Value};
 
-use super::columns::{age_col, col, name_col};
+pub(crate) use columns::{col, name_col};
+
 use crate::machinery::util::Pointer;
 use crate::machinery::util::{age_secs, human_duration};
 use crate::registry::Printer;
+use columns::age_col;
 
 /// Column definitions of a built-in printer (kube-apiserver's
 /// `pkg/printers/internalversion`).
-pub(super) fn columns(printer: Printer) -> Vec<Value> {
+pub(crate) fn columns(printer: Printer) -> Vec<Value> {
     let s = |n: &str, p: i64| col(n, "string", "", "", p);
     let i = |n: &str, p: i64| col(n, "integer", "", "", p);
     let mut cols = vec![name_col()];
@@ -201,7 +206,7 @@ fn name(o: &Value) -> Value {
 }
 
 /// The cells of a built-in printer's row.
-pub(super) fn cells(printer: Printer, o: &Value) -> Vec<Value> {
+pub(crate) fn cells(printer: Printer, o: &Value) -> Vec<Value> {
     match printer {
         Printer::Default => default_row(o),
         Printer::Namespace => vec![name(o), json!(str_at(o, "/status/phase")), age(o)],
@@ -209,16 +214,16 @@ pub(super) fn cells(printer: Printer, o: &Value) -> Vec<Value> {
         Printer::Secret => secret(o),
         Printer::Service => service(o),
         Printer::ServiceAccount => vec![name(o), json!(len_at(o, "/secrets")), age(o)],
-        Printer::Pod => super::workloads::pod(o),
-        Printer::Node => super::workloads::node(o),
-        Printer::PodDisruptionBudget => super::workloads::pdb(o),
-        Printer::ControllerRevision => super::workloads::controller_revision(o),
+        Printer::Pod => workloads::pod(o),
+        Printer::Node => workloads::node(o),
+        Printer::PodDisruptionBudget => workloads::pdb(o),
+        Printer::ControllerRevision => workloads::controller_revision(o),
         Printer::Event => event(o),
         Printer::Deployment => deployment(o),
         Printer::ReplicaSet => replica_set(o),
         Printer::StatefulSet => stateful_set(o),
         Printer::DaemonSet => daemon_set(o),
-        Printer::Job => super::workloads::job(o),
+        Printer::Job => workloads::job(o),
         Printer::CronJob => cron_job(o),
         Printer::Lease => vec![name(o), json!(str_at(o, "/spec/holderIdentity")), age(o)],
         Printer::RoleBinding => role_binding(o),
