@@ -213,3 +213,25 @@ async fn depth_and_wait_are_reported_by_priority() {
     assert_eq!(recorded.depth_of(0), 0);
     assert_eq!(*recorded.waits.lock().unwrap(), [0, LOW_PRIORITY]);
 }
+
+/// The entry a raise leaves behind is never taken for the item's next
+/// queuing at that priority, even after the item was done and forgotten.
+#[tokio::test]
+async fn an_entry_left_by_a_raise_never_stands_for_a_later_add() {
+    let q = WorkQueue::new();
+    q.add_with_priority("x", LOW_PRIORITY);
+    q.add_with_priority("y", LOW_PRIORITY);
+    q.add("x"); // raised; its low entry stays ahead of y's
+    assert_eq!(drain_one(&q), Some(("x", 0)));
+    q.add_with_priority("x", LOW_PRIORITY); // behind y now
+    assert_eq!(drain(&q), [("y", LOW_PRIORITY), ("x", LOW_PRIORITY)]);
+}
+
+fn drain_one<T>(q: &WorkQueue<T>) -> Option<(T, Priority)>
+where
+    T: Clone + Eq + std::hash::Hash + Send + Sync + 'static,
+{
+    let (item, priority) = q.get_with_priority().now_or_never()??;
+    q.done(&item);
+    Some((item, priority))
+}

@@ -163,24 +163,66 @@ struct State<T> {
     metrics: Option<QueueMetrics>,
     /// Where the stamps' clock starts.
     epoch: Instant,
+    /// Items pushed into `ready` so far: the generation of the last push.
+    pushes: u32,
 }
 
 /// Where an item stands (client-go keeps these as the `dirty` and
 /// `processing` sets and the metrics' two time maps).
 #[derive(Clone, Copy, Debug, Default)]
 struct Marks {
-    /// Needs processing: queued, or added again while processing.
-    dirty: bool,
-    processing: bool,
-    /// Bumped each time the item is queued, so an entry left behind by a
-    /// priority raise is told from the live one.
-    generation: u16,
+    /// The dirty and processing flags and the generation, in one word.
+    state: u32,
     /// While dirty: the priority it is (or will be, after `done`) queued at.
     priority: Priority,
     /// When it was first added since it was last handed out (metrics only).
     added_at: Stamp,
     /// When it was handed out (metrics only).
     started_at: Stamp,
+}
+
+/// Needs processing: queued, or added again while processing.
+const DIRTY: u32 = 1 << 31;
+/// Handed out and not yet done.
+const PROCESSING: u32 = 1 << 30;
+/// The rest of the word: which of the queue's pushes queued the item last,
+/// so an entry a priority raise left behind is told from the live one
+/// (the count wraps after 2^30 pushes; a stale entry mistaken for live
+/// would only be handed out at its older place).
+const GENERATION: u32 = PROCESSING - 1;
+
+impl Marks {
+    fn dirty(&self) -> bool {
+        self.state & DIRTY != 0
+    }
+
+    fn processing(&self) -> bool {
+        self.state & PROCESSING != 0
+    }
+
+    fn generation(&self) -> u32 {
+        self.state & GENERATION
+    }
+
+    fn set(&mut self, flag: u32, on: bool) {
+        if on {
+            self.state |= flag;
+        } else {
+            self.state &= !flag;
+        }
+    }
+
+    fn set_generation(&mut self, generation: u32) {
+        self.state = (self.state & !GENERATION) | (generation & GENERATION);
+    }
+
+    /// Queued and waiting for a worker at `priority`, by the push of
+    /// `generation`.
+    fn queued_by(&self, priority: Priority, generation: u32) -> bool {
+        self.state & (DIRTY | PROCESSING) == DIRTY
+            && self.priority == priority
+            && self.generation() == generation & GENERATION
+    }
 }
 
 /// A time on the queue's clock, or none: nanoseconds since the queue was
@@ -255,12 +297,13 @@ impl<T: Eq + Hash + Clone> State<T> {
         let queued = match self.items.entry_ref(&item) {
             EntryRef::Occupied(mut entry) => {
                 let marks = entry.get_mut();
-                if marks.dirty {
+                if marks.dirty() {
                     if priority > marks.priority {
                         let from = std::mem::replace(&mut marks.priority, priority);
-                        if !marks.processing {
-                            marks.generation = marks.generation.wrapping_add(1);
-                            let generation = marks.generation;
+                        if !marks.processing() {
+                            self.pushes = self.pushes.wrapping_add(1);
+                            let generation = self.pushes;
+                            marks.set_generation(generation);
                             let group = Self::group(self.fairness.as_ref(), &item);
                             self.ready.mark_stale(from, group);
                             self.ready.push(item, priority, group, generation);
@@ -272,7 +315,7 @@ impl<T: Eq + Hash + Clone> State<T> {
                     return false;
                 }
                 // Processing: queued again when done.
-                marks.dirty = true;
+                marks.set(DIRTY, true);
                 marks.priority = priority;
                 if !marks.added_at.is_set() {
                     marks.added_at = stamp;
@@ -280,12 +323,14 @@ impl<T: Eq + Hash + Clone> State<T> {
                 false
             }
             EntryRef::Vacant(entry) => {
-                let marks = Marks {
-                    dirty: true,
+                self.pushes = self.pushes.wrapping_add(1);
+                let mut marks = Marks {
+                    state: DIRTY,
                     priority,
                     added_at: stamp,
                     ..Marks::default()
                 };
+                marks.set_generation(self.pushes);
                 entry.insert_with_key(item.clone(), marks);
                 true
             }
@@ -295,7 +340,7 @@ impl<T: Eq + Hash + Clone> State<T> {
         }
         if queued {
             let group = Self::group(self.fairness.as_ref(), &item);
-            self.ready.push(item, priority, group, 0);
+            self.ready.push(item, priority, group, self.pushes);
         }
         queued
     }
@@ -316,9 +361,9 @@ impl<T: Eq + Hash + Clone> State<T> {
     fn take(&mut self, now: Instant) -> Take<T> {
         let items = &self.items;
         let popped = self.ready.pop(|item, priority, generation| {
-            items.get(item).is_some_and(|m| {
-                m.dirty && !m.processing && m.priority == priority && m.generation == generation
-            })
+            items
+                .get(item)
+                .is_some_and(|m| m.queued_by(priority, generation))
         });
         let Some((item, priority)) = popped else {
             return if self.shutting_down {
@@ -332,8 +377,8 @@ impl<T: Eq + Hash + Clone> State<T> {
             // Every queued item has marks; kept total rather than trusted.
             EntryRef::Vacant(entry) => entry.insert_with_key(item.clone(), Marks::default()),
         };
-        marks.dirty = false;
-        marks.processing = true;
+        marks.set(DIRTY, false);
+        marks.set(PROCESSING, true);
         self.processing += 1;
         if let Some(m) = &self.metrics {
             m.taken(priority, marks.added_at.take().time(self.epoch), now);
@@ -347,17 +392,19 @@ impl<T: Eq + Hash + Clone> State<T> {
             return Done::NotProcessing;
         };
         let marks = entry.get_mut();
-        if !marks.processing {
+        if !marks.processing() {
             return Done::NotProcessing;
         }
-        marks.processing = false;
+        marks.set(PROCESSING, false);
         self.processing -= 1;
         if let Some(m) = &self.metrics {
             m.done(marks.started_at.take().time(self.epoch), now);
         }
-        if marks.dirty {
-            marks.generation = marks.generation.wrapping_add(1);
-            let (priority, generation) = (marks.priority, marks.generation);
+        if marks.dirty() {
+            self.pushes = self.pushes.wrapping_add(1);
+            let generation = self.pushes;
+            marks.set_generation(generation);
+            let priority = marks.priority;
             let group = Self::group(self.fairness.as_ref(), item);
             self.ready.push(item.clone(), priority, group, generation);
             Done::Requeued
@@ -471,6 +518,7 @@ where
                     drain: false,
                     metrics,
                     epoch: Instant::now(),
+                    pushes: 0,
                 }),
                 items: Notify::new(),
                 drained: Notify::new(),
@@ -714,7 +762,7 @@ where
         state
             .items
             .iter()
-            .filter(|(_, marks)| marks.processing)
+            .filter(|(_, marks)| marks.processing())
             .map(|(item, _)| item.clone())
             .collect()
     }

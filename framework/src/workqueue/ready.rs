@@ -49,7 +49,7 @@ const KEPT_EMPTY_GROUPS: usize = 256;
 /// pushed.
 struct Entry<T> {
     item: T,
-    generation: u16,
+    generation: u32,
 }
 
 struct Group<T> {
@@ -193,7 +193,7 @@ impl<T> Ready<T> {
 
     /// Queues `item` at the back of `group` in `priority`; the group joins
     /// the back of the turn order if it held nothing live.
-    pub(crate) fn push(&mut self, item: T, priority: Priority, group: u64, generation: u16) {
+    pub(crate) fn push(&mut self, item: T, priority: Priority, group: u64, generation: u32) {
         let at = self.level(priority);
         let level = &mut self.levels[at];
         let (slot, dropped) = level.slot(group);
@@ -247,7 +247,7 @@ impl<T> Ready<T> {
     /// from stale ones.
     pub(crate) fn pop(
         &mut self,
-        mut is_live: impl FnMut(&T, Priority, u16) -> bool,
+        mut is_live: impl FnMut(&T, Priority, u32) -> bool,
     ) -> Option<(T, Priority)> {
         let at = self.levels.iter().position(|l| l.live > 0)?;
         let level = &mut self.levels[at];
@@ -289,7 +289,7 @@ impl<T> Ready<T> {
     }
 
     /// Drops every stale entry.
-    fn purge(&mut self, is_live: &mut impl FnMut(&T, Priority, u16) -> bool) {
+    fn purge(&mut self, is_live: &mut impl FnMut(&T, Priority, u32) -> bool) {
         for level in &mut self.levels {
             let priority = level.priority;
             for g in &mut level.groups {
@@ -385,7 +385,7 @@ mod tests {
         r.mark_stale(0, 1);
         r.push("a0", 5, 1, 1);
         assert_eq!((r.len(), r.stale()), (3, 1));
-        let live = |item: &&str, priority: Priority, generation: u16| {
+        let live = |item: &&str, priority: Priority, generation: u32| {
             !(*item == "a0" && priority == 0 && generation == 0)
         };
         assert_eq!(r.pop(live), Some(("a0", 5)));
@@ -400,7 +400,7 @@ mod tests {
         r.mark_stale(0, 1);
         r.push("a2", 5, 1, 1);
         r.push("a3", 0, 1, 0);
-        let live = |item: &&str, priority: Priority, _: u16| !(*item == "a2" && priority == 0);
+        let live = |item: &&str, priority: Priority, _: u32| !(*item == "a2" && priority == 0);
         assert_eq!(r.pop(live), Some(("a2", 5)));
         assert_eq!(r.pop(live), Some(("b2", 0)));
         assert_eq!(r.pop(live), Some(("a3", 0)));
@@ -419,7 +419,7 @@ mod tests {
             r.push(i, 0, 0, 1);
         }
         assert_eq!((r.len(), r.stale()), (3001, 3000));
-        let live = |&i: &u32, priority: Priority, _: u16| priority == 0 || i == 9999;
+        let live = |&i: &u32, priority: Priority, _: u32| priority == 0 || i == 9999;
         for i in 0..2000 {
             assert_eq!(r.pop(live), Some((i, 0)));
         }
