@@ -1263,3 +1263,136 @@ async fn the_reconciles_abandoned_at_shutdown_are_named_in_the_log() {
     );
     assert!(text.contains("abandoning them"), "{text}");
 }
+
+/// A reconcile that takes 5 ms, so a backlog builds.
+async fn slow_reconcile(
+    cm: Arc<ConfigMap>,
+    ctx: Arc<Context<Arc<Log>>>,
+) -> Result<Action, TestError> {
+    sleep(Duration::from_millis(5)).await;
+    ctx.record(&cm);
+    Ok(Action::done())
+}
+
+/// Where `name` first appears among the reconciles, in order.
+fn position(log: &Log, name: &str) -> Option<usize> {
+    let mut seen: Vec<(String, Instant)> = log
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(n, t, _)| (n.clone(), *t))
+        .collect();
+    seen.sort_by_key(|(_, t)| *t);
+    seen.iter().position(|(n, _)| n == name)
+}
+
+/// Starts a one-worker controller of slow reconciles over `listed` existing
+/// ConfigMaps, creates `live` once the first reconcile has run, and returns
+/// where the live one came among the reconciles.
+async fn live_change_position(priority_queue: bool, listed: usize) -> usize {
+    let h = harness().await;
+    let api: Api<ConfigMap> = Api::namespaced(h.client.clone(), NS);
+    for i in 0..listed {
+        api.create(&PostParams::default(), &cm(&format!("listed-{i:03}"), &[]))
+            .await
+            .unwrap();
+    }
+    let log = Arc::new(Log::default());
+    let controller = Controller::<ConfigMap>::builder(h.cached.clone())
+        .priority_queue(priority_queue)
+        .reconcile(slow_reconcile, Arc::clone(&log));
+    let (token, task) = spawn(controller);
+    eventually("the first reconcile of the initial list", || {
+        !log.seen.lock().unwrap().is_empty()
+    })
+    .await;
+    api.create(&PostParams::default(), &cm("live", &[]))
+        .await
+        .unwrap();
+    eventually("the live change's reconcile", || log.count("live") == 1).await;
+    eventually("every reconcile", || {
+        log.seen.lock().unwrap().len() > listed
+    })
+    .await;
+    stop(token, task).await;
+    position(&log, "live").expect("live reconciled")
+}
+
+/// controller-runtime's priority queue (cr #3014): the initial list goes in
+/// at low priority, so a change made while a restarted controller works
+/// through it is reconciled next, not after the whole list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_change_is_reconciled_before_the_rest_of_the_initial_list() {
+    let at = live_change_position(true, 150).await;
+    assert!(at < 20, "the live change came {at}th of 151");
+}
+
+/// The opt-out: client-go's FIFO, where the live change waits behind every
+/// key of the initial list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_priority_queue_a_live_change_waits_behind_the_initial_list() {
+    assert_eq!(live_change_position(false, 150).await, 150);
+}
+
+/// Where the one ConfigMap of namespace `zz-other` came among the
+/// reconciles of 100 in namespace `flood` (all in the initial list, which
+/// lists `flood` first).
+async fn other_namespace_position(fair: bool) -> usize {
+    use k8s_openapi::api::core::v1::Namespace;
+    let h = harness().await;
+    let namespaces: Api<Namespace> = Api::all(h.client.clone());
+    for ns in ["flood", "zz-other"] {
+        let ns = Namespace {
+            metadata: ObjectMeta {
+                name: Some(ns.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        namespaces
+            .create(&PostParams::default(), &ns)
+            .await
+            .unwrap();
+    }
+    let in_ns = |ns: &str, name: &str| {
+        let mut c = cm(name, &[]);
+        c.metadata.namespace = Some(ns.into());
+        c
+    };
+    let flood: Api<ConfigMap> = Api::namespaced(h.client.clone(), "flood");
+    for i in 0..100 {
+        flood
+            .create(
+                &PostParams::default(),
+                &in_ns("flood", &format!("f-{i:03}")),
+            )
+            .await
+            .unwrap();
+    }
+    let other: Api<ConfigMap> = Api::namespaced(h.client.clone(), "zz-other");
+    other
+        .create(&PostParams::default(), &in_ns("zz-other", "tenant"))
+        .await
+        .unwrap();
+    let log = Arc::new(Log::default());
+    let controller = Controller::<ConfigMap>::builder(h.cached.clone())
+        .fairness(fair)
+        .reconcile(slow_reconcile, Arc::clone(&log));
+    let (token, task) = spawn(controller);
+    eventually("every reconcile", || log.seen.lock().unwrap().len() >= 101).await;
+    stop(token, task).await;
+    position(&log, "tenant").expect("tenant reconciled")
+}
+
+/// controller-runtime PR #3261's fairness, by namespace: a namespace that
+/// floods the queue delays another namespace's key by one turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flooding_namespace_delays_another_by_one_turn() {
+    assert!(other_namespace_position(true).await <= 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_fairness_another_namespace_waits_behind_the_flood() {
+    assert_eq!(other_namespace_position(false).await, 100);
+}

@@ -222,7 +222,7 @@ async fn readyz_flips_after_cache_sync_and_metrics_scrape_with_reconcile_and_que
     );
     assert!(get(r#"workqueue_adds_total{name="configmap",controller="configmap"}"#) >= 1.0);
     assert_eq!(
-        get(r#"workqueue_depth{name="configmap",controller="configmap"}"#),
+        get(r#"workqueue_depth{name="configmap",controller="configmap",priority="0"}"#),
         0.0
     );
     assert!(

@@ -826,10 +826,22 @@ async fn prometheus_provider_exports_client_go_metric_names() {
 
     let text = encode(&registry);
     let l = r#"{name="memcached",controller="memcached"}"#;
+    // controller-runtime labels the depth by priority.
     assert_eq!(
-        value(&text, &format!("workqueue_depth{l}")),
+        value(
+            &text,
+            r#"workqueue_depth{name="memcached",controller="memcached",priority="0"}"#
+        ),
         1.0,
         "c is queued"
+    );
+    let by_priority = r#"{name="memcached",controller="memcached",priority="0"}"#;
+    assert_eq!(
+        value(
+            &text,
+            &format!("workqueue_queue_duration_by_priority_seconds_count{by_priority}")
+        ),
+        2.0
     );
     assert_eq!(value(&text, &format!("workqueue_adds_total{l}")), 3.0);
     assert_eq!(value(&text, &format!("workqueue_retries_total{l}")), 1.0);
@@ -851,6 +863,7 @@ async fn prometheus_provider_exports_client_go_metric_names() {
         "# TYPE workqueue_depth gauge",
         "# TYPE workqueue_adds counter",
         "# TYPE workqueue_queue_duration_seconds histogram",
+        "# TYPE workqueue_queue_duration_by_priority_seconds histogram",
         "# TYPE workqueue_work_duration_seconds histogram",
         "# TYPE workqueue_unfinished_work_seconds gauge",
         "# TYPE workqueue_longest_running_processor_seconds gauge",
@@ -865,4 +878,45 @@ async fn prometheus_provider_exports_client_go_metric_names() {
         .count();
     assert_eq!(buckets, 13, "{text}");
     q.done(&b);
+}
+
+/// controller-runtime's `depthWithPriorityMetric`: one series per priority
+/// seen, up to 25, then `exceeded_cardinality_limit`; a plain queue's
+/// depth has `priority=""`.
+#[tokio::test]
+async fn prometheus_depth_is_labelled_by_priority_within_a_cardinality_limit() {
+    let provider = PrometheusMetricsProvider::new();
+    let mut registry = Registry::default();
+    provider.register(&mut registry);
+    let q = WorkQueue::builder()
+        .name("q")
+        .metrics(Arc::new(provider.clone()))
+        .build();
+    for p in 0..30 {
+        q.add_with_priority(p, p);
+    }
+    let plain = WorkQueue::builder()
+        .name("plain")
+        .priorities(false)
+        .metrics(Arc::new(provider.clone()))
+        .build();
+    plain.add_with_priority(1, 9);
+    let text = encode(&registry);
+    let depth = |priority: &str| {
+        value(
+            &text,
+            &format!(r#"workqueue_depth{{name="q",controller="q",priority="{priority}"}}"#),
+        )
+    };
+    assert_eq!(depth("0"), 1.0);
+    assert_eq!(depth("24"), 1.0);
+    assert_eq!(depth("exceeded_cardinality_limit"), 5.0);
+    assert!(!text.contains(r#"priority="25""#), "{text}");
+    assert_eq!(
+        value(
+            &text,
+            r#"workqueue_depth{name="plain",controller="plain",priority=""}"#
+        ),
+        1.0
+    );
 }

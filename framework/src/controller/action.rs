@@ -11,12 +11,17 @@
 //! | [`Action::requeue_after`]`(d > 0)` | `forget`, then `add_after(d)` | `requeue_after` |
 //! | [`Action::requeue`]                | `add_rate_limited`            | `requeue`       |
 //! | [`Action::done`]                   | `forget`                      | `success`       |
+//!
+//! Every re-add is at the priority the key was handed out at, unless the
+//! action names one with [`Action::with_priority`] (controller-runtime's
+//! `Result.Priority`, `pkg/reconcile/reconcile.go`).
 
 use std::error::Error as StdError;
 use std::fmt;
 use std::time::Duration;
 
 use crate::reconcile::finalizer::Outcome;
+use crate::workqueue::Priority;
 
 /// What the controller does with an object after a successful reconcile.
 ///
@@ -33,6 +38,8 @@ use crate::reconcile::finalizer::Outcome;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Action {
     next: Next,
+    /// The priority of the re-add; `None`: the key's current one.
+    priority: Option<Priority>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -48,7 +55,10 @@ impl Action {
     /// object is reconciled again only when a watched event enqueues it
     /// (controller-runtime's `Result{}`).
     pub const fn done() -> Self {
-        Self { next: Next::Done }
+        Self {
+            next: Next::Done,
+            priority: None,
+        }
     }
 
     /// The same as [`done`](Self::done), named as kube-rs names it: wait
@@ -67,6 +77,7 @@ impl Action {
         } else {
             Self {
                 next: Next::After(delay),
+                priority: None,
             }
         }
     }
@@ -76,7 +87,34 @@ impl Action {
     pub const fn requeue() -> Self {
         Self {
             next: Next::RateLimited,
+            priority: None,
         }
+    }
+
+    /// Re-adds the key at `priority` rather than at the priority it was
+    /// handed out at (controller-runtime's `Result.Priority`): after an
+    /// error too, when this is what the error policy returns. Higher goes
+    /// first; [`LOW_PRIORITY`](crate::workqueue::LOW_PRIORITY) is what an
+    /// informer's initial list and resyncs enqueue at. Meaningless on
+    /// [`done`](Self::done), which re-adds nothing.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use kubeforge::controller::Action;
+    /// use kubeforge::workqueue::LOW_PRIORITY;
+    ///
+    /// // A periodic check that must not delay live changes.
+    /// let periodic = Action::requeue_after(Duration::from_secs(300)).with_priority(LOW_PRIORITY);
+    /// assert_eq!(periodic.priority(), Some(LOW_PRIORITY));
+    /// ```
+    pub const fn with_priority(mut self, priority: Priority) -> Self {
+        self.priority = Some(priority);
+        self
+    }
+
+    /// The priority set with [`with_priority`](Self::with_priority), if any.
+    pub const fn priority(&self) -> Option<Priority> {
+        self.priority
     }
 
     /// Whether this is [`done`](Self::done).
@@ -174,6 +212,18 @@ mod tests {
         assert_eq!(Action::requeue().result_label(), "requeue");
         // `RequeueAfter: 0` is a plain success in controller-runtime.
         assert!(Action::requeue_after(Duration::ZERO).is_done());
+    }
+
+    #[test]
+    fn an_action_carries_the_priority_of_its_re_add() {
+        assert_eq!(Action::requeue().priority(), None);
+        let raised = Action::requeue().with_priority(7);
+        assert_eq!(raised.priority(), Some(7));
+        assert!(raised.is_rate_limited_requeue());
+        assert_eq!(raised.result_label(), "requeue");
+        let after = Action::requeue_after(Duration::from_secs(1)).with_priority(-100);
+        assert_eq!(after.requeue_after_duration(), Some(Duration::from_secs(1)));
+        assert_eq!(after.priority(), Some(-100));
     }
 
     #[test]

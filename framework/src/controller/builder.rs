@@ -24,7 +24,12 @@ use crate::cache::{InformerOptions, ObjectKey};
 use crate::events::Recorder;
 use crate::rbac::{Rule, Write};
 use crate::reconcile::{CachedClient, CachedObject, DEFAULT_CACHE_SYNC_TIMEOUT};
-use crate::workqueue::{default_controller_rate_limiter, RateLimiter, WorkQueue};
+use std::hash::BuildHasher as _;
+
+use crate::workqueue::{
+    default_controller_rate_limiter, Priority, RateLimiter, WorkQueue, WorkQueueBuilder,
+    DEFAULT_PRIORITY,
+};
 
 /// How long a stopping controller (and a stopping manager, for its
 /// controllers and runnables) lets work in flight finish, unless configured
@@ -105,6 +110,7 @@ pub struct Watch<W> {
     mapper: KeysFn<W>,
     predicates: Vec<BoxPredicate<W>>,
     options: InformerOptions<W>,
+    priority: Priority,
 }
 
 impl<W> fmt::Debug for Watch<W> {
@@ -112,6 +118,7 @@ impl<W> fmt::Debug for Watch<W> {
         f.debug_struct("Watch")
             .field("predicates", &self.predicates.len())
             .field("options", &self.options)
+            .field("priority", &self.priority)
             .finish_non_exhaustive()
     }
 }
@@ -124,7 +131,18 @@ impl<W: 'static> Watch<W> {
             mapper: Arc::new(mapper),
             predicates: Vec::new(),
             options: InformerOptions::default(),
+            priority: DEFAULT_PRIORITY,
         }
+    }
+
+    /// The priority this watch's events enqueue their keys at (default
+    /// [`DEFAULT_PRIORITY`]); adds from the informer's initial list and
+    /// unchanged updates (resyncs) stay at
+    /// [`LOW_PRIORITY`](crate::workqueue::LOW_PRIORITY), as with
+    /// controller-runtime's `WithLowPriorityWhenUnchanged`.
+    pub fn priority(mut self, priority: Priority) -> Self {
+        self.priority = priority;
+        self
     }
 
     /// Only events `predicate` passes are mapped.
@@ -170,7 +188,9 @@ impl<W: 'static> Watch<W> {
 ///   lower case), [`cache_sync_timeout`](ControllerBuilder::cache_sync_timeout)
 ///   (2 minutes), [`recover_panic`](ControllerBuilder::recover_panic) (on),
 ///   [`graceful_shutdown_timeout`](ControllerBuilder::graceful_shutdown_timeout)
-///   (30 seconds).
+///   (30 seconds), [`priority_queue`](ControllerBuilder::priority_queue)
+///   (on: live changes before the initial list and resyncs) and
+///   [`fairness`](ControllerBuilder::fairness) (namespaces take turns).
 ///
 /// It ends with [`.reconcile(fn, data)`](ControllerBuilder::reconcile) (or
 /// `.reconcile_with(fn, policy, data)`): a standalone builder returns a
@@ -193,6 +213,8 @@ pub(crate) struct BuilderParts<K> {
     cache_sync_timeout: Option<Duration>,
     shutdown_timeout: Option<Duration>,
     recover_panic: bool,
+    priority_queue: bool,
+    fairness: Fairness,
     metrics: Option<ControllerMetrics>,
     recorder: Option<Recorder>,
     /// What the watches need, and the extra rules declared with
@@ -217,6 +239,7 @@ impl<K, T: fmt::Debug> fmt::Debug for ControllerBuilder<K, T> {
             .field("concurrency", &p.concurrency)
             .field("cache_sync_timeout", &p.cache_sync_timeout)
             .field("recover_panic", &p.recover_panic)
+            .field("priority_queue", &p.priority_queue)
             .finish_non_exhaustive()
     }
 }
@@ -246,6 +269,8 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
                 cache_sync_timeout: None,
                 shutdown_timeout: None,
                 recover_panic: true,
+                priority_queue: true,
+                fairness: Fairness::Namespace,
                 metrics: None,
                 recorder: None,
                 rules: Vec::new(),
@@ -406,7 +431,13 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
             } else {
                 env.client.informer_with::<W>(watch.options)
             };
-            env.source(informer, watch.predicates, watch.mapper, true)
+            env.source_at(
+                informer,
+                watch.predicates,
+                watch.mapper,
+                true,
+                watch.priority,
+            )
         }));
         self
     }
@@ -422,7 +453,13 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
                     .factory()
                     .metadata_informer::<W>(env.client.caching(watch.options))
             };
-            env.source(informer, watch.predicates, watch.mapper, true)
+            env.source_at(
+                informer,
+                watch.predicates,
+                watch.mapper,
+                true,
+                watch.priority,
+            )
         }));
         self
     }
@@ -442,7 +479,13 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
                 .client
                 .factory()
                 .dynamic_informer(&resource, env.client.caching(watch.options));
-            env.source(informer, watch.predicates, watch.mapper, true)
+            env.source_at(
+                informer,
+                watch.predicates,
+                watch.mapper,
+                true,
+                watch.priority,
+            )
         }));
         self
     }
@@ -504,6 +547,48 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
         self
     }
 
+    /// Whether the workqueue orders keys by priority (default: on, as in
+    /// controller-runtime since v0.23): keys from the informers' initial
+    /// lists and from resyncs are enqueued at
+    /// [`LOW_PRIORITY`](crate::workqueue::LOW_PRIORITY), live changes at
+    /// [`DEFAULT_PRIORITY`], and [`Action::with_priority`] or
+    /// [`Watch::priority`] say more, so a change made while a restarted
+    /// controller works through its initial list does not wait behind it.
+    ///
+    /// `false` is the opt-out: client-go's FIFO, every key at one priority
+    /// and no [`fairness`](Self::fairness) either.
+    pub fn priority_queue(mut self, on: bool) -> Self {
+        self.parts.priority_queue = on;
+        self
+    }
+
+    /// Whether keys of one priority are taken in turns across namespaces
+    /// (default: on), so a namespace that floods the queue delays another
+    /// namespace's key by one key per namespace with keys queued, not by
+    /// the whole flood (controller-runtime PR #3261's fairness, with the
+    /// namespace as its dimension). Cluster-scoped keys are one group.
+    /// `false`: first in, first out within a priority.
+    pub fn fairness(mut self, on: bool) -> Self {
+        self.parts.fairness = if on {
+            Fairness::Namespace
+        } else {
+            Fairness::Off
+        };
+        self
+    }
+
+    /// Takes keys in turns across the groups `group` puts them in instead
+    /// of namespaces: any stable id (a hash of a tenant label carried in
+    /// the key's namespace, or of the cluster and namespace in a
+    /// multi-cluster controller); equal ids share their turns.
+    pub fn fairness_by(
+        mut self,
+        group: impl Fn(&ObjectKey) -> u64 + Send + Sync + 'static,
+    ) -> Self {
+        self.parts.fairness = Fairness::By(Arc::new(group));
+        self
+    }
+
     /// Reports reconcile and workqueue metrics into `metrics` (default: a
     /// set of its own, or the manager's for a controller it runs).
     pub fn metrics(mut self, metrics: ControllerMetrics) -> Self {
@@ -516,6 +601,28 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
     pub fn recorder(mut self, recorder: Recorder) -> Self {
         self.parts.recorder = Some(recorder);
         self
+    }
+}
+
+/// Which keys share turns in the workqueue.
+#[derive(Clone)]
+enum Fairness {
+    Off,
+    Namespace,
+    By(Arc<dyn Fn(&ObjectKey) -> u64 + Send + Sync>),
+}
+
+impl Fairness {
+    /// Configures `queue` with this choice.
+    fn apply(self, queue: WorkQueueBuilder<ObjectKey>) -> WorkQueueBuilder<ObjectKey> {
+        match self {
+            Self::Off => queue,
+            Self::Namespace => {
+                let hasher = hashbrown::DefaultHashBuilder::default();
+                queue.fairness(move |key: &ObjectKey| hasher.hash_one(key.namespace_or_empty()))
+            }
+            Self::By(group) => queue.fairness(move |key: &ObjectKey| group(key)),
+        }
     }
 }
 
@@ -693,7 +800,12 @@ impl<K: CachedObject> BuilderParts<K> {
         D: Send + Sync + 'static,
     {
         let name: Arc<str> = self.name().into();
-        let mut queue = WorkQueue::builder().name(name.to_string());
+        let mut queue = WorkQueue::builder()
+            .name(name.to_string())
+            .priorities(self.priority_queue);
+        if self.priority_queue {
+            queue = self.fairness.apply(queue);
+        }
         if let Some(metrics) = &self.metrics {
             queue = queue.metrics(metrics.workqueue_provider());
         }

@@ -9,6 +9,13 @@
 //! enqueues the keys of both the old and the new state (a dependent that
 //! moved to another owner must wake the old one too); the queue collapses
 //! duplicates.
+//!
+//! Priorities as controller-runtime's `handler.WithLowPriorityWhenUnchanged`
+//! (`pkg/handler/eventhandler.go`) sets them: an add from the informer's
+//! initial list, and an update whose resource version did not change (a
+//! resync), enqueue at [`LOW_PRIORITY`]; every other event at the watch's
+//! priority ([`DEFAULT_PRIORITY`](crate::workqueue::DEFAULT_PRIORITY)
+//! unless the watch names one).
 
 use std::collections::HashSet;
 use std::future::{ready, Future};
@@ -20,7 +27,7 @@ use super::filter::{passes_all, SharedMetaPredicate};
 use super::predicate::{BoxPredicate, Event, Predicate};
 use crate::cache::{DeletedObject, EventHandler, ObjectKey};
 use crate::reconcile::owner::group_of;
-use crate::workqueue::WorkQueue;
+use crate::workqueue::{Priority, WorkQueue, LOW_PRIORITY};
 
 /// Maps an object to the keys to reconcile.
 pub(crate) type KeysFn<O> = Arc<dyn Fn(&O) -> Vec<ObjectKey> + Send + Sync>;
@@ -68,6 +75,14 @@ pub(crate) struct EnqueueHandler<O> {
     pub(crate) keys: KeysFn<O>,
     /// Also enqueue the keys of an update's old state.
     pub(crate) keys_of_old_too: bool,
+    /// The priority of events that carry news.
+    pub(crate) priority: Priority,
+}
+
+/// Whether an update carries no news: a resync (one `Arc`), or the same
+/// resource version (controller-runtime compares `GetResourceVersion()`).
+fn unchanged<O: Resource>(old: &Arc<O>, new: &Arc<O>) -> bool {
+    Arc::ptr_eq(old, new) || old.meta().resource_version == new.meta().resource_version
 }
 
 impl<O: Resource> EnqueueHandler<O> {
@@ -78,21 +93,22 @@ impl<O: Resource> EnqueueHandler<O> {
     /// An event from outside the cluster (a [`Channel`](super::source::Channel)).
     pub(crate) fn on_generic(&self, obj: &O) {
         if self.passes(Event::Generic(obj)) {
-            self.enqueue(obj);
+            self.enqueue(obj, self.priority);
         }
     }
 
-    fn enqueue(&self, obj: &O) {
+    fn enqueue(&self, obj: &O, priority: Priority) {
         for key in (self.keys)(obj) {
-            self.queue.add(key);
+            self.queue.add_with_priority(key, priority);
         }
     }
 }
 
 impl<O: Resource + Send + Sync + 'static> EventHandler<O> for EnqueueHandler<O> {
-    fn on_add(&mut self, object: Arc<O>, _initial: bool) -> impl Future<Output = ()> + Send {
+    fn on_add(&mut self, object: Arc<O>, initial: bool) -> impl Future<Output = ()> + Send {
         if self.passes(Event::Create(&object)) {
-            self.enqueue(&object);
+            let priority = if initial { LOW_PRIORITY } else { self.priority };
+            self.enqueue(&object, priority);
         }
         ready(())
     }
@@ -102,14 +118,19 @@ impl<O: Resource + Send + Sync + 'static> EventHandler<O> for EnqueueHandler<O> 
             old: &old,
             new: &new,
         }) {
+            let priority = if unchanged(&old, &new) {
+                LOW_PRIORITY
+            } else {
+                self.priority
+            };
             if self.keys_of_old_too && !Arc::ptr_eq(&old, &new) {
                 let mut keys: HashSet<ObjectKey> = (self.keys)(&new).into_iter().collect();
                 keys.extend((self.keys)(&old));
                 for key in keys {
-                    self.queue.add(key);
+                    self.queue.add_with_priority(key, priority);
                 }
             } else {
-                self.enqueue(&new);
+                self.enqueue(&new, priority);
             }
         }
         ready(())
@@ -117,7 +138,7 @@ impl<O: Resource + Send + Sync + 'static> EventHandler<O> for EnqueueHandler<O> 
 
     fn on_delete(&mut self, deleted: DeletedObject<O>) -> impl Future<Output = ()> + Send {
         if self.passes(Event::Delete(&deleted.object)) {
-            self.enqueue(&deleted.object);
+            self.enqueue(&deleted.object, self.priority);
         }
         ready(())
     }
@@ -126,6 +147,7 @@ impl<O: Resource + Send + Sync + 'static> EventHandler<O> for EnqueueHandler<O> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures::FutureExt as _;
     use k8s_openapi::api::apps::v1::Deployment;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
@@ -175,6 +197,86 @@ mod tests {
                 ObjectKey::namespaced("ns", "a"),
                 ObjectKey::namespaced("ns", "b")
             ]
+        );
+    }
+
+    fn handler(queue: &WorkQueue<ObjectKey>, priority: Priority) -> EnqueueHandler<Deployment> {
+        EnqueueHandler {
+            queue: queue.clone(),
+            predicates: Vec::new(),
+            filters: Vec::new(),
+            keys: Arc::new(|o: &Deployment| vec![ObjectKey::of(o)]),
+            keys_of_old_too: false,
+            priority,
+        }
+    }
+
+    fn named(name: &str, resource_version: &str) -> Arc<Deployment> {
+        let mut d = Deployment::default();
+        d.metadata.namespace = Some("ns".into());
+        d.metadata.name = Some(name.into());
+        d.metadata.resource_version = Some(resource_version.into());
+        Arc::new(d)
+    }
+
+    /// controller-runtime's `WithLowPriorityWhenUnchanged`: the initial
+    /// list and unchanged updates (resyncs) are low priority, the rest at
+    /// the watch's priority.
+    #[tokio::test]
+    async fn initial_list_and_unchanged_updates_enqueue_at_low_priority() {
+        let queue = WorkQueue::new();
+        let mut h = handler(&queue, crate::workqueue::DEFAULT_PRIORITY);
+        h.on_add(named("listed", "1"), true).await;
+        h.on_add(named("created", "2"), false).await;
+        let resynced = named("resynced", "3");
+        h.on_update(resynced.clone(), resynced).await;
+        h.on_update(named("same-rv", "4"), named("same-rv", "4"))
+            .await;
+        h.on_update(named("changed", "5"), named("changed", "6"))
+            .await;
+        let mut got = Vec::new();
+        while let Some(Some((key, priority))) = queue.get_with_priority().now_or_never() {
+            got.push((key.name.clone(), priority));
+            queue.done(&key);
+        }
+        let got: Vec<(&str, Priority)> = got.iter().map(|(n, p)| (n.as_str(), *p)).collect();
+        assert_eq!(
+            got,
+            [
+                ("created", 0),
+                ("changed", 0),
+                ("listed", LOW_PRIORITY),
+                ("resynced", LOW_PRIORITY),
+                ("same-rv", LOW_PRIORITY)
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_watch_priority_applies_to_live_events_only() {
+        let queue = WorkQueue::new();
+        let mut h = handler(&queue, 7);
+        h.on_add(named("listed", "1"), true).await;
+        h.on_delete(DeletedObject {
+            object: named("gone", "2"),
+            final_state_unknown: false,
+        })
+        .await;
+        assert_eq!(
+            queue
+                .get_with_priority()
+                .now_or_never()
+                .flatten()
+                .map(|(k, p)| (k.name, p)),
+            Some(("gone".to_owned(), 7))
+        );
+        assert_eq!(
+            queue
+                .get_with_priority()
+                .now_or_never()
+                .flatten()
+                .map(|(k, p)| (k.name, p)),
+            Some(("listed".to_owned(), LOW_PRIORITY))
         );
     }
 

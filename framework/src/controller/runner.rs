@@ -7,7 +7,9 @@
 //! object's current state from the primary informer's store (level
 //! triggered: a burst of events for one key is one reconcile of the latest
 //! state), runs the reconcile in a tracing span and a panic guard, and
-//! turns the result into queue calls (see [`Action`]).
+//! turns the result into queue calls (see [`Action`]), at the priority the
+//! key was handed out at unless the action names another
+//! (controller-runtime's `reconcileHandler`).
 //!
 //! A key whose object is no longer in the cache is skipped: the object was
 //! deleted, and there is nothing to reconcile. Work that must happen on
@@ -41,7 +43,7 @@ use super::source::Source;
 use crate::cache::{ObjectKey, SharedInformer};
 use crate::ids::random_uuid;
 use crate::reconcile::{CachedClient, CachedObject, Error};
-use crate::workqueue::WorkQueue;
+use crate::workqueue::{Priority, WorkQueue};
 
 /// What a builder hands over.
 pub(crate) struct ControllerParts<K> {
@@ -268,12 +270,13 @@ async fn worker<K: CachedObject>(
         let key = tokio::select! {
             biased;
             () = halt.cancelled() => return Ok(()),
-            key = runtime.queue.get() => match key {
+            key = runtime.queue.get_with_priority() => match key {
                 Some(key) => key,
                 None => return Ok(()),
             },
         };
-        let outcome = runtime.process(&key).await;
+        let (key, priority) = key;
+        let outcome = runtime.process(&key, priority).await;
         runtime.queue.done(&key);
         outcome?;
     }
@@ -295,8 +298,9 @@ impl<K: CachedObject> Runtime<K> {
         Ok(self.primary.store().get(key))
     }
 
-    /// Reconciles one key and requeues it as the result says.
-    async fn process(&self, key: &ObjectKey) -> Result<(), Error> {
+    /// Reconciles one key, handed out at `priority`, and requeues it as the
+    /// result says.
+    async fn process(&self, key: &ObjectKey, priority: Priority) -> Result<(), Error> {
         let obj = match self.read(key).await {
             Ok(Some(obj)) => obj,
             Ok(None) => {
@@ -306,7 +310,8 @@ impl<K: CachedObject> Runtime<K> {
             }
             Err(e) => {
                 tracing::error!(%key, error = %ErrorChain(&e), "cannot read the object from the cache; retrying");
-                self.queue.add_rate_limited(key.clone());
+                self.queue
+                    .add_rate_limited_with_priority(key.clone(), priority);
                 return Ok(());
             }
         };
@@ -330,7 +335,7 @@ impl<K: CachedObject> Runtime<K> {
             Ok(Ok(action)) => {
                 tracing::debug!(%action, "reconciled");
                 self.metrics.result(action.result_label()).inc();
-                self.requeue(key, action, true);
+                self.requeue(key, action, true, priority);
                 Ok(())
             }
             Ok(Err(failure)) => {
@@ -342,7 +347,7 @@ impl<K: CachedObject> Runtime<K> {
                     tracing::error!(%key, %error, "reconciler error (terminal: not retried)");
                 } else {
                     tracing::error!(%key, %error, then = %failure.then, "reconciler error");
-                    self.requeue(key, failure.then, false);
+                    self.requeue(key, failure.then, false, priority);
                 }
                 Ok(())
             }
@@ -353,7 +358,8 @@ impl<K: CachedObject> Runtime<K> {
                 self.metrics.error.inc();
                 tracing::error!(%key, panic = %message, "reconciler panicked");
                 if self.recover_panic {
-                    self.queue.add_rate_limited(key.clone());
+                    self.queue
+                        .add_rate_limited_with_priority(key.clone(), priority);
                     Ok(())
                 } else {
                     Err(Error::ReconcilerPanicked {
@@ -368,15 +374,20 @@ impl<K: CachedObject> Runtime<K> {
 
     /// controller-runtime's result handling. After a success,
     /// `requeue_after` forgets the failures first; after an error the
-    /// failure history is kept, so the backoff keeps growing.
-    fn requeue(&self, key: &ObjectKey, action: Action, succeeded: bool) {
+    /// failure history is kept, so the backoff keeps growing. The re-add
+    /// is at the action's priority, or else at `priority`, the one the key
+    /// was handed out at (controller-runtime's `Result.Priority`).
+    fn requeue(&self, key: &ObjectKey, action: Action, succeeded: bool, priority: Priority) {
+        let priority = action.priority().unwrap_or(priority);
         if let Some(delay) = action.requeue_after_duration() {
             if succeeded {
                 self.queue.forget(key);
             }
-            self.queue.add_after(key.clone(), delay);
+            self.queue
+                .add_after_with_priority(key.clone(), delay, priority);
         } else if action.is_rate_limited_requeue() {
-            self.queue.add_rate_limited(key.clone());
+            self.queue
+                .add_rate_limited_with_priority(key.clone(), priority);
         } else {
             self.queue.forget(key);
         }

@@ -30,7 +30,7 @@ use super::handler::{EnqueueHandler, KeysFn};
 use super::predicate::{BoxPredicate, Predicate};
 use crate::cache::{EventHandler, HandlerRegistration, ObjectKey, SharedInformer, SyncError};
 use crate::reconcile::CachedClient;
-use crate::workqueue::WorkQueue;
+use crate::workqueue::{Priority, WorkQueue, DEFAULT_PRIORITY};
 
 /// Objects from outside the cluster that reconcile a controller's keys:
 /// each object received is a generic event, passed through the channel's
@@ -191,9 +191,32 @@ impl WatchEnv<'_> {
     where
         O: Resource + Send + Sync + 'static,
     {
+        self.source_at(
+            informer,
+            predicates,
+            keys,
+            keys_of_old_too,
+            DEFAULT_PRIORITY,
+        )
+    }
+
+    /// [`source`](Self::source) whose events that carry news enqueue at
+    /// `priority` (those that do not stay low).
+    pub(crate) fn source_at<O>(
+        &self,
+        informer: SharedInformer<O>,
+        predicates: Vec<BoxPredicate<O>>,
+        keys: KeysFn<O>,
+        keys_of_old_too: bool,
+        priority: Priority,
+    ) -> Box<dyn Source>
+    where
+        O: Resource + Send + Sync + 'static,
+    {
+        let handler = self.handler(predicates, keys, keys_of_old_too, priority);
         Box::new(InformerSource {
             informer,
-            handler: Mutex::new(Some(self.handler(predicates, keys, keys_of_old_too))),
+            handler: Mutex::new(Some(handler)),
         })
     }
 
@@ -205,7 +228,12 @@ impl WatchEnv<'_> {
         Box::new(ChannelSource {
             kind: W::kind(&()).into_owned(),
             events: Mutex::new(Some(channel.events)),
-            handler: Arc::new(self.handler(channel.predicates, channel.keys, false)),
+            handler: Arc::new(self.handler(
+                channel.predicates,
+                channel.keys,
+                false,
+                DEFAULT_PRIORITY,
+            )),
         })
     }
 
@@ -214,6 +242,7 @@ impl WatchEnv<'_> {
         predicates: Vec<BoxPredicate<O>>,
         keys: KeysFn<O>,
         keys_of_old_too: bool,
+        priority: Priority,
     ) -> EnqueueHandler<O> {
         EnqueueHandler {
             queue: self.queue.clone(),
@@ -221,6 +250,7 @@ impl WatchEnv<'_> {
             filters: self.filters.to_vec(),
             keys,
             keys_of_old_too,
+            priority,
         }
     }
 }

@@ -4,7 +4,10 @@
 //! Mirrors client-go's `util/workqueue/metrics.go`: a [`MetricsProvider`]
 //! hands a named queue its metric handles (depth, adds, queue latency, work
 //! duration, unfinished work, longest running processor, retries) and the
-//! queue feeds them. Every provider method defaults to a no-op handle, so a
+//! queue feeds them. A priority queue also reports its depth and queue
+//! latency by priority when the provider offers those (controller-runtime's
+//! `MetricsProviderWithPriority`, `pkg/internal/metrics/workqueue.go`).
+//! Every provider method defaults to a no-op handle, so a
 //! provider implements only what it exports. The Prometheus implementation
 //! lives in [`super::prometheus`].
 
@@ -12,6 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
+
+use super::ready::Priority;
 
 /// A value that goes up and down by one (the queue depth).
 pub trait GaugeMetric: Send + Sync {
@@ -37,6 +42,21 @@ pub trait CounterMetric: Send + Sync {
 pub trait HistogramMetric: Send + Sync {
     /// Records one observation.
     fn observe(&self, value: f64);
+}
+
+/// A gauge per priority (the depth by priority; controller-runtime's
+/// `DepthMetricWithPriority`).
+pub trait PriorityGaugeMetric: Send + Sync {
+    /// Adds one to `priority`'s value.
+    fn inc(&self, priority: Priority);
+    /// Subtracts one from `priority`'s value.
+    fn dec(&self, priority: Priority);
+}
+
+/// A histogram per priority, in seconds (the queue latency by priority).
+pub trait PriorityHistogramMetric: Send + Sync {
+    /// Records one observation for `priority`.
+    fn observe(&self, priority: Priority, value: f64);
 }
 
 /// A metric that records nothing: the default for every provider method.
@@ -96,6 +116,22 @@ pub trait MetricsProvider: Send + Sync {
     fn new_retries_metric(&self, _name: &str) -> Arc<dyn CounterMetric> {
         Arc::new(NoopMetric)
     }
+    /// Current depth by priority, for a queue with priorities on. `None`
+    /// (the default): such a queue reports its depth through
+    /// [`new_depth_metric`](Self::new_depth_metric) instead.
+    fn new_depth_with_priority_metric(&self, _name: &str) -> Option<Arc<dyn PriorityGaugeMetric>> {
+        None
+    }
+    /// Seconds an item waits before it is handed out, by the priority it is
+    /// handed out at, for a queue with priorities on; observed besides
+    /// [`new_latency_metric`](Self::new_latency_metric)'s. `None` (the
+    /// default): not reported.
+    fn new_latency_with_priority_metric(
+        &self,
+        _name: &str,
+    ) -> Option<Arc<dyn PriorityHistogramMetric>> {
+        None
+    }
 }
 
 /// A provider whose metrics record nothing.
@@ -113,7 +149,8 @@ pub(crate) const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis
 /// queue's state, so each item is hashed once per operation; this is only
 /// touched under the queue's lock.
 pub(crate) struct QueueMetrics {
-    depth: Arc<dyn GaugeMetric>,
+    depth: Depth,
+    latency_by_priority: Option<Arc<dyn PriorityHistogramMetric>>,
     adds: Arc<dyn CounterMetric>,
     latency: Arc<dyn HistogramMetric>,
     work_duration: Arc<dyn HistogramMetric>,
@@ -121,10 +158,27 @@ pub(crate) struct QueueMetrics {
     longest_running_processor: Arc<dyn SettableGaugeMetric>,
 }
 
+/// The depth gauge: one series, or one per priority.
+enum Depth {
+    Plain(Arc<dyn GaugeMetric>),
+    ByPriority(Arc<dyn PriorityGaugeMetric>),
+}
+
 impl QueueMetrics {
-    pub(crate) fn new(provider: &dyn MetricsProvider, name: &str) -> Self {
+    /// The handles of queue `name`; by priority if `prioritized` and the
+    /// provider offers them.
+    pub(crate) fn new(provider: &dyn MetricsProvider, name: &str, prioritized: bool) -> Self {
+        let by_priority = prioritized
+            .then(|| provider.new_depth_with_priority_metric(name))
+            .flatten();
         Self {
-            depth: provider.new_depth_metric(name),
+            depth: match by_priority {
+                Some(gauge) => Depth::ByPriority(gauge),
+                None => Depth::Plain(provider.new_depth_metric(name)),
+            },
+            latency_by_priority: prioritized
+                .then(|| provider.new_latency_with_priority_metric(name))
+                .flatten(),
             adds: provider.new_adds_metric(name),
             latency: provider.new_latency_metric(name),
             work_duration: provider.new_work_duration_metric(name),
@@ -133,18 +187,35 @@ impl QueueMetrics {
         }
     }
 
-    /// An add that was not a duplicate.
-    pub(crate) fn added(&self) {
+    /// An add that was not a duplicate, at `priority`.
+    pub(crate) fn added(&self, priority: Priority) {
         self.adds.inc();
-        self.depth.inc();
+        match &self.depth {
+            Depth::Plain(g) => g.inc(),
+            Depth::ByPriority(g) => g.inc(priority),
+        }
     }
 
-    /// An item handed out at `now`, queued since `added`.
-    pub(crate) fn taken(&self, added: Option<Instant>, now: Instant) {
-        self.depth.dec();
+    /// A queued item raised from one priority to another.
+    pub(crate) fn raised(&self, from: Priority, to: Priority) {
+        if let Depth::ByPriority(g) = &self.depth {
+            g.dec(from);
+            g.inc(to);
+        }
+    }
+
+    /// An item handed out at `now` and `priority`, queued since `added`.
+    pub(crate) fn taken(&self, priority: Priority, added: Option<Instant>, now: Instant) {
+        match &self.depth {
+            Depth::Plain(g) => g.dec(),
+            Depth::ByPriority(g) => g.dec(priority),
+        }
         if let Some(added) = added {
-            self.latency
-                .observe(now.saturating_duration_since(added).as_secs_f64());
+            let waited = now.saturating_duration_since(added).as_secs_f64();
+            self.latency.observe(waited);
+            if let Some(by_priority) = &self.latency_by_priority {
+                by_priority.observe(priority, waited);
+            }
         }
     }
 

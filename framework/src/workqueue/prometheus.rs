@@ -5,9 +5,17 @@
 //! client-go's component-base provider), so existing dashboards and alerts
 //! work unchanged. Each series carries the queue's name in both the `name`
 //! and the `controller` label, as controller-runtime does.
+//!
+//! As in controller-runtime since its priority queue, `workqueue_depth` has
+//! a `priority` label: the priority of the items counted, or `""` for a
+//! queue without priorities; past 25 distinct priorities a queue's further
+//! ones count under `exceeded_cardinality_limit` (controller-runtime's
+//! `depthWithPriorityMetric`). controller-runtime has no latency by
+//! priority; `workqueue_queue_duration_by_priority_seconds` adds it, with
+//! the buckets of `workqueue_queue_duration_seconds`.
 
 use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -17,8 +25,29 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
 use super::metrics::{
-    CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, SettableGaugeMetric,
+    CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, PriorityGaugeMetric,
+    PriorityHistogramMetric, SettableGaugeMetric,
 };
+use super::ready::{Priority, DEFAULT_PRIORITY};
+
+/// Distinct priorities a queue's series are labelled with before the rest
+/// share one label (controller-runtime's `priorityCardinalityLimit`).
+const PRIORITY_CARDINALITY_LIMIT: usize = 25;
+
+/// The `priority` label past the limit.
+const PRIORITY_CARDINALITY_EXCEEDED: &str = "exceeded_cardinality_limit";
+
+/// The labels of the series by priority: the queue's name, twice, and the
+/// priority (`""` for a queue without priorities).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PriorityLabels {
+    /// The queue's name.
+    pub name: String,
+    /// The queue's name again.
+    pub controller: String,
+    /// The priority, in decimal.
+    pub priority: String,
+}
 
 /// The labels of every workqueue series: the queue's name, twice.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -40,6 +69,7 @@ impl QueueLabels {
 }
 
 type HistogramFamily = Family<QueueLabels, Histogram, fn() -> Histogram>;
+type PriorityHistogramFamily = Family<PriorityLabels, Histogram, fn() -> Histogram>;
 type SecondsGauge = Gauge<f64, AtomicU64>;
 
 /// 10 ns to 1000 s in decades: `ExponentialBuckets(10e-9, 10, 12)`.
@@ -55,7 +85,8 @@ fn seconds_histogram() -> Histogram {
 /// clones share the same series.
 #[derive(Clone, Debug)]
 pub struct PrometheusMetricsProvider {
-    depth: Family<QueueLabels, Gauge>,
+    depth: Family<PriorityLabels, Gauge, fn() -> Gauge>,
+    latency_by_priority: PriorityHistogramFamily,
     adds: Family<QueueLabels, Counter>,
     latency: HistogramFamily,
     work_duration: HistogramFamily,
@@ -74,7 +105,10 @@ impl PrometheusMetricsProvider {
     /// A provider with empty families; register it to export them.
     pub fn new() -> Self {
         Self {
-            depth: Family::default(),
+            depth: Family::new_with_constructor(Gauge::default as fn() -> Gauge),
+            latency_by_priority: Family::new_with_constructor(
+                seconds_histogram as fn() -> Histogram,
+            ),
             adds: Family::default(),
             latency: Family::new_with_constructor(seconds_histogram as fn() -> Histogram),
             work_duration: Family::new_with_constructor(seconds_histogram as fn() -> Histogram),
@@ -84,9 +118,11 @@ impl PrometheusMetricsProvider {
         }
     }
 
-    /// Registers the seven workqueue metrics into `registry`:
+    /// Registers the eight workqueue metrics into `registry`:
     /// `workqueue_depth`, `workqueue_adds_total`,
-    /// `workqueue_queue_duration_seconds`, `workqueue_work_duration_seconds`,
+    /// `workqueue_queue_duration_seconds`,
+    /// `workqueue_queue_duration_by_priority_seconds`,
+    /// `workqueue_work_duration_seconds`,
     /// `workqueue_unfinished_work_seconds`,
     /// `workqueue_longest_running_processor_seconds` and
     /// `workqueue_retries_total`.
@@ -94,7 +130,7 @@ impl PrometheusMetricsProvider {
         // prometheus-client appends `_total` to counters itself.
         registry.register(
             "workqueue_depth",
-            "Current depth of workqueue",
+            "Current depth of workqueue by workqueue and priority",
             self.depth.clone(),
         );
         registry.register(
@@ -106,6 +142,12 @@ impl PrometheusMetricsProvider {
             "workqueue_queue_duration_seconds",
             "How long in seconds an item stays in workqueue before being requested",
             self.latency.clone(),
+        );
+        registry.register(
+            "workqueue_queue_duration_by_priority_seconds",
+            "How long in seconds an item stays in workqueue before being requested, by the \
+             priority it is requested at",
+            self.latency_by_priority.clone(),
         );
         registry.register(
             "workqueue_work_duration_seconds",
@@ -167,11 +209,98 @@ impl SettableGaugeMetric for SecondsHandle {
     }
 }
 
+/// One queue's series by priority, created on first use: labelled with the
+/// priority while fewer than the limit have been seen, then with the
+/// placeholder. A short list scanned under a mutex nobody else contends
+/// for (the queue reports its metrics under its own lock), so the hot path
+/// neither hashes labels nor allocates.
+struct ByPriority<M> {
+    name: String,
+    family: Family<PriorityLabels, M, fn() -> M>,
+    /// `None`: the series past the cardinality limit.
+    series: Mutex<Vec<(Option<Priority>, M)>>,
+}
+
+impl<M: Clone> ByPriority<M> {
+    fn new(name: &str, family: Family<PriorityLabels, M, fn() -> M>) -> Self {
+        Self {
+            name: name.to_owned(),
+            family,
+            series: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn with(&self, priority: Priority, f: impl FnOnce(&M)) {
+        let mut series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, m)) = series.iter().find(|(p, _)| *p == Some(priority)) {
+            f(m);
+            return;
+        }
+        let labelled = series.iter().filter(|(p, _)| p.is_some()).count();
+        let key = (labelled < PRIORITY_CARDINALITY_LIMIT).then_some(priority);
+        if let Some((_, m)) = series.iter().find(|(p, _)| *p == key) {
+            f(m);
+            return;
+        }
+        let metric = self.family.get_or_create_owned(&PriorityLabels {
+            name: self.name.clone(),
+            controller: self.name.clone(),
+            priority: key.map_or_else(
+                || PRIORITY_CARDINALITY_EXCEEDED.to_owned(),
+                |p| p.to_string(),
+            ),
+        });
+        f(&metric);
+        series.push((key, metric));
+    }
+}
+
+impl PriorityGaugeMetric for ByPriority<Gauge> {
+    fn inc(&self, priority: Priority) {
+        self.with(priority, |g| {
+            g.inc();
+        });
+    }
+    fn dec(&self, priority: Priority) {
+        self.with(priority, |g| {
+            g.dec();
+        });
+    }
+}
+
+impl PriorityHistogramMetric for ByPriority<Histogram> {
+    fn observe(&self, priority: Priority, value: f64) {
+        self.with(priority, |h| h.observe(value));
+    }
+}
+
 impl MetricsProvider for PrometheusMetricsProvider {
     fn new_depth_metric(&self, name: &str) -> Arc<dyn GaugeMetric> {
-        Arc::new(DepthHandle(
-            self.depth.get_or_create_owned(&QueueLabels::of(name)),
-        ))
+        Arc::new(DepthHandle(self.depth.get_or_create_owned(
+            &PriorityLabels {
+                name: name.to_owned(),
+                controller: name.to_owned(),
+                priority: String::new(),
+            },
+        )))
+    }
+
+    fn new_depth_with_priority_metric(&self, name: &str) -> Option<Arc<dyn PriorityGaugeMetric>> {
+        let depth = ByPriority::new(name, self.depth.clone());
+        // The default priority's series exists from the start, as a plain
+        // queue's depth does.
+        depth.with(DEFAULT_PRIORITY, |_| {});
+        Some(Arc::new(depth))
+    }
+
+    fn new_latency_with_priority_metric(
+        &self,
+        name: &str,
+    ) -> Option<Arc<dyn PriorityHistogramMetric>> {
+        Some(Arc::new(ByPriority::new(
+            name,
+            self.latency_by_priority.clone(),
+        )))
     }
 
     fn new_adds_metric(&self, name: &str) -> Arc<dyn CounterMetric> {

@@ -1,9 +1,9 @@
-//! The work queue itself: dedup, processing, delays, rate-limited retries
-//! and shutdown.
+//! The work queue itself: dedup, processing, priorities and fairness,
+//! delays, rate-limited retries and shutdown.
 //!
-//! One mutex guards the whole state (the FIFO, one map entry per item with
-//! its dirty and processing marks and metric timestamps, and the waiting
-//! room); it is held for a few map operations and never across an
+//! One mutex guards the whole state (the ready items by priority and
+//! fairness group, one map entry per item with its dirty and processing
+//! marks, priority and metric timestamps, and the waiting room); it is held for a few map operations and never across an
 //! `.await`. Waiters park on
 //! [`tokio::sync::Notify`]s. One small background task per queue sleeps
 //! until the earliest delayed item is due (and, when metrics are on,
@@ -12,7 +12,6 @@
 //! themselves, so what they observe never depends on whether that task has
 //! run yet.
 
-use std::collections::VecDeque;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -25,7 +24,11 @@ use tokio::time::Instant;
 
 use super::metrics::{CounterMetric, MetricsProvider, QueueMetrics, UNFINISHED_WORK_UPDATE_PERIOD};
 use super::rate_limiter::{default_controller_rate_limiter, RateLimiter};
+use super::ready::{Priority, Ready, DEFAULT_PRIORITY};
 use super::waiting::Waiting;
+
+/// Maps an item to its fairness group; see [`WorkQueueBuilder::fairness`].
+type FairnessFn<T> = Box<dyn Fn(&T) -> u64 + Send + Sync>;
 
 /// How far away "never" is when a delay overflows the clock: tokio's own
 /// far-future horizon (30 years).
@@ -39,8 +42,13 @@ const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 ///   again once. So no two workers ever hold the same item, at most one copy
 ///   is queued, and any number of adds during processing collapse into one
 ///   re-run.
-/// - [`get`](Self::get) hands out the oldest queued item and marks it as
-///   processing; the worker must call [`done`](Self::done) with it.
+/// - [`get`](Self::get) hands out the next queued item and marks it as
+///   processing; the worker must call [`done`](Self::done) with it. The
+///   next item is the oldest of the highest priority (see
+///   [`add_with_priority`](Self::add_with_priority)), taken in turns across
+///   fairness groups if the queue has a
+///   [`fairness`](WorkQueueBuilder::fairness) function; with neither, the
+///   queue is client-go's FIFO.
 /// - [`add_after`](Self::add_after) adds an item once a delay has passed; a
 ///   second delayed add of a waiting item keeps the earlier time.
 /// - [`add_rate_limited`](Self::add_rate_limited) delays by what the
@@ -92,7 +100,7 @@ impl<T: Eq + Hash + Clone> std::fmt::Debug for WorkQueue<T> {
         let state = self.shared.lock();
         f.debug_struct("WorkQueue")
             .field("name", &self.shared.name)
-            .field("queued", &state.queue.len())
+            .field("queued", &state.ready.len())
             .field("processing", &state.processing)
             .field("waiting", &state.waiting.len())
             .field("shutting_down", &state.shutting_down)
@@ -133,9 +141,15 @@ impl<T> Shared<T> {
 }
 
 struct State<T> {
-    /// Items to hand out, oldest first. Each is marked dirty and not
-    /// processing in `items`.
-    queue: VecDeque<T>,
+    /// Items to hand out, by priority and fairness group. Each live entry is
+    /// marked dirty and not processing in `items`, at the entry's priority
+    /// and generation.
+    ready: Ready<T>,
+    /// The fairness group of an item; none: one group.
+    fairness: Option<FairnessFn<T>>,
+    /// Whether priorities count; if not, every add is at the default
+    /// priority and the queue is FIFO.
+    prioritized: bool,
     /// Every item that is dirty (queued, or re-added while processing) or
     /// processing (handed out and not yet done), with its marks: one entry
     /// per item, so each operation hashes the item once.
@@ -149,19 +163,66 @@ struct State<T> {
     metrics: Option<QueueMetrics>,
     /// Where the stamps' clock starts.
     epoch: Instant,
+    /// Items pushed into `ready` so far: the generation of the last push.
+    pushes: u32,
 }
 
 /// Where an item stands (client-go keeps these as the `dirty` and
 /// `processing` sets and the metrics' two time maps).
 #[derive(Clone, Copy, Debug, Default)]
 struct Marks {
-    /// Needs processing: queued, or added again while processing.
-    dirty: bool,
-    processing: bool,
+    /// The dirty and processing flags and the generation, in one word.
+    state: u32,
+    /// While dirty: the priority it is (or will be, after `done`) queued at.
+    priority: Priority,
     /// When it was first added since it was last handed out (metrics only).
     added_at: Stamp,
     /// When it was handed out (metrics only).
     started_at: Stamp,
+}
+
+/// Needs processing: queued, or added again while processing.
+const DIRTY: u32 = 1 << 31;
+/// Handed out and not yet done.
+const PROCESSING: u32 = 1 << 30;
+/// The rest of the word: which of the queue's pushes queued the item last,
+/// so an entry a priority raise left behind is told from the live one
+/// (the count wraps after 2^30 pushes; a stale entry mistaken for live
+/// would only be handed out at its older place).
+const GENERATION: u32 = PROCESSING - 1;
+
+impl Marks {
+    fn dirty(&self) -> bool {
+        self.state & DIRTY != 0
+    }
+
+    fn processing(&self) -> bool {
+        self.state & PROCESSING != 0
+    }
+
+    fn generation(&self) -> u32 {
+        self.state & GENERATION
+    }
+
+    fn set(&mut self, flag: u32, on: bool) {
+        if on {
+            self.state |= flag;
+        } else {
+            self.state &= !flag;
+        }
+    }
+
+    fn set_generation(&mut self, generation: u32) {
+        self.state = (self.state & !GENERATION) | (generation & GENERATION);
+    }
+
+    /// Queued and waiting for a worker at `priority`, by the push of
+    /// `generation`.
+    fn queued_by(&self, priority: Priority, generation: u32) -> bool {
+        self.state & (DIRTY | PROCESSING) == DIRTY
+            && self.priority == priority
+            && self.generation() == generation & GENERATION
+    }
 }
 
 /// A time on the queue's clock, or none: nanoseconds since the queue was
@@ -196,7 +257,7 @@ impl Stamp {
 
 /// What a locked `get` attempt found.
 enum Take<T> {
-    Item(T),
+    Item(T, Priority),
     Shutdown,
     Empty,
 }
@@ -211,12 +272,24 @@ enum Done {
 }
 
 impl<T: Eq + Hash + Clone> State<T> {
-    /// Marks `item` dirty (as of `at`) and queues it unless it is being
-    /// processed. Returns whether it was queued.
-    fn add(&mut self, item: T, at: Instant) -> bool {
+    fn group(fairness: Option<&FairnessFn<T>>, item: &T) -> u64 {
+        fairness.map_or(0, |f| f(item))
+    }
+
+    /// Marks `item` dirty (as of `at`) at `priority` and queues it unless
+    /// it is being processed. An item already dirty keeps the higher of the
+    /// two priorities; a queued one raised moves to the back of its new
+    /// priority (controller-runtime's `priorityqueue.go`). Returns whether
+    /// it was queued.
+    fn add(&mut self, item: T, priority: Priority, at: Instant) -> bool {
         if self.shutting_down {
             return false;
         }
+        let priority = if self.prioritized {
+            priority
+        } else {
+            DEFAULT_PRIORITY
+        };
         let stamp = match self.metrics {
             Some(_) => Stamp::new(self.epoch, at),
             None => Stamp::default(),
@@ -224,42 +297,61 @@ impl<T: Eq + Hash + Clone> State<T> {
         let queued = match self.items.entry_ref(&item) {
             EntryRef::Occupied(mut entry) => {
                 let marks = entry.get_mut();
-                if marks.dirty {
+                if marks.dirty() {
+                    if priority > marks.priority {
+                        let from = std::mem::replace(&mut marks.priority, priority);
+                        if !marks.processing() {
+                            self.pushes = self.pushes.wrapping_add(1);
+                            let generation = self.pushes;
+                            marks.set_generation(generation);
+                            let group = Self::group(self.fairness.as_ref(), &item);
+                            self.ready.mark_stale(from, group);
+                            self.ready.push(item, priority, group, generation);
+                        }
+                        if let Some(m) = &self.metrics {
+                            m.raised(from, priority);
+                        }
+                    }
                     return false;
                 }
                 // Processing: queued again when done.
-                marks.dirty = true;
+                marks.set(DIRTY, true);
+                marks.priority = priority;
                 if !marks.added_at.is_set() {
                     marks.added_at = stamp;
                 }
                 false
             }
             EntryRef::Vacant(entry) => {
-                let marks = Marks {
-                    dirty: true,
+                self.pushes = self.pushes.wrapping_add(1);
+                let mut marks = Marks {
+                    state: DIRTY,
+                    priority,
                     added_at: stamp,
                     ..Marks::default()
                 };
+                marks.set_generation(self.pushes);
                 entry.insert_with_key(item.clone(), marks);
                 true
             }
         };
         if let Some(m) = &self.metrics {
-            m.added();
+            m.added(priority);
         }
         if queued {
-            self.queue.push_back(item);
+            let group = Self::group(self.fairness.as_ref(), &item);
+            self.ready.push(item, priority, group, self.pushes);
         }
         queued
     }
 
-    /// Adds every delayed item that is due at `now`, earliest first.
-    /// Returns how many were queued.
+    /// Adds every delayed item that is due at `now`, earliest first, each
+    /// at the priority it waited with. Returns how many were queued.
     fn promote_due(&mut self, now: Instant) -> usize {
         let mut queued = 0;
-        while let Some((item, ready_at)) = self.waiting.pop_due(now) {
+        while let Some((item, ready_at, priority)) = self.waiting.pop_due(now) {
             // Latency counts from the moment the item became ready.
-            if self.add(item, ready_at) {
+            if self.add(item, priority, ready_at) {
                 queued += 1;
             }
         }
@@ -267,7 +359,13 @@ impl<T: Eq + Hash + Clone> State<T> {
     }
 
     fn take(&mut self, now: Instant) -> Take<T> {
-        let Some(item) = self.queue.pop_front() else {
+        let items = &self.items;
+        let popped = self.ready.pop(|item, priority, generation| {
+            items
+                .get(item)
+                .is_some_and(|m| m.queued_by(priority, generation))
+        });
+        let Some((item, priority)) = popped else {
             return if self.shutting_down {
                 Take::Shutdown
             } else {
@@ -279,14 +377,14 @@ impl<T: Eq + Hash + Clone> State<T> {
             // Every queued item has marks; kept total rather than trusted.
             EntryRef::Vacant(entry) => entry.insert_with_key(item.clone(), Marks::default()),
         };
-        marks.dirty = false;
-        marks.processing = true;
+        marks.set(DIRTY, false);
+        marks.set(PROCESSING, true);
         self.processing += 1;
         if let Some(m) = &self.metrics {
-            m.taken(marks.added_at.take().time(self.epoch), now);
+            m.taken(priority, marks.added_at.take().time(self.epoch), now);
             marks.started_at = Stamp::new(self.epoch, now);
         }
-        Take::Item(item)
+        Take::Item(item, priority)
     }
 
     fn done(&mut self, item: &T, now: Instant) -> Done {
@@ -294,16 +392,21 @@ impl<T: Eq + Hash + Clone> State<T> {
             return Done::NotProcessing;
         };
         let marks = entry.get_mut();
-        if !marks.processing {
+        if !marks.processing() {
             return Done::NotProcessing;
         }
-        marks.processing = false;
+        marks.set(PROCESSING, false);
         self.processing -= 1;
         if let Some(m) = &self.metrics {
             m.done(marks.started_at.take().time(self.epoch), now);
         }
-        if marks.dirty {
-            self.queue.push_back(item.clone());
+        if marks.dirty() {
+            self.pushes = self.pushes.wrapping_add(1);
+            let generation = self.pushes;
+            marks.set_generation(generation);
+            let priority = marks.priority;
+            let group = Self::group(self.fairness.as_ref(), item);
+            self.ready.push(item.clone(), priority, group, generation);
             Done::Requeued
         } else {
             entry.remove();
@@ -320,11 +423,14 @@ impl<T: Eq + Hash + Clone> State<T> {
     }
 }
 
-/// Configures a [`WorkQueue`]: name, rate limiter, metrics.
+/// Configures a [`WorkQueue`]: name, rate limiter, metrics, priorities and
+/// fairness.
 pub struct WorkQueueBuilder<T> {
     name: String,
     rate_limiter: Option<Box<dyn RateLimiter<T>>>,
     metrics: Option<Arc<dyn MetricsProvider>>,
+    prioritized: bool,
+    fairness: Option<FairnessFn<T>>,
 }
 
 impl<T> std::fmt::Debug for WorkQueueBuilder<T> {
@@ -333,6 +439,8 @@ impl<T> std::fmt::Debug for WorkQueueBuilder<T> {
             .field("name", &self.name)
             .field("rate_limiter", &self.rate_limiter.is_some())
             .field("metrics", &self.metrics.is_some())
+            .field("prioritized", &self.prioritized)
+            .field("fairness", &self.fairness.is_some())
             .finish()
     }
 }
@@ -361,13 +469,38 @@ where
         self
     }
 
+    /// Whether priorities count (default: yes). Off, every add is at
+    /// [`DEFAULT_PRIORITY`](super::DEFAULT_PRIORITY) whatever it asks for,
+    /// and (without [`fairness`](Self::fairness)) the queue is client-go's
+    /// FIFO.
+    pub fn priorities(mut self, on: bool) -> Self {
+        self.prioritized = on;
+        self
+    }
+
+    /// Takes items in turns across the groups `group` puts them in, within
+    /// each priority (controller-runtime PR #3261's fairness): the next item
+    /// is the oldest of the group whose turn it is, and a group then waits
+    /// for every other group with items queued at that priority to have had
+    /// a turn. So a group that floods the queue with `n` items delays an
+    /// item of another group by at most one item per group, not by `n`.
+    ///
+    /// `group` returns any stable id of the item's group (a hash of its
+    /// namespace, say); two groups with one id share their turns. Without
+    /// it (the default) all items are one group: first in, first out within
+    /// a priority.
+    pub fn fairness(mut self, group: impl Fn(&T) -> u64 + Send + Sync + 'static) -> Self {
+        self.fairness = Some(Box::new(group));
+        self
+    }
+
     /// Builds the queue. Its timer task starts now if a tokio runtime is
     /// current, otherwise on the first `get` or delayed add made inside one.
     pub fn build(self) -> WorkQueue<T> {
         let provider = self.metrics.filter(|_| !self.name.is_empty());
         let metrics = provider
             .as_deref()
-            .map(|p| QueueMetrics::new(p, &self.name));
+            .map(|p| QueueMetrics::new(p, &self.name, self.prioritized));
         let retries = provider
             .as_deref()
             .map(|p| p.new_retries_metric(&self.name));
@@ -375,7 +508,9 @@ where
             shared: Arc::new(Shared {
                 name: self.name,
                 state: Mutex::new(State {
-                    queue: VecDeque::new(),
+                    ready: Ready::new(),
+                    fairness: self.fairness,
+                    prioritized: self.prioritized,
                     items: HashMap::new(),
                     processing: 0,
                     waiting: Waiting::new(),
@@ -383,6 +518,7 @@ where
                     drain: false,
                     metrics,
                     epoch: Instant::now(),
+                    pushes: 0,
                 }),
                 items: Notify::new(),
                 drained: Notify::new(),
@@ -424,6 +560,8 @@ where
             name: String::new(),
             rate_limiter: None,
             metrics: None,
+            prioritized: true,
+            fairness: None,
         }
     }
 
@@ -432,17 +570,29 @@ where
         &self.shared.name
     }
 
-    /// Marks `item` as needing processing (client-go `Add`).
+    /// Marks `item` as needing processing (client-go `Add`), at
+    /// [`DEFAULT_PRIORITY`](super::DEFAULT_PRIORITY).
     ///
     /// Ignored after shutdown and while the item is already queued; while
     /// it is being processed, it is queued again when the worker calls
     /// [`done`](Self::done).
     pub fn add(&self, item: T) {
+        self.add_with_priority(item, DEFAULT_PRIORITY);
+    }
+
+    /// [`add`](Self::add) at `priority` (controller-runtime's
+    /// `AddWithOpts{Priority}`): higher priorities are handed out first.
+    ///
+    /// An item already queued keeps the higher of its priority and
+    /// `priority`; raised, it goes to the back of its new priority. An item
+    /// being processed is queued again on [`done`](Self::done) at the
+    /// highest priority it was added with meanwhile.
+    pub fn add_with_priority(&self, item: T, priority: Priority) {
         let now = Instant::now();
         let queued = {
             let mut state = self.shared.lock();
             let promoted = state.promote_due(now);
-            promoted + usize::from(state.add(item, now))
+            promoted + usize::from(state.add(item, priority, now))
         };
         self.wake_getters(queued);
     }
@@ -453,6 +603,12 @@ where
     /// If the item already waits, the earlier of the two ready times wins.
     /// Each call counts as a retry in the metrics. Ignored after shutdown.
     pub fn add_after(&self, item: T, delay: Duration) {
+        self.add_after_with_priority(item, delay, DEFAULT_PRIORITY);
+    }
+
+    /// [`add_after`](Self::add_after) at `priority`: once due, the item is
+    /// added at the highest priority any of its delayed adds asked for.
+    pub fn add_after_with_priority(&self, item: T, delay: Duration, priority: Priority) {
         if self.is_shutting_down() {
             return;
         }
@@ -460,7 +616,7 @@ where
             retries.inc();
         }
         if delay.is_zero() {
-            self.add(item);
+            self.add_with_priority(item, priority);
             return;
         }
         let now = Instant::now();
@@ -474,7 +630,7 @@ where
                 return;
             }
             let promoted = state.promote_due(now);
-            (promoted, state.waiting.insert(item, ready_at))
+            (promoted, state.waiting.insert(item, ready_at, priority))
         };
         self.wake_getters(queued);
         if rearm {
@@ -486,8 +642,14 @@ where
     /// Adds `item` after the delay the rate limiter assigns it (client-go
     /// `AddRateLimited`): one more recorded failure.
     pub fn add_rate_limited(&self, item: T) {
+        self.add_rate_limited_with_priority(item, DEFAULT_PRIORITY);
+    }
+
+    /// [`add_rate_limited`](Self::add_rate_limited) at `priority`
+    /// (controller-runtime's `AddWithOpts{RateLimited, Priority}`).
+    pub fn add_rate_limited_with_priority(&self, item: T, priority: Priority) {
         let delay = self.shared.rate_limiter.when(&item);
-        self.add_after(item, delay);
+        self.add_after_with_priority(item, delay, priority);
     }
 
     /// Clears `item`'s failure history in the rate limiter (client-go
@@ -509,8 +671,15 @@ where
     /// client-go). Call [`done`](Self::done) with every item returned.
     /// Cancel-safe: a `get` dropped before completing takes nothing.
     pub async fn get(&self) -> Option<T> {
+        self.get_with_priority().await.map(|(item, _)| item)
+    }
+
+    /// [`get`](Self::get), also returning the priority the item was queued
+    /// at (controller-runtime's `GetWithPriority`), so a worker can re-add
+    /// it at the same priority.
+    pub async fn get_with_priority(&self) -> Option<(T, Priority)> {
         match self.try_take() {
-            Take::Item(item) => return Some(item),
+            Take::Item(item, priority) => return Some((item, priority)),
             Take::Shutdown => return None,
             Take::Empty => {}
         }
@@ -522,7 +691,7 @@ where
             // await still wakes us.
             notified.as_mut().enable();
             match self.try_take() {
-                Take::Item(item) => return Some(item),
+                Take::Item(item, priority) => return Some((item, priority)),
                 Take::Shutdown => return None,
                 Take::Empty => notified.await,
             }
@@ -538,7 +707,7 @@ where
         };
         // Items promoted beyond the one taken here need their own getters.
         let extra = match taken {
-            Take::Item(_) => promoted.saturating_sub(1),
+            Take::Item(..) => promoted.saturating_sub(1),
             _ => promoted,
         };
         self.wake_getters(extra);
@@ -581,7 +750,7 @@ where
         let (len, promoted) = {
             let mut state = self.shared.lock();
             let promoted = state.promote_due(now);
-            (state.queue.len(), promoted)
+            (state.ready.len(), promoted)
         };
         self.wake_getters(promoted);
         len
@@ -593,7 +762,7 @@ where
         state
             .items
             .iter()
-            .filter(|(_, marks)| marks.processing)
+            .filter(|(_, marks)| marks.processing())
             .map(|(item, _)| item.clone())
             .collect()
     }
