@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use super::fields::{fill, items_mut, obj_mut, spec_mut, Table, D};
+use super::fields::{fill, items_mut, obj_mut, object_in, spec_mut, Table, D};
 use super::pod::{template, PVC_SPEC};
 
 const TEMPLATE: &[&str] = &["spec", "template"];
@@ -40,29 +40,15 @@ const PVC_RETENTION: Table = &[
 /// A strategy object at `key`: type defaulted to `RollingUpdate`; when it
 /// is RollingUpdate, `rollingUpdate` created and `rolling` filled in.
 fn rolling_strategy(spec: &mut Map<String, Value>, key: &str, rolling: Table) {
-    let Some(strategy) = ensure_object_in(spec, key) else {
+    let Some(strategy) = object_in(spec, key) else {
         return;
     };
     fill(strategy, &[("type", D::Str("RollingUpdate"))]);
     if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
-        if let Some(ru) = ensure_object_in(strategy, "rollingUpdate") {
+        if let Some(ru) = object_in(strategy, "rollingUpdate") {
             fill(ru, rolling);
         }
     }
-}
-
-/// `map[key]` as an object, created when absent or null.
-fn ensure_object_in<'a>(
-    map: &'a mut Map<String, Value>,
-    key: &str,
-) -> Option<&'a mut Map<String, Value>> {
-    let slot = map
-        .entry(key.to_owned())
-        .or_insert_with(|| Value::Object(Map::new()));
-    if slot.is_null() {
-        *slot = Value::Object(Map::new());
-    }
-    slot.as_object_mut()
 }
 
 /// `SetDefaults_Deployment`.
@@ -96,13 +82,13 @@ pub(super) fn daemonset(obj: &mut Value) {
 pub(super) fn statefulset(obj: &mut Value) {
     if let Some(spec) = spec_mut(obj) {
         fill(spec, STATEFULSET);
-        if let Some(strategy) = ensure_object_in(spec, "updateStrategy") {
+        if let Some(strategy) = object_in(spec, "updateStrategy") {
             if strategy
                 .get("type")
                 .is_none_or(|t| t.as_str().is_none_or(str::is_empty))
             {
                 strategy.insert("type".into(), "RollingUpdate".into());
-                ensure_object_in(strategy, "rollingUpdate");
+                object_in(strategy, "rollingUpdate");
             }
             if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
                 if let Some(ru) = obj_mut(strategy, "rollingUpdate") {
@@ -110,14 +96,14 @@ pub(super) fn statefulset(obj: &mut Value) {
                 }
             }
         }
-        if let Some(policy) = ensure_object_in(spec, "persistentVolumeClaimRetentionPolicy") {
+        if let Some(policy) = object_in(spec, "persistentVolumeClaimRetentionPolicy") {
             fill(policy, PVC_RETENTION);
         }
         for claim in items_mut(spec, "volumeClaimTemplates") {
-            if let Some(status) = ensure_object_in(claim, "status") {
+            if let Some(status) = object_in(claim, "status") {
                 fill(status, &[("phase", D::Str("Pending"))]);
             }
-            if let Some(claim_spec) = ensure_object_in(claim, "spec") {
+            if let Some(claim_spec) = object_in(claim, "spec") {
                 fill(claim_spec, PVC_SPEC);
             }
         }

@@ -101,23 +101,31 @@ pub(crate) fn set_if_absent(map: &mut Map<String, Value>, key: &str, v: Value) {
     }
 }
 
+/// `map[key]` as an object, created (as `{}`) when absent or null; `None`
+/// when it holds something else.
+pub(crate) fn object_in<'a>(
+    map: &'a mut Map<String, Value>,
+    key: &str,
+) -> Option<&'a mut Map<String, Value>> {
+    let slot = map
+        .entry(key.to_owned())
+        .or_insert_with(|| Value::Object(Map::new()));
+    if slot.is_null() {
+        *slot = Value::Object(Map::new());
+    }
+    slot.as_object_mut()
+}
+
 /// The object at `path`, created (as `{}`) where missing or null.
 pub(crate) fn ensure_object<'a>(
     obj: &'a mut Value,
     path: &[&str],
 ) -> Option<&'a mut Map<String, Value>> {
-    let mut cur = obj;
+    let mut cur = obj.as_object_mut()?;
     for seg in path {
-        let map = cur.as_object_mut()?;
-        let slot = map
-            .entry((*seg).to_owned())
-            .or_insert_with(|| Value::Object(Default::default()));
-        if slot.is_null() {
-            *slot = Value::Object(Default::default());
-        }
-        cur = slot;
+        cur = object_in(cur, seg)?;
     }
-    cur.as_object_mut()
+    Some(cur)
 }
 
 pub(crate) fn obj_name(obj: &Value) -> String {

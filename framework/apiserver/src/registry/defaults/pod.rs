@@ -10,7 +10,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::fields::{at_mut, fill, items_mut, obj_mut, Table, D};
+use super::fields::{at_mut, fill, items_mut, obj_mut, object_in, Table, D};
 
 /// `SetDefaults_PodSpec`.
 const POD_SPEC: Table = &[
@@ -233,13 +233,7 @@ fn requests_from_limits(c: &mut Map<String, Value>) {
     let Some(limits) = res.get("limits").and_then(Value::as_object).cloned() else {
         return;
     };
-    let requests = res
-        .entry("requests")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if requests.is_null() {
-        *requests = Value::Object(Map::new());
-    }
-    if let Some(requests) = requests.as_object_mut() {
+    if let Some(requests) = object_in(res, "requests") {
         for (k, v) in limits {
             requests.entry(k).or_insert(v);
         }
