@@ -54,9 +54,11 @@
 //!   served resources in step with what is written (CRDs, RBAC).
 //! - `admission`: mutating and validating webhooks, admission policies and
 //!   the built-in admission plugins.
-//! - `registry`: what is served, kind by kind: the table of built-in and
-//!   custom resources, each kind's defaults and validation, printer
-//!   columns, conversion between versions, the OpenAPI documents, and
+//! - `registry`: what is served, kind by kind: one module per group and
+//!   one file per built-in kind (`registry/apps/deployment.rs`) holding
+//!   everything particular to it (discovery, defaults, validation, name
+//!   rule, field selectors, printer columns), the list of them, custom
+//!   resources, conversion between versions, the OpenAPI documents, and
 //!   `Shared`, the state every request and controller sees.
 //! - `auth`: authentication (tokens, certificates, service-account JWTs),
 //!   authorization (RBAC), impersonation, audit.

@@ -3,7 +3,7 @@
 
 use super::write::{delete_quietly, remove_finalizer};
 use crate::objects::Propagation;
-use crate::registry::defaults::CRD_CLEANUP;
+use crate::registry::apiextensions::customresourcedefinition::CRD_CLEANUP;
 use crate::registry::state::Shared;
 use crate::registry::ResourceDef;
 use crate::storage::ObjKey;

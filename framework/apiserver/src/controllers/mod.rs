@@ -97,7 +97,7 @@ fn finalize(shared: &Shared, res: &ResKey, key: &ObjKey) -> bool {
     }
     if fins
         .iter()
-        .any(|f| f == crate::registry::defaults::CRD_CLEANUP)
+        .any(|f| f == crate::registry::apiextensions::customresourcedefinition::CRD_CLEANUP)
     {
         done &= crds::finalize(shared, &def, key, obj.name());
     }

@@ -750,9 +750,12 @@ impl FieldSelector {
     /// Parses a `fieldSelector` as `fields.ParseSelector` does (terms
     /// sorted, empty terms skipped, nothing trimmed), then maps each label
     /// through `resolve` to the JSON path it reads, as kube-apiserver's
-    /// `ConvertFieldLabel` transform does after parsing: `None` is its 400
-    /// `field label not supported`.
-    pub fn parse(s: &str, resolve: impl Fn(&str) -> Option<Vec<String>>) -> Result<Self, String> {
+    /// `ConvertFieldLabel` transform does after parsing: an error is the
+    /// kind's conversion message, answered as a 400.
+    pub fn parse(
+        s: &str,
+        resolve: impl Fn(&str) -> Result<Vec<String>, String>,
+    ) -> Result<Self, String> {
         let mut terms = split_terms(s);
         terms.sort_unstable();
         let mut parsed = Vec::with_capacity(terms.len());
@@ -766,9 +769,7 @@ impl FieldSelector {
         }
         let mut reqs = Vec::with_capacity(parsed.len());
         for (label, value, negated) in parsed {
-            let Some(path) = resolve(label) else {
-                return Err(format!("field label not supported: {label}"));
-            };
+            let path = resolve(label)?;
             reqs.push(FieldReq {
                 label: label.to_owned(),
                 path,
@@ -886,9 +887,9 @@ mod tests {
     fn field_selectors() {
         let resolve = |l: &str| match l {
             "metadata.name" | "status.phase" | "spec.hostNetwork" => {
-                Some(l.split('.').map(str::to_owned).collect())
+                Ok(l.split('.').map(str::to_owned).collect())
             }
-            _ => None,
+            _ => Err(format!("field label not supported: {l}")),
         };
         let o = StoredObject::encode(obj(json!({})), 1);
         let key = (String::new(), "a".to_owned());

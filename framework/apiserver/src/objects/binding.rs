@@ -74,7 +74,7 @@ pub(crate) fn bind(
     opts.sub = Sub::Status;
     update(shared, def, key, &opts, |cur| {
         let mut next = cur.clone();
-        let status = crate::registry::defaults::ensure_object(&mut next, &["status"])
+        let status = crate::registry::fields::ensure_object(&mut next, &["status"])
             .ok_or_else(|| ApiError::internal("pod status is not an object"))?;
         let conds = status.entry("conditions").or_insert_with(|| json!([]));
         if let Some(list) = conds.as_array_mut() {

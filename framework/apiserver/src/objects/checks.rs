@@ -137,7 +137,7 @@ pub(super) fn validate(
     let mut warnings = Vec::new();
     let mut unknown = Vec::new();
     if let Some(b) = def.builtin() {
-        match (b.validate)(obj) {
+        match (b.decode)(obj) {
             Ok(understood) => {
                 // Decoding into the kind's type drops what it does not
                 // know, whatever fieldValidation says; that only decides
@@ -168,7 +168,7 @@ pub(super) fn validate(
                 }
             }
         }
-        causes.extend(crate::registry::validation::validate(def, obj, old));
+        causes.extend(def.validate_kind(obj, old));
         if def.is(crate::registry::BuiltinKind::CustomResourceDefinition) {
             causes.extend(engines::admit_crd(obj, old));
         }

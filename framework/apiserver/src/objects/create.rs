@@ -16,7 +16,7 @@ use crate::registry::conversion::{webhook_conversion, with_api_version};
 use crate::registry::state::Shared;
 use crate::registry::{ResKey, ResourceDef};
 use crate::storage::{StoreError, StoredObject};
-use crate::{machinery::util, objects::engines, registry::defaults};
+use crate::{machinery::util, objects::engines};
 
 /// Creates an object posted to a collection in namespace `url_ns`, with
 /// no admission (the server's own writes).
@@ -70,6 +70,7 @@ pub(crate) fn create_admitted(
         options: &options,
         sub_kind: None,
     };
+    def.default_fields(&mut obj);
     admission.mutate(&attrs, Some(&mut obj), None)?;
     let naming = server_metadata(def, &mut obj, &now)?;
     if def.status {
@@ -77,7 +78,7 @@ pub(crate) fn create_admitted(
             map.remove("status");
         }
     }
-    defaults::on_create(def, &mut obj, &shared.next_cluster_ip);
+    def.prepare_for_create(&mut obj, &shared.next_cluster_ip);
     crate::admission::tolerations::admit(shared, def, &mut obj);
     let warnings = validate(def, &mut obj, None, opts)?;
     if !opts.apply {

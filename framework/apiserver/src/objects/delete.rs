@@ -19,7 +19,7 @@ use crate::registry::conversion::webhook_conversion;
 use crate::registry::state::Shared;
 use crate::registry::{ResKey, ResourceDef};
 use crate::storage::{ObjKey, StoreError, StoredObject};
-use crate::{machinery::util, registry::defaults};
+use crate::{machinery::util, registry::fields};
 
 /// `propagationPolicy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -273,7 +273,7 @@ impl Deletion<'_> {
             }
         }
         if ns_pending {
-            if let Some(status) = defaults::ensure_object(&mut next, &["status"]) {
+            if let Some(status) = fields::ensure_object(&mut next, &["status"]) {
                 status.insert("phase".into(), json!("Terminating"));
             }
         }

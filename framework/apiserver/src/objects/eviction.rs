@@ -166,7 +166,7 @@ pub(crate) fn evict(
             }
             let mut next = cur.clone();
             next["status"]["disruptionsAllowed"] = json!(allowed - 1);
-            if let Some(status) = crate::registry::defaults::ensure_object(&mut next, &["status"]) {
+            if let Some(status) = crate::registry::fields::ensure_object(&mut next, &["status"]) {
                 let dp = status.entry("disruptedPods").or_insert_with(|| json!({}));
                 if let Some(dp) = dp.as_object_mut() {
                     dp.insert(pod_name.clone(), json!(util::now()));

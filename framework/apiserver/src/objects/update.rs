@@ -20,7 +20,7 @@ use crate::registry::conversion::{webhook_conversion, with_api_version};
 use crate::registry::state::Shared;
 use crate::registry::{BuiltinKind, GenerationPolicy, ResourceDef};
 use crate::storage::{ObjKey, StoreError, StoredObject};
-use crate::{machinery::util, objects::engines, registry::defaults};
+use crate::{machinery::util, objects::engines, registry::fields};
 
 fn generation_changed(def: &ResourceDef, old: &Value, new: &Value) -> bool {
     match def.generation_fields() {
@@ -70,7 +70,7 @@ fn prepare_update(
         }
         Sub::Finalize => {
             let mut next = old.clone();
-            if let Some(spec) = defaults::ensure_object(&mut next, &["spec"]) {
+            if let Some(spec) = fields::ensure_object(&mut next, &["spec"]) {
                 match new.pointer("/spec/finalizers") {
                     Some(f) => spec.insert("finalizers".into(), f.clone()),
                     None => spec.remove("finalizers"),
@@ -89,7 +89,7 @@ fn prepare_update(
             }
             if is_namespace {
                 let fins = old.pointer("/spec/finalizers").cloned();
-                if let Some(spec) = defaults::ensure_object(&mut new, &["spec"]) {
+                if let Some(spec) = fields::ensure_object(&mut new, &["spec"]) {
                     match fins {
                         Some(f) => spec.insert("finalizers".into(), f),
                         None => spec.remove("finalizers"),
@@ -158,7 +158,7 @@ fn prepare_update(
             ));
         }
     }
-    defaults::on_update(def, &mut next, old);
+    def.prepare_for_update(&mut next, old);
     if generation_changed(def, old, &next) {
         let g = old
             .pointer("/metadata/generation")
@@ -263,6 +263,7 @@ pub(crate) fn update_admitted(
         if converts {
             intended = with_api_version(intended, &request_api_version);
         }
+        def.default_fields(&mut intended);
         admission.mutate(&attrs, Some(&mut intended), Some(&current))?;
         let (next, warnings) = prepare_update(def, &current, intended, opts)?;
         admission.validate(&attrs, Some(&next), Some(&current))?;

@@ -1,56 +1,21 @@
 //! What a served resource is: [`ResourceDef`] with its discovery
-//! attributes, and the behaviour that differs per kind, [`Builtin`] for the
-//! built-in kinds and [`CustomInfo`] for those a CRD defines. The lists of
-//! them live in `builtins` and `crd`; the map of what is served in
-//! [`Registry`](super::Registry).
+//! attributes, and the behaviour that differs per kind, a [`Builtin`] for
+//! the built-in kinds and [`CustomInfo`] for those a CRD defines. The
+//! lists of them live in `builtins` and `crd`; the map of what is served
+//! in [`Registry`](super::Registry).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
-use k8s_openapi::schemars::generate::SchemaGenerator;
 use serde_json::Value;
 
-use super::convert::Conversion;
+use super::strategy::{Builtin, Conversion, ExtraSubresource, FieldLabelConversion};
 use crate::apiextensions::StructuralSchema;
 use crate::machinery::patch::OpenApiMergeSchema;
+use crate::machinery::status::Cause;
+use crate::machinery::util::{go_quote, NameRule};
 use crate::storage::ResKey;
-
-/// Which of the Table printers (in `table`) a built-in kind uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Printer {
-    Default,
-    Namespace,
-    ConfigMap,
-    Secret,
-    Service,
-    ServiceAccount,
-    Pod,
-    Node,
-    PodDisruptionBudget,
-    ControllerRevision,
-    Event,
-    Deployment,
-    ReplicaSet,
-    StatefulSet,
-    DaemonSet,
-    Job,
-    CronJob,
-    Lease,
-    RoleBinding,
-    Webhook,
-    AdmissionPolicy,
-    AdmissionPolicyBinding,
-}
-
-/// A subresource beyond status and scale, as discovery lists it.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct ExtraSubresource {
-    pub name: &'static str,
-    pub verbs: &'static [&'static str],
-    /// `(group, version, kind)` when it takes another kind than its
-    /// resource's (`pods/eviction`: `policy/v1` `Eviction`).
-    pub kind: Option<(&'static str, &'static str, &'static str)>,
-}
 
 /// JSON paths of a scale subresource (CRD `subresources.scale`).
 #[derive(Clone, Debug, PartialEq)]
@@ -108,13 +73,9 @@ impl ResourceDef {
     /// registries), then the namespace and name. events.k8s.io Events are
     /// core Events in storage.
     pub fn etcd_key(&self, namespace: &str, name: &str) -> String {
-        let prefix = match (self.group.as_str(), self.plural.as_str()) {
-            ("", "services") => "services/specs".to_owned(),
-            ("", "nodes") => "minions".to_owned(),
-            ("events.k8s.io", "events") => "events".to_owned(),
-            ("apiextensions.k8s.io", plural) => format!("apiextensions.k8s.io/{plural}"),
-            (group, plural) if self.is_custom() => format!("{group}/{plural}"),
-            (_, plural) => plural.to_owned(),
+        let prefix = match &self.behavior {
+            Behavior::Builtin(b) => b.etcd_prefix.unwrap_or(b.plural).to_owned(),
+            Behavior::Custom(_) => format!("{}/{}", self.group, self.plural),
         };
         if self.namespaced {
             format!("/registry/{prefix}/{namespace}/{name}")
@@ -196,14 +157,32 @@ impl ResourceDef {
         self.verbs.contains(&verb)
     }
 
-    /// The JSON path a field-selector label reads on this resource, or
-    /// `None` when kube-apiserver would answer `field label not supported`.
-    pub fn field_label(&self, label: &str) -> Option<Vec<String>> {
+    /// The JSON path a field-selector label reads on this resource, or the
+    /// error kube-apiserver's `ConvertFieldLabel` answers: a kind with a
+    /// field label conversion of its own (`pkg/apis/<group>/v1/conversion.go`;
+    /// a CRD's selectable fields) says `field label not supported`, and
+    /// knows `metadata.namespace` only when namespaced; the others get
+    /// apimachinery's `DefaultMetaV1FieldSelectorConversion`, which knows
+    /// the two metadata labels alone.
+    pub fn field_label(&self, label: &str) -> Result<Vec<String>, String> {
         let split = |p: &str| p.split('.').map(str::to_owned).collect::<Vec<_>>();
-        if label == "metadata.name" || (label == "metadata.namespace" && self.namespaced) {
-            return Some(split(label));
+        let conversion = match &self.behavior {
+            Behavior::Builtin(b) => b.field_label_conversion,
+            Behavior::Custom(_) => FieldLabelConversion::Own,
+        };
+        if conversion == FieldLabelConversion::Default {
+            return match label {
+                "metadata.name" | "metadata.namespace" => Ok(split(label)),
+                _ => Err(format!(
+                    "{} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
+                    go_quote(label)
+                )),
+            };
         }
-        match &self.behavior {
+        if label == "metadata.name" || (label == "metadata.namespace" && self.namespaced) {
+            return Ok(split(label));
+        }
+        let own = match &self.behavior {
             Behavior::Builtin(b) => b
                 .field_labels
                 .iter()
@@ -214,7 +193,13 @@ impl ResourceDef {
                 .iter()
                 .find(|f| f.as_str() == label)
                 .map(|f| split(f)),
-        }
+        };
+        own.ok_or_else(|| match conversion {
+            FieldLabelConversion::OwnFor(kind) => {
+                format!("field label {} not supported for {kind}", go_quote(label))
+            }
+            _ => format!("field label not supported: {label}"),
+        })
     }
 
     /// Top-level fields whose change bumps `metadata.generation`; `None`
@@ -228,36 +213,55 @@ impl ResourceDef {
     }
 }
 
+/// What the generic write paths ask of a kind's strategy.
+impl ResourceDef {
+    /// The scheme's field defaults, which kube-apiserver applies whenever it
+    /// decodes a body (create, update, every patch's result) and again after
+    /// each mutating webhook's patch (`webhook/mutating/dispatcher.go`): so
+    /// mutating admission sees a defaulted object.
+    pub fn default_fields(&self, obj: &mut Value) {
+        if let Some(b) = self.builtin() {
+            (b.defaults.fields)(obj);
+        }
+    }
+
+    /// The registry's create-time work, after mutating admission: the
+    /// strategy's `PrepareForCreate` and the allocations.
+    pub fn prepare_for_create(&self, obj: &mut Value, next_ip: &AtomicU32) {
+        if let Some(create) = self.builtin().and_then(|b| b.defaults.create) {
+            create(obj, next_ip);
+        }
+    }
+
+    /// What an update keeps or recomputes, after mutating admission (the
+    /// strategy's `PrepareForUpdate`).
+    pub fn prepare_for_update(&self, obj: &mut Value, old: &Value) {
+        if let Some(update) = self.builtin().and_then(|b| b.defaults.update) {
+            update(obj, old);
+        }
+    }
+
+    /// The field errors kube-apiserver's strategy for this kind would report;
+    /// `old` is the stored object on an update.
+    pub fn validate_kind(&self, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        self.builtin()
+            .map(|b| (b.validate)(obj, old))
+            .unwrap_or_default()
+    }
+
+    /// How this kind's names are validated: its own rule for a built-in
+    /// kind, DNS subdomains for custom resources
+    /// (apiextensions-apiserver's `customResourceStrategy.Validate`).
+    pub fn name_rule(&self) -> NameRule {
+        self.builtin().map_or(NameRule::Subdomain, |b| b.name_rule)
+    }
+}
+
 /// What bumps generation.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum GenerationPolicy {
     Fields(&'static [&'static str]),
     AllButMetadata,
-}
-
-/// Behaviour of one built-in kind.
-#[derive(Debug)]
-pub(crate) struct Builtin {
-    /// Decodes a body into the k8s-openapi type and encodes it back (what
-    /// the server would have understood): `Err((field path, message))`.
-    pub validate: fn(&Value) -> Result<Value, (String, String)>,
-    /// Registers the k8s-openapi type's schema (and the definitions it
-    /// references) with an OpenAPI generator, returning its definition name.
-    pub openapi_schema: fn(&mut SchemaGenerator) -> String,
-    /// Top-level fields whose change bumps generation; `None`: no generation.
-    pub generation: Option<&'static [&'static str]>,
-    /// Field-selector labels beyond `metadata.name`/`metadata.namespace`,
-    /// with the path each reads.
-    pub field_labels: &'static [(&'static str, &'static str)],
-    /// The Table columns.
-    pub printer: Printer,
-    /// DELETE answers with the object rather than a `Status` (pods).
-    pub delete_returns_object: bool,
-    /// Stored as another resource (events.k8s.io Events).
-    pub conversion: Option<&'static Conversion>,
-    /// A PUT to a missing object creates it: the registry strategy's
-    /// `AllowCreateOnUpdate()` in kube-apiserver's `pkg/registry`.
-    pub create_on_update: bool,
 }
 
 /// One additional printer column.

@@ -4,21 +4,32 @@
 //! kind. Built-ins are fixed ([`builtins`]); custom resources come and go with
 //! their CRDs ([`crd`]).
 
+// One module per group, one file per kind.
 pub(crate) mod admissionregistration;
+pub(crate) mod apiextensions;
+pub(crate) mod apps;
+pub(crate) mod authentication;
+pub(crate) mod authorization;
+pub(crate) mod batch;
+pub(crate) mod coordination;
+pub(crate) mod core;
+pub(crate) mod events;
+pub(crate) mod policy;
+pub(crate) mod rbac;
+
+// What the kinds are made of, and the registry around them.
 pub(crate) mod builtins;
 pub(crate) mod conversion;
-pub(crate) mod convert;
 pub(crate) mod crd;
 mod def;
-pub(crate) mod defaults;
+pub(crate) mod fields;
 mod kind;
 mod merge_schemas;
-mod names;
 pub(crate) mod openapi;
 pub(crate) mod openapi_docs;
 pub(crate) mod printers;
 pub(crate) mod state;
-pub(crate) mod validation;
+pub(crate) mod strategy;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -26,9 +37,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub(crate) use crate::storage::ResKey;
-pub(crate) use def::{CustomInfo, GenerationPolicy, Printer, ResourceDef, ScalePaths};
+pub(crate) use def::{CustomInfo, GenerationPolicy, ResourceDef, ScalePaths};
 pub(crate) use kind::BuiltinKind;
 pub(crate) use merge_schemas::builtin_merge_schema;
+pub(crate) use printers::Printer;
 
 /// The set of served resources; cheap to clone out of (`Arc` entries).
 #[derive(Default)]

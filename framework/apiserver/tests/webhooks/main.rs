@@ -2,7 +2,8 @@
 //! server of the test's own ([`server`]): JSONPatch mutations in both
 //! encodings, denials with kube-apiserver's messages, warnings, failure
 //! policies, timeouts, rule and selector matching, dry run, delete,
-//! reinvocation, a PUT that creates admitted as a create, the
+//! reinvocation, a PUT that creates admitted as a create, defaults before
+//! and after each webhook ([`defaulting`]), the
 //! configuration objects kept out of reach, and calls sharing a kept-alive
 //! connection.
 
@@ -14,6 +15,7 @@ mod authorizer;
 mod common;
 mod conditions;
 mod conversion;
+mod defaulting;
 mod policies;
 mod policy_params;
 mod policy_versions;

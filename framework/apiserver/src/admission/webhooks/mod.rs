@@ -220,7 +220,12 @@ impl Chain {
         };
         let before = object.clone();
         json_patch::patch(object, &patch).map_err(|e| internal_error(&format!("{e}")))?;
-        Ok(*object != before)
+        let changed = *object != before;
+        // kube-apiserver decodes the patched object with defaulting
+        // (`webhook/mutating/dispatcher.go`), after telling whether the
+        // webhook changed it.
+        attrs.def.default_fields(object);
+        Ok(changed)
     }
 
     /// Whether the webhook's `matchConditions` let it be called; their

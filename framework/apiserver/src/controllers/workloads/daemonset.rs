@@ -305,7 +305,7 @@ impl Daemon<'_> {
             controller_ref(ds, DAEMONSETS),
         );
         if let Some(labels) =
-            crate::registry::defaults::ensure_object(&mut pod, &["metadata", "labels"])
+            crate::registry::fields::ensure_object(&mut pod, &["metadata", "labels"])
         {
             labels.insert(REVISION_LABEL.into(), json!(self.hash));
             labels.insert(

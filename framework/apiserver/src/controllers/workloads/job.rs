@@ -353,7 +353,7 @@ impl Scaling<'_> {
     fn create_pods(&self, diff: i64) -> i64 {
         let (api, job, key) = (self.api, self.job, self.key);
         let mut template = job.at("/spec/template").cloned().unwrap_or_default();
-        if let Some(meta) = crate::registry::defaults::ensure_object(&mut template, &["metadata"]) {
+        if let Some(meta) = crate::registry::fields::ensure_object(&mut template, &["metadata"]) {
             let fins = meta.entry("finalizers").or_insert_with(|| json!([]));
             if let Some(f) = fins.as_array_mut() {
                 if !f.iter().any(|x| x.as_str() == Some(TRACKING)) {

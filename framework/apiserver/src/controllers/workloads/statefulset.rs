@@ -68,8 +68,7 @@ fn new_pod(set: &Value, ordinal: i64, revision: &Value) -> Value {
         meta.remove("generateName");
         meta.insert("name".into(), json!(pod_name));
     }
-    if let Some(labels) =
-        crate::registry::defaults::ensure_object(&mut pod, &["metadata", "labels"])
+    if let Some(labels) = crate::registry::fields::ensure_object(&mut pod, &["metadata", "labels"])
     {
         labels.insert(
             REVISION_LABEL.into(),

@@ -55,7 +55,7 @@ pub(crate) fn columns(def: &ResourceDef, version: &str) -> Vec<Value> {
         }
         return cols;
     }
-    printers::columns(def.builtin().map_or(Printer::Default, |b| b.printer))
+    printers::columns(def.builtin().map_or(Printer::DEFAULT, |b| b.printer))
 }
 
 pub(crate) fn cells(def: &ResourceDef, version: &str, o: &Value) -> Vec<Value> {
@@ -74,7 +74,7 @@ pub(crate) fn cells(def: &ResourceDef, version: &str, o: &Value) -> Vec<Value> {
         }
         return cells;
     }
-    printers::cells(def.builtin().map_or(Printer::Default, |b| b.printer), o)
+    printers::cells(def.builtin().map_or(Printer::DEFAULT, |b| b.printer), o)
 }
 
 /// Evaluates a printer-column JSONPath and types the result.

@@ -433,8 +433,8 @@ fn fields(set: Value) -> (StoredObject, (String, String)) {
     )
 }
 
-fn top_level(label: &str) -> Option<Vec<String>> {
-    Some(vec![label.to_owned()])
+fn top_level(label: &str) -> Result<Vec<String>, String> {
+    Ok(vec![label.to_owned()])
 }
 
 /// fields/selector_test.go `TestSplitTerms`.
@@ -567,7 +567,11 @@ fn fields_selector_test_selector_matches() {
 /// transform kube-apiserver runs after it, as its 400 carries them.
 #[test]
 fn fields_parse_error_messages_are_apimachinerys() {
-    let resolve = |l: &str| (l == "metadata.name").then(|| vec!["metadata".into(), "name".into()]);
+    let resolve = |l: &str| {
+        (l == "metadata.name")
+            .then(|| vec!["metadata".into(), "name".into()])
+            .ok_or_else(|| format!("field label not supported: {l}"))
+    };
     for (input, want) in [
         ("x", "invalid selector: 'x'; can't understand 'x'"),
         (" ", "invalid selector: ' '; can't understand ' '"),

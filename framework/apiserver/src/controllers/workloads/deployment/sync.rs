@@ -263,13 +263,12 @@ impl Sync<'_> {
         let hash = pod_template_hash(&template, collision);
         let mut new_template = template.clone();
         if let Some(labels) =
-            crate::registry::defaults::ensure_object(&mut new_template, &["metadata", "labels"])
+            crate::registry::fields::ensure_object(&mut new_template, &["metadata", "labels"])
         {
             labels.insert(HASH_LABEL.into(), json!(hash));
         }
         let mut selector = d.at("/spec/selector").cloned().unwrap_or_default();
-        if let Some(ml) = crate::registry::defaults::ensure_object(&mut selector, &["matchLabels"])
-        {
+        if let Some(ml) = crate::registry::fields::ensure_object(&mut selector, &["matchLabels"]) {
             ml.insert(HASH_LABEL.into(), json!(hash));
         }
         let rs_name = format!("{name}-{hash}");

@@ -256,7 +256,7 @@ fn evict_if_intolerant(api: &Api, node: &Value, pod: &Value) {
     }
     let key = key_of(pod);
     let _ = api.update_status(PODS, &key, COMPONENT, |p| {
-        let Some(status) = crate::registry::defaults::ensure_object(p, &["status"]) else {
+        let Some(status) = crate::registry::fields::ensure_object(p, &["status"]) else {
             return false;
         };
         let conds = status.entry("conditions").or_insert_with(|| json!([]));

@@ -232,7 +232,7 @@ fn unschedulable(api: &Api, key: &ObjKey, pod: &Value, msg: &str) {
     }
     let msg = msg.to_owned();
     let _ = api.update_status(PODS, key, COMPONENT, |p| {
-        let Some(status) = crate::registry::defaults::ensure_object(p, &["status"]) else {
+        let Some(status) = crate::registry::fields::ensure_object(p, &["status"]) else {
             return false;
         };
         let conds = status.entry("conditions").or_insert_with(|| json!([]));

@@ -3,9 +3,6 @@
 
 use serde_json::{json, Map, Value};
 
-/// The finalizer kube-apiserver adds to every CRD.
-pub(crate) const CRD_CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
-
 /// One default value, as data. Go's non-pointer fields count their zero
 /// value (`""`, `0`) as unset, so [`D::Str`] and [`D::Int`] also replace an
 /// explicit zero; pointer fields ([`D::PtrStr`], [`D::PtrInt`], [`D::Bool`])
@@ -133,4 +130,33 @@ pub(crate) fn obj_name(obj: &Value) -> String {
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fill_sets_unset_fields_and_keeps_set_ones() {
+        const T: Table = &[
+            ("a", D::Str("x")),
+            ("b", D::PtrStr("y")),
+            ("c", D::Int(3)),
+            ("d", D::PtrInt(4)),
+            ("e", D::Bool(true)),
+            ("f", D::Obj),
+        ];
+        let mut m = json!({"a": "", "b": "", "c": 0, "d": 0, "e": false, "f": null});
+        fill(m.as_object_mut().unwrap(), T);
+        assert_eq!(
+            m,
+            json!({"a": "x", "b": "", "c": 3, "d": 0, "e": false, "f": {}})
+        );
+        let mut m = json!({});
+        fill(m.as_object_mut().unwrap(), T);
+        assert_eq!(
+            m,
+            json!({"a": "x", "b": "y", "c": 3, "d": 4, "e": true, "f": {}})
+        );
+    }
 }

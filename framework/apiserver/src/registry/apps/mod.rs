@@ -1,45 +1,26 @@
-//! `apps/v1` defaults: Deployment, ReplicaSet, StatefulSet and DaemonSet
-//! (`pkg/apis/apps/v1/defaults.go`, Kubernetes 1.35 with
-//! `MaxUnavailableStatefulSet` on), each with its pod template defaulted
-//! as a PodSpec, and a StatefulSet's volumeClaimTemplates as claims
-//! (`SetDefaults_PersistentVolumeClaim` and its spec), as
-//! `pkg/apis/apps/v1/zz_generated.defaults.go` walks them.
+//! The `apps/v1` group: one module per kind, each with its pod template
+//! defaulted as a PodSpec (`pkg/apis/apps/v1/defaults.go`, Kubernetes
+//! 1.35 with `MaxUnavailableStatefulSet` on, as
+//! `pkg/apis/apps/v1/zz_generated.defaults.go` walks them), and the
+//! checks the four workloads share.
+
+pub(crate) mod controllerrevision;
+pub(crate) mod daemonset;
+pub(crate) mod deployment;
+pub(crate) mod replicaset;
+pub(crate) mod statefulset;
 
 use serde_json::{Map, Value};
 
-use super::fields::{fill, items_mut, obj_mut, object_in, spec_mut, Table, D};
-use super::pod::{template, PVC_SPEC};
+use crate::machinery::status::Cause;
+use crate::registry::core::pod_spec;
+use crate::registry::fields::{fill, object_in, Table, D};
 
-const TEMPLATE: &[&str] = &["spec", "template"];
-
-/// `SetDefaults_Deployment`'s plain fields.
-const DEPLOYMENT: Table = &[
-    ("replicas", D::PtrInt(1)),
-    ("revisionHistoryLimit", D::PtrInt(10)),
-    ("progressDeadlineSeconds", D::PtrInt(600)),
-];
-const DEPLOYMENT_ROLLING: Table = &[
-    ("maxUnavailable", D::PtrStr("25%")),
-    ("maxSurge", D::PtrStr("25%")),
-];
-const DAEMONSET_ROLLING: Table = &[("maxUnavailable", D::PtrInt(1)), ("maxSurge", D::PtrInt(0))];
-const STATEFULSET: Table = &[
-    ("podManagementPolicy", D::Str("OrderedReady")),
-    ("replicas", D::PtrInt(1)),
-    ("revisionHistoryLimit", D::PtrInt(10)),
-];
-const STATEFULSET_ROLLING: Table = &[
-    ("partition", D::PtrInt(0)),
-    ("maxUnavailable", D::PtrInt(1)),
-];
-const PVC_RETENTION: Table = &[
-    ("whenDeleted", D::Str("Retain")),
-    ("whenScaled", D::Str("Retain")),
-];
+pub(super) const TEMPLATE: &[&str] = &["spec", "template"];
 
 /// A strategy object at `key`: type defaulted to `RollingUpdate`; when it
 /// is RollingUpdate, `rollingUpdate` created and `rolling` filled in.
-fn rolling_strategy(spec: &mut Map<String, Value>, key: &str, rolling: Table) {
+pub(super) fn rolling_strategy(spec: &mut Map<String, Value>, key: &str, rolling: Table) {
     let Some(strategy) = object_in(spec, key) else {
         return;
     };
@@ -51,70 +32,37 @@ fn rolling_strategy(spec: &mut Map<String, Value>, key: &str, rolling: Table) {
     }
 }
 
-/// `SetDefaults_Deployment`.
-pub(super) fn deployment(obj: &mut Value) {
-    if let Some(spec) = spec_mut(obj) {
-        fill(spec, DEPLOYMENT);
-        rolling_strategy(spec, "strategy", DEPLOYMENT_ROLLING);
+/// What `ValidateDeployment`, `ValidateReplicaSet`, `ValidateStatefulSet`
+/// and `ValidateDaemonSet` share: a selector matching the template's
+/// labels, the template's PodSpec, and replicas not negative.
+pub(super) fn validate_workload(obj: &Value, _: Option<&Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    pod_spec::selector_matches_template(obj, &mut causes, true);
+    pod_spec::check(
+        obj.pointer("/spec/template/spec"),
+        "spec.template.spec",
+        &mut causes,
+    );
+    if obj
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .is_some_and(|r| r < 0)
+    {
+        causes.push(Cause::invalid(
+            "spec.replicas",
+            "Invalid value: -1: must be greater than or equal to 0",
+        ));
     }
-    template(obj, TEMPLATE);
-}
-
-/// `SetDefaults_ReplicaSet`.
-pub(super) fn replicaset(obj: &mut Value) {
-    if let Some(spec) = spec_mut(obj) {
-        fill(spec, &[("replicas", D::PtrInt(1))]);
-    }
-    template(obj, TEMPLATE);
-}
-
-/// `SetDefaults_DaemonSet`.
-pub(super) fn daemonset(obj: &mut Value) {
-    if let Some(spec) = spec_mut(obj) {
-        rolling_strategy(spec, "updateStrategy", DAEMONSET_ROLLING);
-        fill(spec, &[("revisionHistoryLimit", D::PtrInt(10))]);
-    }
-    template(obj, TEMPLATE);
-}
-
-/// `SetDefaults_StatefulSet`: unlike the others, an explicit
-/// `RollingUpdate` type without `rollingUpdate` stays without it.
-pub(super) fn statefulset(obj: &mut Value) {
-    if let Some(spec) = spec_mut(obj) {
-        fill(spec, STATEFULSET);
-        if let Some(strategy) = object_in(spec, "updateStrategy") {
-            if strategy
-                .get("type")
-                .is_none_or(|t| t.as_str().is_none_or(str::is_empty))
-            {
-                strategy.insert("type".into(), "RollingUpdate".into());
-                object_in(strategy, "rollingUpdate");
-            }
-            if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
-                if let Some(ru) = obj_mut(strategy, "rollingUpdate") {
-                    fill(ru, STATEFULSET_ROLLING);
-                }
-            }
-        }
-        if let Some(policy) = object_in(spec, "persistentVolumeClaimRetentionPolicy") {
-            fill(policy, PVC_RETENTION);
-        }
-        for claim in items_mut(spec, "volumeClaimTemplates") {
-            if let Some(status) = object_in(claim, "status") {
-                fill(status, &[("phase", D::Str("Pending"))]);
-            }
-            if let Some(claim_spec) = object_in(claim, "spec") {
-                fill(claim_spec, PVC_SPEC);
-            }
-        }
-    }
-    template(obj, TEMPLATE);
+    causes
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use serde_json::json;
+    use super::daemonset::defaults as daemonset;
+    use super::deployment::defaults as deployment;
+    use super::replicaset::defaults as replicaset;
+    use super::statefulset::defaults as statefulset;
+    use serde_json::{json, Value};
 
     fn run(f: fn(&mut Value), spec: Value) -> Value {
         let mut obj = json!({"spec": spec});
@@ -226,5 +174,32 @@ mod tests {
             assert_eq!(spec["restartPolicy"], "Always");
             assert_eq!(spec["containers"][0]["imagePullPolicy"], "Always");
         }
+    }
+}
+
+#[cfg(test)]
+mod validation_tests {
+    use crate::registry::Registry;
+    use serde_json::json;
+
+    #[test]
+    fn deployment_rules() {
+        let reg = Registry::with_builtins();
+        let def = reg.get("apps", "v1", "deployments").unwrap();
+        let ok = json!({"spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+        assert!(def.validate_kind(&ok, None).is_empty());
+        let bad = json!({"spec": {"selector": {"matchLabels": {"a": "x"}}, "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c"}]}}}});
+        let fields: Vec<String> = def
+            .validate_kind(&bad, None)
+            .into_iter()
+            .map(|c| c.field)
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.template.metadata.labels",
+                "spec.template.spec.containers[0].image"
+            ]
+        );
     }
 }

@@ -1,16 +1,17 @@
-//! Pod and PodSpec defaults shared by bare Pods and every PodTemplateSpec
+//! What every PodSpec gets, in bare Pods and in every PodTemplateSpec
 //! (Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs):
 //! kube's `SetDefaults_PodSpec`, `_Container`, `_Probe`, `_HTTPGetAction`,
 //! `_Volume` and the volume sources, `_ObjectFieldSelector`, walked into
 //! every container, init container and ephemeral container as
-//! `pkg/apis/core/v1/zz_generated.defaults.go` does; and the Pod-only
-//! `SetDefaults_Pod` (requests from limits, `enableServiceLinks`, host
-//! ports under hostNetwork), which templates do not get.
-//! Source: `pkg/apis/core/v1/defaults.go` (Kubernetes 1.35).
+//! `pkg/apis/core/v1/zz_generated.defaults.go` does (source:
+//! `pkg/apis/core/v1/defaults.go`, Kubernetes 1.35); and the checks of
+//! `pkg/apis/core/validation` operators hit most (containers with names
+//! and images, a workload's selector matching its template's labels).
 
 use serde_json::{json, Map, Value};
 
-use super::fields::{at_mut, fill, items_mut, obj_mut, object_in, Table, D};
+use crate::machinery::status::Cause;
+use crate::registry::fields::{at_mut, fill, items_mut, obj_mut, Table, D};
 
 /// `SetDefaults_PodSpec`.
 const POD_SPEC: Table = &[
@@ -86,49 +87,21 @@ const VOLUME_SOURCES: &[(&str, Table)] = &[
 ];
 
 /// `SetDefaults_PersistentVolumeClaimSpec`.
-pub(super) const PVC_SPEC: Table = &[("volumeMode", D::PtrStr("Filesystem"))];
-
-/// Defaults a bare Pod: its spec as in a template, then `SetDefaults_Pod`.
-pub(super) fn pod(obj: &mut Value) {
-    let Some(spec) = super::fields::spec_mut(obj) else {
-        return;
-    };
-    // SetDefaults_Pod runs before the PodSpec walk in SetObjectDefaults_Pod.
-    for key in ["containers", "initContainers"] {
-        for c in items_mut(spec, key) {
-            requests_from_limits(c);
-        }
-    }
-    super::fields::set_if_absent(spec, "enableServiceLinks", json!(true));
-    if spec.get("hostNetwork").and_then(Value::as_bool) == Some(true) {
-        for key in ["containers", "initContainers"] {
-            for c in items_mut(spec, key) {
-                for p in items_mut(c, "ports") {
-                    if p.get("hostPort").and_then(Value::as_i64).unwrap_or(0) == 0 {
-                        if let Some(port) = p.get("containerPort").cloned() {
-                            p.insert("hostPort".into(), port);
-                        }
-                    }
-                }
-            }
-        }
-    }
-    pod_spec(spec);
-}
+pub(crate) const PVC_SPEC: Table = &[("volumeMode", D::PtrStr("Filesystem"))];
 
 /// Defaults the PodTemplateSpec at `path` (e.g. `["spec", "template"]`),
 /// if it has a spec.
-pub(super) fn template(obj: &mut Value, path: &[&str]) {
+pub(crate) fn template(obj: &mut Value, path: &[&str]) {
     let Some(t) = at_mut(obj, path) else {
         return;
     };
     if let Some(spec) = obj_mut(t, "spec") {
-        pod_spec(spec);
+        defaults(spec);
     }
 }
 
 /// A PodSpec: `SetDefaults_PodSpec`, then every volume and container.
-pub(super) fn pod_spec(spec: &mut Map<String, Value>) {
+pub(crate) fn defaults(spec: &mut Map<String, Value>) {
     fill(spec, POD_SPEC);
     for v in items_mut(spec, "volumes") {
         volume(v);
@@ -224,27 +197,11 @@ fn field_refs(downward: &mut Map<String, Value>) {
     }
 }
 
-/// `SetDefaults_Pod`: a container with limits but no request for a
-/// resource requests its limit.
-fn requests_from_limits(c: &mut Map<String, Value>) {
-    let Some(res) = obj_mut(c, "resources") else {
-        return;
-    };
-    let Some(limits) = res.get("limits").and_then(Value::as_object).cloned() else {
-        return;
-    };
-    if let Some(requests) = object_in(res, "requests") {
-        for (k, v) in limits {
-            requests.entry(k).or_insert(v);
-        }
-    }
-}
-
 /// `SetDefaults_Container`'s pull policy: `Always` when the image's tag is
 /// `latest` (or it has neither tag nor digest, which means `latest`),
 /// `IfNotPresent` otherwise, and for a reference that does not parse
 /// (`parsers.ParseImageName`'s error is ignored and the tag is empty).
-pub(super) fn pull_policy(image: &str) -> &'static str {
+pub(crate) fn pull_policy(image: &str) -> &'static str {
     if image_tag(image).as_deref() == Some("latest") {
         "Always"
     } else {
@@ -320,9 +277,64 @@ fn valid_repo(repo: &str) -> bool {
         })
 }
 
+pub(crate) fn is_empty(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.is_empty(),
+        Some(Value::Array(a)) => a.is_empty(),
+        Some(Value::Object(m)) => m.is_empty(),
+        _ => false,
+    }
+}
+
+pub(crate) fn check(spec: Option<&Value>, path: &str, causes: &mut Vec<Cause>) {
+    let containers = spec.and_then(|s| s.get("containers"));
+    match containers.and_then(Value::as_array) {
+        Some(cs) if !cs.is_empty() => {
+            for (i, c) in cs.iter().enumerate() {
+                if is_empty(c.get("name")) {
+                    causes.push(Cause::required(format!("{path}.containers[{i}].name")));
+                }
+                if is_empty(c.get("image")) {
+                    causes.push(Cause::required(format!("{path}.containers[{i}].image")));
+                }
+            }
+        }
+        _ => causes.push(Cause::required(format!("{path}.containers"))),
+    }
+}
+
+/// `selector.matchLabels` must select the template's labels.
+pub(crate) fn selector_matches_template(obj: &Value, causes: &mut Vec<Cause>, required: bool) {
+    let selector = obj.pointer("/spec/selector");
+    if is_empty(selector) {
+        if required {
+            causes.push(Cause::required("spec.selector"));
+        }
+        return;
+    }
+    let labels = obj
+        .pointer("/spec/template/metadata/labels")
+        .and_then(Value::as_object);
+    let matches = selector
+        .and_then(|s| s.get("matchLabels"))
+        .and_then(Value::as_object)
+        .is_none_or(|want| {
+            want.iter()
+                .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+        });
+    if !matches {
+        causes.push(Cause::invalid(
+            "spec.template.metadata.labels",
+            "Invalid value: map[string]string{...}: `selector` does not match template `labels`",
+        ));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::core::pod::defaults as pod;
 
     /// The references of `pkg/util/parsers/parsers_test.go`
     /// `TestParseImageName` (tag `latest`, or none and no digest → Always;

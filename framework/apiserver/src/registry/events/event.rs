@@ -1,22 +1,32 @@
-//! Built-in kinds served by two groups from one storage: `events.k8s.io/v1`
-//! Events are stored as core `v1` Events (kube-apiserver keeps a single
-//! `events` registry), so `kubectl describe` sees what the events API wrote
-//! and the other way round. Field mapping as in kubernetes
+//! `events.k8s.io/v1` Events, served from the core events storage
+//! (kube-apiserver keeps a single `events` registry), so `kubectl
+//! describe` sees what the events API wrote and the other way round;
+//! field selectors read the core paths. Field mapping as in kubernetes
 //! `pkg/apis/events/v1/conversion.go`.
 
+use k8s_openapi::api::events::v1::Event;
 use serde_json::{Map, Value};
 
-/// How a kind maps onto another resource's storage.
-#[derive(Debug)]
-pub(crate) struct Conversion {
-    /// The storage resource's group and plural.
-    pub storage_group: &'static str,
-    pub storage_plural: &'static str,
-    /// Served shape to stored shape.
-    pub to_storage: fn(Value) -> Value,
-    /// Stored shape to served shape.
-    pub from_storage: fn(&Value) -> Value,
-}
+use crate::registry::strategy::{builtin, Builtin, Conversion, FieldLabelConversion};
+
+pub(crate) static EVENTS_EVENT: Builtin = Builtin {
+    short_names: &["ev"],
+    field_label_conversion: FieldLabelConversion::Own,
+    field_labels: &[
+        ("regarding.kind", "involvedObject.kind"),
+        ("regarding.namespace", "involvedObject.namespace"),
+        ("regarding.name", "involvedObject.name"),
+        ("regarding.uid", "involvedObject.uid"),
+        ("regarding.apiVersion", "involvedObject.apiVersion"),
+        ("reason", "reason"),
+        ("reportingController", "reportingComponent"),
+        ("type", "type"),
+    ],
+    conversion: Some(&EVENTS),
+    etcd_prefix: Some("events"),
+    create_on_update: true,
+    ..builtin::<Event>("events.k8s.io", "events", "Event")
+};
 
 /// `(events.k8s.io field, core field)`.
 const EVENT_FIELDS: &[(&str, &str)] = &[

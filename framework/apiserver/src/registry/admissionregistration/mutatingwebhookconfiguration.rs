@@ -1,0 +1,33 @@
+//! MutatingWebhookConfigurations: cluster-scoped, each webhook defaulted
+//! (`SetDefaults_MutatingWebhook`) and validated as
+//! `pkg/apis/admissionregistration/validation` does ([`super::validate`]),
+//! generation by `webhooks`, and the `WEBHOOKS` row.
+
+use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+use serde_json::Value;
+
+use crate::machinery::status::Cause;
+use crate::registry::strategy::{builtin, Builtin, Defaults, EXT};
+
+pub(crate) static MWC: Builtin = Builtin {
+    namespaced: false,
+    categories: EXT,
+    generation: Some(&["webhooks"]),
+    printer: super::WEBHOOK_PRINTER,
+    defaults: Defaults::fields(defaults),
+    validate,
+    ..builtin::<MutatingWebhookConfiguration>(
+        super::GROUP,
+        "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration",
+    )
+};
+
+/// `SetDefaults_MutatingWebhook` on every webhook.
+pub(super) fn defaults(obj: &mut Value) {
+    crate::registry::admissionregistration::validate::default(obj, true);
+}
+
+fn validate(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    super::validate::validate(true, obj, old)
+}

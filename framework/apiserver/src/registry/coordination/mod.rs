@@ -1,0 +1,3 @@
+//! The `coordination.k8s.io/v1` group.
+
+pub(crate) mod lease;

@@ -1,0 +1,3 @@
+//! The `events.k8s.io/v1` group.
+
+pub(crate) mod event;

@@ -1,0 +1,3 @@
+//! The `policy/v1` group.
+
+pub(crate) mod poddisruptionbudget;
