@@ -36,6 +36,10 @@ pub(crate) struct Options {
     pub owner_references_permission_enforcement: bool,
     /// How long an Event lives after its last write; forever when `None`.
     pub event_ttl: Option<Duration>,
+    /// The `ShardedListAndWatch` feature gate: `shardSelector` on list and
+    /// watch (KEP-5866); off, the parameter is ignored, as by a server
+    /// without it.
+    pub sharded_list_and_watch: bool,
 }
 
 /// State shared by requests and the controllers.

@@ -65,6 +65,7 @@ pub struct ApiServerBuilder {
     anonymous: bool,
     owner_references_permission_enforcement: bool,
     permission_audit: bool,
+    sharded_list_and_watch: bool,
 }
 
 impl Default for ApiServerBuilder {
@@ -82,6 +83,7 @@ impl Default for ApiServerBuilder {
             anonymous: false,
             owner_references_permission_enforcement: false,
             permission_audit: true,
+            sharded_list_and_watch: true,
         }
     }
 }
@@ -190,6 +192,16 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Whether list and watch serve `shardSelector` (KEP-5866, the
+    /// `ShardedListAndWatch` feature gate of Kubernetes 1.36; on by
+    /// default here). Off, the server ignores the parameter and answers
+    /// no `shardInfo`, as one without the gate does, so clients fall back
+    /// to sharding by label.
+    pub fn sharded_list_and_watch(mut self, on: bool) -> Self {
+        self.sharded_list_and_watch = on;
+        self
+    }
+
     /// Starts serving.
     pub async fn start(self) -> Result<ApiServer, Error> {
         let listener = TcpListener::bind(self.bind)
@@ -227,6 +239,7 @@ impl ApiServerBuilder {
                 kubelets: workloads.as_ref().is_some_and(|w| !w.nodes.is_empty()),
                 owner_references_permission_enforcement: self
                     .owner_references_permission_enforcement,
+                sharded_list_and_watch: self.sharded_list_and_watch,
             },
             next_cluster_ip: AtomicU32::new(1),
             openapi: OpenApiDocs::default(),

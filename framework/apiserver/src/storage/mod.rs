@@ -21,6 +21,7 @@ use object::set_rv;
 pub(crate) use object::{Event, EventType, ObjKey, StoredObject};
 
 use crate::machinery::selectors::{FieldSelector, LabelSelector};
+use crate::machinery::shards::ShardSelector;
 
 /// Why a store operation failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -47,12 +48,19 @@ pub(crate) struct Filter {
     pub namespace: Option<String>,
     pub labels: LabelSelector,
     pub fields: FieldSelector,
+    /// A `shardSelector`, checked first (`SelectionPredicate.Matches`).
+    pub shards: Option<ShardSelector>,
 }
 
 impl Filter {
     pub fn matches(&self, key: &ObjKey, obj: &StoredObject) -> bool {
         if let Some(ns) = &self.namespace {
             if key.0 != *ns {
+                return false;
+            }
+        }
+        if let Some(shards) = &self.shards {
+            if !shards.matches(obj.uid(), &key.0) {
                 return false;
             }
         }

@@ -178,6 +178,7 @@ fn delete_each(
                 rv: &rv,
                 cont: None,
                 remaining: None,
+                shard_info: None,
             },
         ),
     ))

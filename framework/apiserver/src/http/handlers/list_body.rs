@@ -31,6 +31,9 @@ pub(super) struct ListMeta<'a> {
     pub rv: &'a str,
     pub cont: Option<&'a str>,
     pub remaining: Option<u64>,
+    /// `shardInfo.selector`: the shard selector the list was filtered by,
+    /// re-serialized.
+    pub shard_info: Option<&'a str>,
 }
 
 /// The list's opening, up to and including `"items":[`.
@@ -41,6 +44,9 @@ fn head(def: &ResourceDef, version: &str, meta: &ListMeta<'_>) -> Vec<u8> {
     }
     if let Some(n) = meta.remaining {
         m["remainingItemCount"] = json!(n);
+    }
+    if let Some(selector) = meta.shard_info {
+        m["shardInfo"] = json!({"selector": selector});
     }
     let head =
         json!({"kind": def.list_kind, "apiVersion": def.api_version(version), "metadata": m});
@@ -227,6 +233,7 @@ mod tests {
         rv: "9",
         cont: Some("tok"),
         remaining: Some(3),
+        shard_info: None,
     };
 
     /// Streams `items`, checks that the chunks join to [`list_body`]'s
