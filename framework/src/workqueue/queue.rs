@@ -285,9 +285,18 @@ impl<T: Eq + Hash + Clone> State<T> {
     /// it is being processed. An item already dirty keeps the higher of the
     /// two priorities; a queued one raised moves to the back of its new
     /// priority (controller-runtime's `priorityqueue.go`). `group` is the
-    /// item's fairness group if the caller knows it. Returns whether it was
+    /// item's fairness group if the caller knows it, and `copy` a clone of
+    /// it made beforehand, taken for the map if the item is new (left to
+    /// the caller to drop, outside the lock, if not). Returns whether it was
     /// queued.
-    fn add(&mut self, item: T, priority: Priority, at: Instant, group: Option<u64>) -> bool {
+    fn add(
+        &mut self,
+        item: T,
+        priority: Priority,
+        at: Instant,
+        group: Option<u64>,
+        copy: &mut Option<T>,
+    ) -> bool {
         if self.shutting_down {
             return false;
         }
@@ -337,7 +346,7 @@ impl<T: Eq + Hash + Clone> State<T> {
                     ..Marks::default()
                 };
                 marks.set_generation(self.pushes);
-                entry.insert_with_key(item.clone(), marks);
+                entry.insert_with_key(copy.take().unwrap_or_else(|| item.clone()), marks);
                 true
             }
         };
@@ -357,7 +366,7 @@ impl<T: Eq + Hash + Clone> State<T> {
         let mut queued = 0;
         while let Some((item, ready_at, priority)) = self.waiting.pop_due(now) {
             // Latency counts from the moment the item became ready.
-            if self.add(item, priority, ready_at, None) {
+            if self.add(item, priority, ready_at, None, &mut None) {
                 queued += 1;
             }
         }
@@ -599,11 +608,15 @@ where
         // The group is the caller's function of the item alone: found
         // outside the lock, so the lock is held no longer than a FIFO's.
         let group = self.shared.fairness.as_ref().map(|f| f(&item));
+        // A new item needs a second copy, for the map: made (and, for an
+        // item already queued, dropped) outside the lock too.
+        let mut copy = Some(item.clone());
         let queued = {
             let mut state = self.shared.lock();
             let promoted = state.promote_due(now);
-            promoted + usize::from(state.add(item, priority, now, group))
+            promoted + usize::from(state.add(item, priority, now, group, &mut copy))
         };
+        drop(copy);
         self.wake_getters(queued);
     }
 
