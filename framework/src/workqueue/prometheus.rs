@@ -15,7 +15,7 @@
 //! the buckets of `workqueue_queue_duration_seconds`.
 
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -28,7 +28,7 @@ use super::metrics::{
     CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, PriorityGaugeMetric,
     PriorityHistogramMetric, SettableGaugeMetric,
 };
-use super::ready::{Priority, DEFAULT_PRIORITY};
+use super::ready::{Priority, DEFAULT_PRIORITY, LOW_PRIORITY};
 
 /// Distinct priorities a queue's series are labelled with before the rest
 /// share one label (controller-runtime's `priorityCardinalityLimit`).
@@ -211,26 +211,40 @@ impl SettableGaugeMetric for SecondsHandle {
 
 /// One queue's series by priority, created on first use: labelled with the
 /// priority while fewer than the limit have been seen, then with the
-/// placeholder. A short list scanned under a mutex nobody else contends
-/// for (the queue reports its metrics under its own lock), so the hot path
-/// neither hashes labels nor allocates.
+/// placeholder. The series of the two priorities a controller uses
+/// ([`DEFAULT_PRIORITY`] and [`LOW_PRIORITY`]) are kept, once created with
+/// their own label, where a lookup is one atomic load; the others are a
+/// short list scanned under a mutex. So the hot path neither locks, hashes
+/// labels nor allocates.
 struct ByPriority<M> {
     name: String,
     family: Family<PriorityLabels, M, fn() -> M>,
+    /// The series of [`COMMON_PRIORITIES`], in that order, once labelled
+    /// with their own priority.
+    common: [OnceLock<M>; 2],
     /// `None`: the series past the cardinality limit.
     series: Mutex<Vec<(Option<Priority>, M)>>,
 }
+
+/// The priorities whose series skip the mutex.
+const COMMON_PRIORITIES: [Priority; 2] = [DEFAULT_PRIORITY, LOW_PRIORITY];
 
 impl<M: Clone> ByPriority<M> {
     fn new(name: &str, family: Family<PriorityLabels, M, fn() -> M>) -> Self {
         Self {
             name: name.to_owned(),
             family,
+            common: [OnceLock::new(), OnceLock::new()],
             series: Mutex::new(Vec::new()),
         }
     }
 
     fn with(&self, priority: Priority, f: impl FnOnce(&M)) {
+        let common = COMMON_PRIORITIES.iter().position(|&p| p == priority);
+        if let Some(m) = common.and_then(|at| self.common[at].get()) {
+            f(m);
+            return;
+        }
         let mut series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((_, m)) = series.iter().find(|(p, _)| *p == Some(priority)) {
             f(m);
@@ -251,6 +265,10 @@ impl<M: Clone> ByPriority<M> {
             ),
         });
         f(&metric);
+        if let (Some(at), Some(_)) = (common, key) {
+            // Set under the mutex, once: its own label, never the placeholder.
+            let _ = self.common[at].set(metric.clone());
+        }
         series.push((key, metric));
     }
 }
@@ -343,5 +361,55 @@ impl MetricsProvider for PrometheusMetricsProvider {
         Arc::new(CounterHandle(
             self.retries.get_or_create_owned(&QueueLabels::of(name)),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn depth_family() -> Family<PriorityLabels, Gauge, fn() -> Gauge> {
+        Family::new_with_constructor(Gauge::default as fn() -> Gauge)
+    }
+
+    fn depth_of(family: &Family<PriorityLabels, Gauge, fn() -> Gauge>, priority: &str) -> i64 {
+        family
+            .get_or_create(&PriorityLabels {
+                name: "q".to_owned(),
+                controller: "q".to_owned(),
+                priority: priority.to_owned(),
+            })
+            .get()
+    }
+
+    #[test]
+    fn the_common_priorities_keep_their_series_once_labelled() {
+        let family = depth_family();
+        let depth = ByPriority::new("q", family.clone());
+        depth.inc(LOW_PRIORITY);
+        depth.inc(DEFAULT_PRIORITY);
+        depth.inc(LOW_PRIORITY);
+        depth.dec(DEFAULT_PRIORITY);
+        assert!(depth.common.iter().all(|m| m.get().is_some()));
+        assert_eq!(depth_of(&family, "-100"), 2);
+        assert_eq!(depth_of(&family, "0"), 0);
+    }
+
+    /// controller-runtime's `priorityCardinalityLimit` holds for the common
+    /// priorities too: seen after 25 others, `LOW_PRIORITY` counts under
+    /// the placeholder, every time, and keeps no series of its own.
+    #[test]
+    fn a_common_priority_past_the_limit_counts_under_the_placeholder() {
+        let family = depth_family();
+        let depth = ByPriority::new("q", family.clone());
+        for priority in 1..=25 {
+            depth.inc(priority);
+        }
+        depth.inc(LOW_PRIORITY);
+        depth.inc(LOW_PRIORITY);
+        depth.inc(26);
+        assert!(depth.common[1].get().is_none());
+        assert_eq!(depth_of(&family, PRIORITY_CARDINALITY_EXCEEDED), 3);
+        assert_eq!(depth_of(&family, "25"), 1);
     }
 }

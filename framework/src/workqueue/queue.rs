@@ -28,7 +28,7 @@ use super::ready::{Priority, Ready, DEFAULT_PRIORITY};
 use super::waiting::Waiting;
 
 /// Maps an item to its fairness group; see [`WorkQueueBuilder::fairness`].
-type FairnessFn<T> = Box<dyn Fn(&T) -> u64 + Send + Sync>;
+type FairnessFn<T> = Arc<dyn Fn(&T) -> u64 + Send + Sync>;
 
 /// How far away "never" is when a delay overflows the clock: tokio's own
 /// far-future horizon (30 years).
@@ -122,6 +122,9 @@ struct Shared<T> {
     timer_started: AtomicBool,
     rate_limiter: Box<dyn RateLimiter<T>>,
     retries: Option<Arc<dyn CounterMetric>>,
+    /// The state's fairness function, for `add` to find an item's group
+    /// before it takes the lock.
+    fairness: Option<FairnessFn<T>>,
 }
 
 impl<T> Drop for Shared<T> {
@@ -272,16 +275,28 @@ enum Done {
 }
 
 impl<T: Eq + Hash + Clone> State<T> {
-    fn group(fairness: Option<&FairnessFn<T>>, item: &T) -> u64 {
-        fairness.map_or(0, |f| f(item))
+    /// The fairness group of `item`: `known` if the caller found it
+    /// already, else what the fairness function says.
+    fn group(fairness: Option<&FairnessFn<T>>, item: &T, known: Option<u64>) -> u64 {
+        known.unwrap_or_else(|| fairness.map_or(0, |f| f(item)))
     }
 
     /// Marks `item` dirty (as of `at`) at `priority` and queues it unless
     /// it is being processed. An item already dirty keeps the higher of the
     /// two priorities; a queued one raised moves to the back of its new
-    /// priority (controller-runtime's `priorityqueue.go`). Returns whether
-    /// it was queued.
-    fn add(&mut self, item: T, priority: Priority, at: Instant) -> bool {
+    /// priority (controller-runtime's `priorityqueue.go`). `group` is the
+    /// item's fairness group if the caller knows it, and `copy` a clone of
+    /// it made beforehand, taken for the map if the item is new (left to
+    /// the caller to drop, outside the lock, if not). Returns whether it was
+    /// queued.
+    fn add(
+        &mut self,
+        item: T,
+        priority: Priority,
+        at: Instant,
+        group: Option<u64>,
+        copy: &mut Option<T>,
+    ) -> bool {
         if self.shutting_down {
             return false;
         }
@@ -304,7 +319,7 @@ impl<T: Eq + Hash + Clone> State<T> {
                             self.pushes = self.pushes.wrapping_add(1);
                             let generation = self.pushes;
                             marks.set_generation(generation);
-                            let group = Self::group(self.fairness.as_ref(), &item);
+                            let group = Self::group(self.fairness.as_ref(), &item, group);
                             self.ready.mark_stale(from, group);
                             self.ready.push(item, priority, group, generation);
                         }
@@ -331,7 +346,7 @@ impl<T: Eq + Hash + Clone> State<T> {
                     ..Marks::default()
                 };
                 marks.set_generation(self.pushes);
-                entry.insert_with_key(item.clone(), marks);
+                entry.insert_with_key(copy.take().unwrap_or_else(|| item.clone()), marks);
                 true
             }
         };
@@ -339,7 +354,7 @@ impl<T: Eq + Hash + Clone> State<T> {
             m.added(priority);
         }
         if queued {
-            let group = Self::group(self.fairness.as_ref(), &item);
+            let group = Self::group(self.fairness.as_ref(), &item, group);
             self.ready.push(item, priority, group, self.pushes);
         }
         queued
@@ -351,7 +366,7 @@ impl<T: Eq + Hash + Clone> State<T> {
         let mut queued = 0;
         while let Some((item, ready_at, priority)) = self.waiting.pop_due(now) {
             // Latency counts from the moment the item became ready.
-            if self.add(item, priority, ready_at) {
+            if self.add(item, priority, ready_at, None, &mut None) {
                 queued += 1;
             }
         }
@@ -405,7 +420,7 @@ impl<T: Eq + Hash + Clone> State<T> {
             let generation = self.pushes;
             marks.set_generation(generation);
             let priority = marks.priority;
-            let group = Self::group(self.fairness.as_ref(), item);
+            let group = Self::group(self.fairness.as_ref(), item, None);
             self.ready.push(item.clone(), priority, group, generation);
             Done::Requeued
         } else {
@@ -490,7 +505,7 @@ where
     /// it (the default) all items are one group: first in, first out within
     /// a priority.
     pub fn fairness(mut self, group: impl Fn(&T) -> u64 + Send + Sync + 'static) -> Self {
-        self.fairness = Some(Box::new(group));
+        self.fairness = Some(Arc::new(group));
         self
     }
 
@@ -509,7 +524,7 @@ where
                 name: self.name,
                 state: Mutex::new(State {
                     ready: Ready::new(),
-                    fairness: self.fairness,
+                    fairness: self.fairness.clone(),
                     prioritized: self.prioritized,
                     items: HashMap::new(),
                     processing: 0,
@@ -528,6 +543,7 @@ where
                     .rate_limiter
                     .unwrap_or_else(|| Box::new(default_controller_rate_limiter())),
                 retries,
+                fairness: self.fairness,
             }),
         };
         queue.ensure_timer();
@@ -589,11 +605,18 @@ where
     /// highest priority it was added with meanwhile.
     pub fn add_with_priority(&self, item: T, priority: Priority) {
         let now = Instant::now();
+        // The group is the caller's function of the item alone: found
+        // outside the lock, so the lock is held no longer than a FIFO's.
+        let group = self.shared.fairness.as_ref().map(|f| f(&item));
+        // A new item needs a second copy, for the map: made (and, for an
+        // item already queued, dropped) outside the lock too.
+        let mut copy = Some(item.clone());
         let queued = {
             let mut state = self.shared.lock();
             let promoted = state.promote_due(now);
-            promoted + usize::from(state.add(item, priority, now))
+            promoted + usize::from(state.add(item, priority, now, group, &mut copy))
         };
+        drop(copy);
         self.wake_getters(queued);
     }
 

@@ -13,7 +13,11 @@
 //!
 //! The structure, per priority level: a slab of groups, each a FIFO of
 //! entries and a count of its live ones, and the turn order of the groups
-//! that hold live entries. Raising an item's priority leaves its old entry
+//! that hold live entries. The entries of all a level's groups live in one
+//! arena, each group's FIFO a list threaded through it: entries pushed in
+//! turn to many groups sit side by side, so taking them in turns reads
+//! memory in the order it was written, as a plain FIFO does, rather than
+//! from one buffer per group. Raising an item's priority leaves its old entry
 //! behind (removing it from the middle of a FIFO would cost the length of
 //! the FIFO) and counts it as stale; an entry is handed out only if the
 //! caller confirms it is live (the item's marks still say queued, at this
@@ -45,16 +49,117 @@ const KEPT_EMPTY_LEVELS: usize = 8;
 /// Empty groups kept per level before they are purged.
 const KEPT_EMPTY_GROUPS: usize = 256;
 
+/// No entry: the end of a list.
+const NIL: usize = usize::MAX;
+
 /// One queued entry: the item and the generation its marks had when it was
-/// pushed.
-struct Entry<T> {
-    item: T,
+/// pushed, and the next entry of its group (or of the free list).
+struct Node<T> {
+    /// `None` while the node is free.
+    item: Option<T>,
     generation: u32,
+    next: usize,
 }
 
-struct Group<T> {
+/// A group's FIFO: the ends of its list in the level's [`Arena`].
+#[derive(Clone, Copy)]
+struct List {
+    head: usize,
+    tail: usize,
+    len: usize,
+}
+
+impl List {
+    const EMPTY: Self = Self {
+        head: NIL,
+        tail: NIL,
+        len: 0,
+    };
+}
+
+/// The nodes of one level's lists, and the free ones, reused first.
+struct Arena<T> {
+    nodes: Vec<Node<T>>,
+    free: usize,
+    used: usize,
+}
+
+impl<T> Arena<T> {
+    fn new() -> Self {
+        Self {
+            nodes: Vec::new(),
+            free: NIL,
+            used: 0,
+        }
+    }
+
+    fn push_back(&mut self, list: &mut List, item: T, generation: u32) {
+        let node = Node {
+            item: Some(item),
+            generation,
+            next: NIL,
+        };
+        let at = if self.free == NIL {
+            self.nodes.push(node);
+            self.nodes.len() - 1
+        } else {
+            let at = self.free;
+            self.free = self.nodes[at].next;
+            self.nodes[at] = node;
+            at
+        };
+        match self.nodes.get_mut(list.tail) {
+            Some(tail) => tail.next = at,
+            None => list.head = at,
+        }
+        list.tail = at;
+        list.len += 1;
+        self.used += 1;
+    }
+
+    /// Unlinks the front of `list`: its item and generation.
+    fn pop_front(&mut self, list: &mut List) -> Option<(T, u32)> {
+        let node = self.nodes.get_mut(list.head)?;
+        let at = std::mem::replace(&mut list.head, node.next);
+        if list.head == NIL {
+            list.tail = NIL;
+        }
+        list.len -= 1;
+        let item = node.item.take();
+        let generation = node.generation;
+        node.next = self.free;
+        self.free = at;
+        self.used -= 1;
+        item.map(|item| (item, generation))
+    }
+
+    /// Frees every node of `list`.
+    fn clear(&mut self, list: &mut List) {
+        while self.pop_front(list).is_some() {}
+        *list = List::EMPTY;
+        if self.used == 0 {
+            // All free: start over, so the next pushes are laid out in order.
+            self.nodes.clear();
+            self.free = NIL;
+        }
+    }
+
+    /// Keeps the entries of `list` for which `keep(item, generation)`, in
+    /// order.
+    fn retain(&mut self, list: &mut List, mut keep: impl FnMut(&T, u32) -> bool) {
+        let mut kept = List::EMPTY;
+        while let Some((item, generation)) = self.pop_front(list) {
+            if keep(&item, generation) {
+                self.push_back(&mut kept, item, generation);
+            }
+        }
+        *list = kept;
+    }
+}
+
+struct Group {
     key: u64,
-    entries: VecDeque<Entry<T>>,
+    entries: List,
     /// Entries that are live (the rest are stale).
     live: usize,
     /// Whether the group is in its level's turn order (exactly when `live`
@@ -64,7 +169,9 @@ struct Group<T> {
 
 struct Level<T> {
     priority: Priority,
-    groups: Vec<Group<T>>,
+    groups: Vec<Group>,
+    /// The entries of every group.
+    arena: Arena<T>,
     /// Slot of each group key in `groups` (groups with no live entries
     /// included, until purged).
     slots: HashMap<u64, usize>,
@@ -81,6 +188,7 @@ impl<T> Level<T> {
         Self {
             priority,
             groups: Vec::new(),
+            arena: Arena::new(),
             slots: HashMap::new(),
             turns: VecDeque::new(),
             live: 0,
@@ -106,7 +214,7 @@ impl<T> Level<T> {
                 let slot = self.groups.len();
                 self.groups.push(Group {
                     key,
-                    entries: VecDeque::new(),
+                    entries: List::EMPTY,
                     live: 0,
                     in_turns: false,
                 });
@@ -124,9 +232,10 @@ impl<T> Level<T> {
         let mut dropped = 0;
         let mut remap = vec![usize::MAX; self.groups.len()];
         let mut kept = Vec::with_capacity(self.turns.len());
-        for (old, group) in std::mem::take(&mut self.groups).into_iter().enumerate() {
+        for (old, mut group) in std::mem::take(&mut self.groups).into_iter().enumerate() {
             if group.live == 0 {
-                dropped += group.entries.len();
+                dropped += group.entries.len;
+                self.arena.clear(&mut group.entries);
             } else {
                 remap[old] = kept.len();
                 kept.push(group);
@@ -199,7 +308,7 @@ impl<T> Ready<T> {
         let (slot, dropped) = level.slot(group);
         self.stale -= dropped.min(self.stale);
         let g = &mut level.groups[slot];
-        g.entries.push_back(Entry { item, generation });
+        level.arena.push_back(&mut g.entries, item, generation);
         g.live += 1;
         if !g.in_turns {
             g.in_turns = true;
@@ -229,8 +338,8 @@ impl<T> Ready<T> {
         self.stale += 1;
         if g.live == 0 {
             // Everything left in the group is stale.
-            self.stale -= g.entries.len().min(self.stale);
-            g.entries.clear();
+            self.stale -= g.entries.len.min(self.stale);
+            level.arena.clear(&mut g.entries);
             if g.in_turns {
                 g.in_turns = false;
                 if let Some(at) = level.turns.iter().position(|&s| s == slot) {
@@ -258,9 +367,9 @@ impl<T> Ready<T> {
         // With nothing stale, every entry is live: no need to ask.
         let all_live = self.stale == 0;
         let item = loop {
-            let entry = g.entries.pop_front()?;
-            if all_live || is_live(&entry.item, priority, entry.generation) {
-                break entry.item;
+            let (item, generation) = level.arena.pop_front(&mut g.entries)?;
+            if all_live || is_live(&item, priority, generation) {
+                break item;
             }
             skipped += 1;
         };
@@ -275,8 +384,8 @@ impl<T> Ready<T> {
             } else {
                 g.in_turns = false;
                 // What is left is stale.
-                self.stale -= g.entries.len().min(self.stale);
-                g.entries.clear();
+                self.stale -= g.entries.len.min(self.stale);
+                level.arena.clear(&mut g.entries);
             }
         }
         if level.live == 0 && self.levels.len() > KEPT_EMPTY_LEVELS {
@@ -293,8 +402,9 @@ impl<T> Ready<T> {
         for level in &mut self.levels {
             let priority = level.priority;
             for g in &mut level.groups {
-                g.entries
-                    .retain(|e| is_live(&e.item, priority, e.generation));
+                level.arena.retain(&mut g.entries, |item, generation| {
+                    is_live(item, priority, generation)
+                });
             }
             level.purge_empty_groups();
         }
@@ -453,6 +563,24 @@ mod tests {
         r.push(7, 0, 3, 0);
         r.push(8, 0, 4, 0);
         assert_eq!(drain_u64(&mut r), [7, 8]);
+    }
+
+    /// The groups' FIFOs share one arena per level: interleaved pushes sit
+    /// in push order, freed nodes are reused, and a drained level starts
+    /// its arena over.
+    #[test]
+    fn a_level_keeps_its_groups_in_one_arena_reused_as_it_drains() {
+        let mut r: Ready<u64> = Ready::new();
+        for i in 0..6 {
+            r.push(i, 0, i % 3, 0);
+        }
+        let nodes: Vec<_> = r.levels[0].arena.nodes.iter().map(|n| n.item).collect();
+        assert_eq!(nodes, [0, 1, 2, 3, 4, 5].map(Some));
+        assert_eq!(r.pop(|_, _, _| true), Some((0, 0)));
+        r.push(6, 0, 0, 0);
+        assert_eq!(r.levels[0].arena.nodes.len(), 6, "the freed node is reused");
+        assert_eq!(drain_u64(&mut r), [1, 2, 3, 4, 5, 6]);
+        assert!(r.levels[0].arena.nodes.is_empty());
     }
 
     fn drain_u64(r: &mut Ready<u64>) -> Vec<u64> {
