@@ -56,7 +56,6 @@ mod context;
 pub mod filter;
 mod handler;
 mod metrics;
-mod moved;
 pub mod predicate;
 mod reconciler;
 mod runner;
@@ -71,8 +70,5 @@ pub use runner::Controller;
 pub use source::Channel;
 
 pub use crate::reconcile::{is_terminal, Error, TerminalError, DEFAULT_CACHE_SYNC_TIMEOUT};
-
-#[allow(deprecated)]
-pub use moved::*;
 
 pub(crate) use builder::target::{ControllerDefaults, Target};

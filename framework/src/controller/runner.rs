@@ -66,7 +66,8 @@ pub(crate) struct ControllerParts<K> {
 /// ```no_run
 /// use std::sync::Arc;
 /// use kubeforge::cache::SharedInformerFactory;
-/// use kubeforge::controller::{Action, CachedClient, Context, Controller};
+/// use kubeforge::controller::{Action, Context, Controller};
+/// use kubeforge::reconcile::CachedClient;
 /// use kubeforge::k8s_openapi::api::core::v1::ConfigMap;
 /// use kubeforge::manager::CancellationToken;
 ///

@@ -45,8 +45,6 @@ pub mod owner;
 pub mod uncached;
 mod write;
 
-#[allow(deprecated)]
-pub use cached_client::DEFAULT_FRESHNESS_TIMEOUT;
 pub use cached_client::{
     CachedClient, CachedClientBuilder, CachedObject, ListOptions, DEFAULT_CACHE_SYNC_TIMEOUT,
     DEFAULT_FIELD_MANAGER, DEFAULT_READ_YOUR_WRITES_TIMEOUT,

@@ -10,8 +10,9 @@ use anyhow::{bail, Context as _};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube_core::ObjectList;
 use kubeforge::cache::{strip_managed_fields, InformerOptions, SharedInformerFactory};
-use kubeforge::controller::{Action, CachedClient, Context, Controller};
+use kubeforge::controller::{Action, Context, Controller};
 use kubeforge::manager::CancellationToken;
+use kubeforge::reconcile::CachedClient;
 use kubeforge::Client;
 
 use crate::alloc;

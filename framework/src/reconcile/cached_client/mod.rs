@@ -33,10 +33,6 @@ pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 /// process's last write of the type, unless configured.
 pub const DEFAULT_READ_YOUR_WRITES_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The old name of [`DEFAULT_READ_YOUR_WRITES_TIMEOUT`].
-#[deprecated(since = "0.1.0", note = "renamed DEFAULT_READ_YOUR_WRITES_TIMEOUT")]
-pub const DEFAULT_FRESHNESS_TIMEOUT: Duration = DEFAULT_READ_YOUR_WRITES_TIMEOUT;
-
 /// The field manager of server-side applies unless configured.
 pub const DEFAULT_FIELD_MANAGER: &str = "kubeforge";
 
@@ -235,13 +231,6 @@ impl CachedClientBuilder {
         self
     }
 
-    /// The old name of
-    /// [`read_your_writes_timeout`](Self::read_your_writes_timeout).
-    #[deprecated(since = "0.1.0", note = "renamed read_your_writes_timeout")]
-    pub fn freshness_timeout(self, timeout: Duration) -> Self {
-        self.read_your_writes_timeout(timeout)
-    }
-
     /// The field manager of [`apply`](CachedClient::apply) and
     /// [`apply_status`](CachedClient::apply_status) (default
     /// [`DEFAULT_FIELD_MANAGER`]).
@@ -362,29 +351,6 @@ impl CachedClient {
     /// [`live_api`](Self::live_api) for every object of `K`.
     pub fn live_api_all<K: Resource<DynamicType = ()>>(&self) -> Api<K> {
         Api::all(self.inner.client.clone())
-    }
-
-    /// The old name of [`live_api`](Self::live_api), which says that its
-    /// writes bypass the cache.
-    #[deprecated(
-        since = "0.1.0",
-        note = "renamed live_api: its writes bypass the cache"
-    )]
-    pub fn api<K>(&self, namespace: &str) -> Api<K>
-    where
-        K: Resource<DynamicType = ()>,
-        K::Scope: NamespaceScope,
-    {
-        self.live_api(namespace)
-    }
-
-    /// The old name of [`live_api_all`](Self::live_api_all).
-    #[deprecated(
-        since = "0.1.0",
-        note = "renamed live_api_all: its writes bypass the cache"
-    )]
-    pub fn api_all<K: Resource<DynamicType = ()>>(&self) -> Api<K> {
-        self.live_api_all()
     }
 
     /// The informer factory reads come from.
