@@ -11,6 +11,9 @@
 //! serving only the paths kube-apiserver serves (no extra path for
 //! discovery, RBAC or a client to trip over), and the audit is read once
 //! the session's requests are made, where the developer stops the server.
+//! `--data-dir` keeps the whole state (objects, CRDs, the CA, tokens) in a
+//! directory, so stopping and starting the server again loses nothing and
+//! kubeconfigs written before keep working.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -20,9 +23,9 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use kubeforge_apiserver::{ApiServer, Credentials, User, Workloads};
 
-/// How long the tokens of `--service-account` are valid: the server's
-/// signing key lives only as long as the process, so a day outlasts most
-/// sessions without making a token immortal.
+/// How long the tokens of `--service-account` are valid: a day outlasts
+/// most sessions (the signing key lives as long as the process, or as the
+/// `--data-dir`) without making a token immortal.
 const SERVICE_ACCOUNT_TOKEN_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Options of `kubeforge dev-server`.
@@ -62,6 +65,12 @@ pub struct Args {
     /// every identity seen; repeatable.
     #[arg(long = "audit", value_name = "IDENTITY")]
     audits: Vec<String>,
+    /// Keeps the server's state in DIR (created if missing): objects,
+    /// CRDs, the CA, the admin token, users and the service-account key,
+    /// so a restart loses nothing acknowledged and earlier kubeconfigs
+    /// keep working. Without it the state lives in memory.
+    #[arg(long = "data-dir", value_name = "DIR")]
+    data_dir: Option<PathBuf>,
 }
 
 /// The user name `--audit` means: `NAMESPACE/NAME` is a service account.
@@ -187,6 +196,9 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let mut builder = ApiServer::builder().bind(args.listen);
     if args.nodes > 0 {
         builder = builder.workloads(Workloads::new().nodes(args.nodes));
+    }
+    if let Some(dir) = &args.data_dir {
+        builder = builder.data_dir(dir);
     }
     let server = builder
         .start()

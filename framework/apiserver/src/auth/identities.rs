@@ -28,6 +28,7 @@ pub(crate) struct AuthnState {
 impl AuthnState {
     pub fn new(
         ca: Issuer<'static, KeyPair>,
+        signer: Signer,
         anonymous: bool,
     ) -> Result<Self, crate::machinery::error::Error> {
         let admin = UserInfo {
@@ -37,7 +38,7 @@ impl AuthnState {
         };
         Ok(Self {
             tokens: RwLock::default(),
-            signer: Signer::generate()?,
+            signer,
             ca,
             anonymous,
             admin: Arc::new(admin.with_authenticated_group()),
@@ -51,6 +52,16 @@ impl AuthnState {
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .insert(token, user);
+    }
+
+    /// Every static token user, to keep in a data directory.
+    pub fn token_users(&self) -> Vec<(String, UserInfo)> {
+        self.tokens
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(t, u)| (t.clone(), (**u).clone()))
+            .collect()
     }
 
     pub(super) fn static_user(&self, token: &str) -> Option<Arc<UserInfo>> {

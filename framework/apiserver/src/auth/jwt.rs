@@ -36,6 +36,8 @@ pub(crate) struct TokenSpec {
 /// Signs and verifies the server's service-account tokens.
 pub(crate) struct Signer {
     key: EcdsaKeyPair,
+    /// The key's PKCS#8 document, what a data directory keeps.
+    pkcs8: Vec<u8>,
     kid: String,
     rng: SystemRandom,
     verified: VerifiedTokens,
@@ -50,18 +52,35 @@ impl Signer {
         Self::with_cache_capacity(cache::CAPACITY)
     }
 
+    /// A signer with the P-256 key in `pkcs8` (one a data directory kept),
+    /// so tokens issued before a restart still verify.
+    pub fn from_pkcs8(pkcs8: &[u8]) -> Result<Self, Error> {
+        Self::with_key(pkcs8.to_vec(), cache::CAPACITY)
+    }
+
+    /// The key as PKCS#8, to keep in a data directory.
+    pub fn pkcs8(&self) -> &[u8] {
+        &self.pkcs8
+    }
+
     /// A signer whose verified-token cache holds `capacity` tokens.
     fn with_cache_capacity(capacity: usize) -> Result<Self, Error> {
         let rng = SystemRandom::new();
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
             .map_err(|_| Error::Tls("could not generate the service-account key".into()))?;
-        let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+        Self::with_key(pkcs8.as_ref().to_vec(), capacity)
+    }
+
+    fn with_key(pkcs8: Vec<u8>, capacity: usize) -> Result<Self, Error> {
+        let rng = SystemRandom::new();
+        let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &pkcs8, &rng)
             .map_err(|_| Error::Tls("could not load the service-account key".into()))?;
         let digest = ring::digest::digest(&ring::digest::SHA256, key.public_key().as_ref());
         let kid = URL_SAFE_NO_PAD.encode(&digest.as_ref()[..16]);
         let verified = VerifiedTokens::new(&rng, capacity)?;
         Ok(Self {
             key,
+            pkcs8,
             kid,
             rng,
             verified,

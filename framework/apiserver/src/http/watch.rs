@@ -113,6 +113,9 @@ pub(crate) fn stream(shared: Arc<Shared>, spec: WatchSpec, sub: Subscription) ->
     };
     let s = stream::unfold(state, |mut st| async move {
         let chunk = st.next_chunk().await?;
+        // Nothing is sent before it is durable; a failed data directory
+        // ends the stream.
+        st.shared.storage.durable_at(st.last_rv).await.ok()?;
         Some((
             Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(chunk)),
             st,

@@ -25,6 +25,11 @@ pub enum Error {
     /// The server rejected an object (the `Status` message).
     #[error("rejected: {0}")]
     Rejected(String),
+    /// The data directory cannot be used: locked by another server,
+    /// written by another format, corrupt or unreadable. The message names
+    /// the directory and what to do.
+    #[error("{0}")]
+    DataDir(String),
     /// An object to install did not serialize to JSON.
     #[error("cannot encode {what} as JSON: {source}")]
     Json {

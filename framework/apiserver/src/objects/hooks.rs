@@ -1,7 +1,8 @@
 //! What runs after every stored write: a CRD's resource is served (or no
 //! longer), and the in-server controllers are told what changed (a new
 //! namespace, an object being deleted, an owner gone or found absent) and
-//! woken.
+//! woken. After a restart from a data directory, the same hooks run once
+//! for every stored object ([`after_restart`]).
 
 use super::owners::{self, Verdict};
 use crate::registry::state::Shared;
@@ -62,6 +63,24 @@ fn queue_absent_owners(
         }
         if found.verdict == Verdict::Absent {
             shared.controllers.owner_gone(uid);
+        }
+    }
+}
+
+/// Runs the write hooks for every object a data directory restored, as if
+/// each had just been written: CRDs first, so their resources are served
+/// before their objects are looked at; then deletions in progress resume,
+/// dependents of owners gone meanwhile are collected, and the authorizer
+/// reads the restored RBAC objects.
+pub(crate) fn after_restart(shared: &Shared) {
+    let crds = crate::registry::ResKey::new("apiextensions.k8s.io", "customresourcedefinitions");
+    let all = shared.storage.lock().all();
+    let (first, rest): (Vec<_>, Vec<_>) = all.into_iter().partition(|(res, _)| *res == crds);
+    for (res, obj) in first.into_iter().chain(rest) {
+        // The registry's guard must be gone before a CRD's sync takes it.
+        let def = shared.registry().by_key(&res);
+        if let Some(def) = def {
+            after_write(shared, &def, None, &obj);
         }
     }
 }

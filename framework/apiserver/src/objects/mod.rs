@@ -25,5 +25,6 @@ pub(crate) use binding::bind;
 pub(crate) use create::{create, create_admitted};
 pub(crate) use delete::{delete, delete_admitted, DeleteOpts, Deleted, Propagation};
 pub(crate) use eviction::evict;
+pub(crate) use hooks::after_restart;
 pub(crate) use opts::{store_error, too_large, Sub, WriteOpts, Written};
 pub(crate) use update::{update, update_admitted, Precondition};

@@ -10,13 +10,14 @@ pub(crate) mod credentials;
 mod faults;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+mod identity;
 pub(crate) mod kubeconfig;
 mod tls;
 mod unreadable;
 mod users;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -31,6 +32,7 @@ pub use faults::Faults;
 
 use crate::auth::audit::AuditLog;
 use crate::auth::identities::AuthnState;
+use crate::auth::jwt::Signer;
 use crate::auth::rbac::RbacCache;
 use crate::controllers::config::{NodeControls, SimulatedNodes, Workloads};
 use crate::machinery::error::Error;
@@ -39,7 +41,9 @@ use crate::objects::{self, WriteOpts};
 use crate::registry::openapi_docs::OpenApiDocs;
 use crate::registry::state::{ControllerQueue, Options, Shared};
 use crate::registry::Registry;
+use crate::storage::durable::DataDir;
 use crate::storage::Storage;
+use identity::Kept;
 use tls::Certificates;
 
 /// The default bound of the watch history in bytes. kube-apiserver bounds
@@ -66,6 +70,7 @@ pub struct ApiServerBuilder {
     owner_references_permission_enforcement: bool,
     permission_audit: bool,
     sharded_list_and_watch: bool,
+    data_dir: Option<PathBuf>,
 }
 
 impl Default for ApiServerBuilder {
@@ -84,6 +89,7 @@ impl Default for ApiServerBuilder {
             owner_references_permission_enforcement: false,
             permission_audit: true,
             sharded_list_and_watch: true,
+            data_dir: None,
         }
     }
 }
@@ -202,16 +208,54 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Keeps the server's whole state in `dir` (created if missing): every
+    /// object at its resourceVersion, the resourceVersion counter, CRDs,
+    /// the CA, the admin token, token users and the service-account key,
+    /// so a server started again on it has everything and kubeconfigs
+    /// written before still work. A request is answered only once what it
+    /// wrote (or read) is on disk. Without it (the default) the state lives
+    /// in memory. A directory another server holds, written in another
+    /// format, or corrupt fails [`start`](Self::start) with an error naming
+    /// it; the server never starts empty on it.
+    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(dir.into());
+        self
+    }
+
     /// Starts serving.
     pub async fn start(self) -> Result<ApiServer, Error> {
+        // Opened first: a directory that cannot be used fails before the
+        // port is taken.
+        let data = self.data_dir.as_deref().map(DataDir::open).transpose()?;
+        let kept = data
+            .as_ref()
+            .map(Kept::read)
+            .transpose()?
+            .unwrap_or_default();
         let listener = TcpListener::bind(self.bind)
             .await
             .map_err(|e| Error::Bind(self.bind, e))?;
         let addr = listener
             .local_addr()
             .map_err(|e| Error::Bind(self.bind, e))?;
-        let certs = Certificates::generate(Some(addr.ip()))?;
-        let token = random_token()?;
+        let certs = Certificates::generate(Some(addr.ip()), kept.ca.clone())?;
+        let token = match &kept.admin_token {
+            Some(t) => t.clone(),
+            None => random_token()?,
+        };
+        let signer = match &kept.service_account_key {
+            Some(key) => Signer::from_pkcs8(key)?,
+            None => Signer::generate()?,
+        };
+        let mut storage =
+            Storage::new(self.history, self.watch_buffer).with_history_bytes(self.history_bytes);
+        let restored = data.is_some();
+        if let Some(dir) = data {
+            kept.write_new(&dir, &certs.ca_kept, &token, signer.pkcs8())?;
+            let snapshot = dir.snapshot()?;
+            let (journal, durable) = dir.start(snapshot.rv)?;
+            storage = storage.persisted(snapshot, journal, durable);
+        }
         let host = if addr.ip().is_unspecified() {
             SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), addr.port())
         } else {
@@ -224,8 +268,7 @@ impl ApiServerBuilder {
         let workloads = self.workloads.map(Arc::new);
         let node_controls = Arc::<NodeControls>::default();
         let shared = Arc::new(Shared {
-            storage: Storage::new(self.history, self.watch_buffer)
-                .with_history_bytes(self.history_bytes),
+            storage,
             registry: RwLock::new(Registry::with_builtins()),
             faults: FaultRules::default(),
             token: token.clone(),
@@ -243,10 +286,16 @@ impl ApiServerBuilder {
             },
             next_cluster_ip: AtomicU32::new(1),
             openapi: OpenApiDocs::default(),
-            authn: AuthnState::new(certs.ca, self.anonymous)?,
+            authn: AuthnState::new(certs.ca, signer, self.anonymous)?,
             rbac: RbacCache::default(),
             audit: AuditLog::new(self.permission_audit),
         });
+        for (token, user) in kept.token_users {
+            shared.authn.add_token(token, user);
+        }
+        if restored {
+            restore(&shared);
+        }
         seed(&shared)?;
         // The system namespaces have their ServiceAccounts before the first
         // request, as a cluster that has been up a while does.
@@ -294,7 +343,34 @@ fn random_token() -> Result<String, Error> {
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The namespaces every cluster has.
+/// What a restart from a data directory picks up: the next free cluster
+/// IP after the Services' own, and every write hook once per object
+/// (CRDs served again, deletions resumed).
+fn restore(shared: &Shared) {
+    let services = crate::registry::ResKey::new("", "services");
+    let highest = shared
+        .storage
+        .lock()
+        .all()
+        .into_iter()
+        .filter(|(res, _)| *res == services)
+        .filter_map(|(_, svc)| {
+            let ip = svc.field(&["spec".to_owned(), "clusterIP".to_owned()])?;
+            let mut octets = ip.as_str()?.strip_prefix("10.96.")?.split('.');
+            let hi: u32 = octets.next()?.parse().ok()?;
+            let lo: u32 = octets.next()?.parse().ok()?;
+            Some((hi << 8) | lo)
+        })
+        .max();
+    if let Some(n) = highest {
+        shared
+            .next_cluster_ip
+            .store(n + 1, std::sync::atomic::Ordering::Relaxed);
+    }
+    objects::after_restart(shared);
+}
+
+/// The namespaces every cluster has (a restarted one has them already).
 fn seed(shared: &Shared) -> Result<(), Error> {
     let def = shared
         .registry()
@@ -303,8 +379,16 @@ fn seed(shared: &Shared) -> Result<(), Error> {
     let opts = WriteOpts::internal(&def, "kube-apiserver");
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-        objects::create(shared, &def, None, obj, &opts)
-            .map_err(|e| Error::Rejected(format!("seeding namespace {ns}: {}", e.message)))?;
+        match objects::create(shared, &def, None, obj, &opts) {
+            Ok(_) => {}
+            Err(e) if e.code == 409 => {}
+            Err(e) => {
+                return Err(Error::Rejected(format!(
+                    "seeding namespace {ns}: {}",
+                    e.message
+                )))
+            }
+        }
     }
     crate::server::bootstrap::seed(shared)
         .map_err(|e| Error::Rejected(format!("seeding the bootstrap RBAC policy: {}", e.message)))
@@ -458,11 +542,15 @@ impl ApiServer {
         if let Some(task) = self.accept_task.take() {
             let _ = task.await;
         }
+        // Commits what is queued and frees the data directory for the
+        // next server.
+        self.shared.storage.close();
     }
 }
 
 impl Drop for ApiServer {
     fn drop(&mut self) {
         self.cancel.cancel();
+        self.shared.storage.close();
     }
 }

@@ -28,12 +28,22 @@ pub(crate) struct Certificates {
     pub ca: Issuer<'static, KeyPair>,
     /// Judges the client certificates the CA signed.
     pub client_certs: Arc<ClientCertPolicy>,
+    /// The CA's own certificate and key, what a data directory keeps.
+    pub ca_kept: KeptCa,
+}
+
+/// A CA kept across restarts: its certificate (DER, PEM) and key (PEM).
+#[derive(Clone)]
+pub(crate) struct KeptCa {
+    pub der: Vec<u8>,
+    pub pem: String,
+    pub key_pem: String,
 }
 
 impl Certificates {
-    /// Generates a CA and a serving certificate valid for the loopback names
-    /// and `extra_ip`.
-    pub fn generate(extra_ip: Option<IpAddr>) -> Result<Self, Error> {
+    /// Generates a CA (or takes the `kept` one) and a serving certificate
+    /// it signs, valid for the loopback names and `extra_ip`.
+    pub fn generate(extra_ip: Option<IpAddr>, kept: Option<KeptCa>) -> Result<Self, Error> {
         let tls = |e: rcgen::Error| Error::Tls(e.to_string());
         let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(tls)?;
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -45,8 +55,22 @@ impl Certificates {
             KeyUsagePurpose::KeyCertSign,
             KeyUsagePurpose::CrlSign,
         ];
-        let ca_key = KeyPair::generate().map_err(tls)?;
-        let ca_cert = ca_params.self_signed(&ca_key).map_err(tls)?;
+        // A kept CA signs with the same parameters it was made with (the
+        // issuer name and key identifier come from them and its key), so
+        // certificates signed now chain to the certificate clients hold.
+        let (ca_key, ca_kept) = match kept {
+            Some(kept) => (KeyPair::from_pem(&kept.key_pem).map_err(tls)?, kept),
+            None => {
+                let key = KeyPair::generate().map_err(tls)?;
+                let cert = ca_params.self_signed(&key).map_err(tls)?;
+                let kept = KeptCa {
+                    der: cert.der().to_vec(),
+                    pem: cert.pem(),
+                    key_pem: key.serialize_pem(),
+                };
+                (key, kept)
+            }
+        };
         let issuer = Issuer::new(ca_params, ca_key);
 
         let mut params =
@@ -79,9 +103,9 @@ impl Certificates {
         let key_der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
         let chain = vec![
             CertificateDer::from(cert.der().to_vec()),
-            CertificateDer::from(ca_cert.der().to_vec()),
+            CertificateDer::from(ca_kept.der.clone()),
         ];
-        let client_certs = Arc::new(ClientCertPolicy::new(ca_cert.der())?);
+        let client_certs = Arc::new(ClientCertPolicy::new(&ca_kept.der)?);
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut server_config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -91,11 +115,12 @@ impl Certificates {
             .map_err(|e| Error::Tls(e.to_string()))?;
         server_config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(Self {
-            ca_der: ca_cert.der().to_vec(),
-            ca_pem: ca_cert.pem(),
+            ca_der: ca_kept.der.clone(),
+            ca_pem: ca_kept.pem.clone(),
             server_config: Arc::new(server_config),
             ca: issuer,
             client_certs,
+            ca_kept,
         })
     }
 }

@@ -24,6 +24,7 @@ impl ApiServer {
     pub fn add_user(&self, user: &User) -> Result<Credentials, Error> {
         let token = random_token()?;
         self.shared.authn.add_token(token.clone(), user.info());
+        super::identity::save_token_users(&self.shared.storage, &self.shared.authn)?;
         Ok(Credentials::token(
             user.name(),
             &self.server_url(),

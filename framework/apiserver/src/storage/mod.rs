@@ -7,16 +7,24 @@
 //!
 //! Consistent reads at an older resourceVersion (`resourceVersionMatch=Exact`,
 //! continue tokens) are served by undoing the history events newer than it.
+//!
+//! With a data directory ([`durable`]) every lock hold that wrote sends its
+//! records to the database as one transaction when the lock is released
+//! ([`StoreGuard`]); [`Storage::durable`] waits until what a request saw is
+//! on disk.
 
+pub(crate) mod durable;
 pub(crate) mod object;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::ops::Bound;
+use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
+use durable::{Durable, Journal, Record, Snapshot};
 use object::set_rv;
 pub(crate) use object::{Event, EventType, ObjKey, StoredObject};
 
@@ -160,6 +168,10 @@ pub(crate) struct Store {
     /// behind by a few events) until [`RETIRING_VERSIONS`] newer ones
     /// follow.
     retiring: VecDeque<Arc<StoredObject>>,
+    /// Where writes go to be durable, with a data directory.
+    journal: Option<Journal>,
+    /// This lock hold's writes, sent to the journal when it ends.
+    unsent: Vec<Record>,
 }
 
 /// How many replaced versions keep their parsed trees. Older ones drop
@@ -182,6 +194,39 @@ impl ResKey {
 pub(crate) struct Storage {
     inner: Mutex<Store>,
     rv_rx: watch::Receiver<u64>,
+    /// How far the data directory has caught up, when there is one.
+    durable: Option<Durable>,
+}
+
+/// The locked store. Dropping it sends the hold's writes to the journal
+/// as one message, before the lock is released, so they reach the disk
+/// together and in resourceVersion order.
+pub(crate) struct StoreGuard<'a>(MutexGuard<'a, Store>);
+
+impl Deref for StoreGuard<'_> {
+    type Target = Store;
+    fn deref(&self) -> &Store {
+        &self.0
+    }
+}
+
+impl DerefMut for StoreGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Store {
+        &mut self.0
+    }
+}
+
+impl Drop for StoreGuard<'_> {
+    fn drop(&mut self) {
+        let store = &mut *self.0;
+        if store.unsent.is_empty() {
+            return;
+        }
+        let records = std::mem::take(&mut store.unsent);
+        if let Some(journal) = &store.journal {
+            journal.send(records);
+        }
+    }
 }
 
 impl Storage {
@@ -201,8 +246,86 @@ impl Storage {
                 rv_tx,
                 compacted: 0,
                 retiring: VecDeque::new(),
+                journal: None,
+                unsent: Vec::new(),
             }),
             rv_rx,
+            durable: None,
+        }
+    }
+
+    /// Makes the store durable: starts from `snapshot` (what the data
+    /// directory held) and sends every later write to `journal`. The
+    /// history starts empty, so any older resourceVersion answers 410, as
+    /// after a compaction.
+    pub fn persisted(mut self, snapshot: Snapshot, journal: Journal, durable: Durable) -> Self {
+        let store = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
+        for (res, key, rv, json) in snapshot.objects {
+            let res = ResKey(res);
+            let value = match serde_json::from_slice::<Value>(&json) {
+                Ok(v) => v,
+                Err(e) => {
+                    // Written by this server, so never expected; keep going
+                    // with the rest rather than refuse the whole directory.
+                    tracing::error!(resource = %res.0, namespace = %key.0, name = %key.1, error = %e, "a stored object does not parse; skipped");
+                    continue;
+                }
+            };
+            let obj = Arc::new(StoredObject::encode(value, rv));
+            store.index(&res, &key, None, Some(&obj));
+            store
+                .collections
+                .entry(res)
+                .or_default()
+                .objects
+                .insert(key, obj);
+        }
+        store.rv = snapshot.rv.max(store.rv);
+        store.compacted = store.rv;
+        store.journal = Some(journal);
+        store.rv_tx.send_replace(store.rv);
+        self.durable = Some(durable);
+        self
+    }
+
+    /// Waits until everything written so far is durable (at once without
+    /// a data directory). A request answers only after this, so nothing it
+    /// saw or wrote can be lost by a crash.
+    pub async fn durable(&self) -> Result<(), String> {
+        let Some(durable) = &self.durable else {
+            return Ok(());
+        };
+        let rv = *self.rv_rx.borrow();
+        durable.reached(rv).await
+    }
+
+    /// [`durable`](Self::durable) for writes up to `rv`.
+    pub async fn durable_at(&self, rv: u64) -> Result<(), String> {
+        match &self.durable {
+            Some(durable) => durable.reached(rv).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Writes meta values (identities) durably; nothing without a data
+    /// directory.
+    pub fn put_meta(
+        &self,
+        entries: Vec<(String, Vec<u8>)>,
+    ) -> Result<(), crate::machinery::error::Error> {
+        let store = self.lock();
+        match &store.journal {
+            Some(journal) => journal.put_meta(entries),
+            None => Ok(()),
+        }
+    }
+
+    /// Commits what is queued and closes the data directory; later writes
+    /// stay in memory and are never acknowledged as durable.
+    pub fn close(&self) {
+        let journal = self.lock().journal.take();
+        if let Some(journal) = journal {
+            journal.close();
         }
     }
 
@@ -218,8 +341,8 @@ impl Storage {
     /// Locks the store. A panic elsewhere while holding the lock leaves the
     /// maps consistent (every write is applied in one step), so poisoning
     /// is ignored.
-    pub fn lock(&self) -> MutexGuard<'_, Store> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    pub fn lock(&self) -> StoreGuard<'_> {
+        StoreGuard(self.inner.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Waits up to `timeout` for the store to reach `rv`.
@@ -267,6 +390,14 @@ impl Store {
             }
         }
         out
+    }
+
+    /// Every object of every resource.
+    pub fn all(&self) -> Vec<(ResKey, Arc<StoredObject>)> {
+        self.collections
+            .iter()
+            .flat_map(|(res, c)| c.objects.values().map(move |o| (res.clone(), o.clone())))
+            .collect()
     }
 
     /// Keys of every object of one resource.
@@ -325,6 +456,18 @@ impl Store {
             if let Some(oldest) = self.retiring.pop_front() {
                 oldest.supersede();
             }
+        }
+    }
+
+    /// Queues a write for the data directory (sent when the lock hold ends).
+    fn persist(&mut self, res: &ResKey, key: &ObjKey, rv: u64, obj: Option<&StoredObject>) {
+        if self.journal.is_some() {
+            self.unsent.push(Record {
+                res: res.0.clone(),
+                key: key.clone(),
+                rv,
+                bytes: obj.map(|o| o.bytes().clone()),
+            });
         }
     }
 
@@ -395,6 +538,7 @@ impl Store {
         self.rv += 1;
         set_rv(&mut value, self.rv);
         let obj = Arc::new(StoredObject::encode(value, self.rv));
+        self.persist(res, &key, self.rv, Some(&obj));
         self.index(res, &key, None, Some(&obj));
         self.collections
             .entry(res.clone())
@@ -421,6 +565,7 @@ impl Store {
         self.rv += 1;
         set_rv(&mut value, self.rv);
         let obj = Arc::new(StoredObject::encode(value, self.rv));
+        self.persist(res, key, self.rv, Some(&obj));
         self.index(res, key, Some(&old), Some(&obj));
         self.collections
             .entry(res.clone())
@@ -455,6 +600,7 @@ impl Store {
         }
         self.rv += 1;
         let obj = Arc::new(old.with_rv(self.rv));
+        self.persist(res, key, self.rv, None);
         self.index(res, key, Some(&old), None);
         // The last state is never current: both retire.
         self.retire(old.clone());
@@ -686,10 +832,12 @@ impl Store {
             return 0;
         };
         let mut replaced = Vec::new();
-        for obj in coll.objects.values_mut() {
+        let mut rewritten = Vec::new();
+        for (key, obj) in coll.objects.iter_mut() {
             let mut value = obj.to_value();
             if reread(&mut value) {
                 let new = Arc::new(StoredObject::encode(value, obj.rv));
+                rewritten.push((key.clone(), new.clone()));
                 replaced.push(std::mem::replace(obj, new));
             }
         }
@@ -699,6 +847,9 @@ impl Store {
         let changed = replaced.len();
         for old in replaced {
             self.retire(old);
+        }
+        for (key, new) in rewritten {
+            self.persist(res, &key, new.rv, Some(&new));
         }
         changed
     }

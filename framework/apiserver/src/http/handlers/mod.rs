@@ -45,6 +45,12 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
         Ok(r) => r,
         Err(e) => h::error(&e),
     };
+    // With a data directory, nothing is answered before what the request
+    // wrote or saw is on disk (a watch's events wait the same way).
+    let resp = match shared.storage.durable().await {
+        Ok(()) => resp,
+        Err(why) => h::error(&ApiError::internal(why)),
+    };
     tracing::debug!(%method, %path, status = resp.status().as_u16(), "request");
     resp
 }
