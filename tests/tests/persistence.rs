@@ -13,7 +13,11 @@
 //! - resourceVersions strictly increase across restarts: every
 //!   acknowledged write after a restart is above everything seen before.
 //!
-//! Then kubectl reads what the server kept after a clean restart.
+//!
+//! And kubectl's scenario: objects of many kinds, a CRD and its custom
+//! resource, RBAC for a token user, written through the dev server, which
+//! is stopped and started again: kubectl, with the kubeconfigs written
+//! before, reads everything back, and the user's RBAC still holds.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -60,11 +64,24 @@ struct Server {
     kubeconfig: PathBuf,
 }
 
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
 async fn start(bin: &Path, data: &Path, kubeconfig: &Path) -> Server {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    start_with(bin, data, kubeconfig, free_port(), &[]).await
+}
+
+/// Starts the dev server on `port` (a restart keeps the port, as the
+/// kubeconfigs written before name it).
+async fn start_with(
+    bin: &Path,
+    data: &Path,
+    kubeconfig: &Path,
+    port: u16,
+    extra: &[&str],
+) -> Server {
     let mut child = Command::new(bin)
         .args(["dev-server", "--nodes", "0", "--listen"])
         .arg(format!("127.0.0.1:{port}"))
@@ -72,19 +89,23 @@ async fn start(bin: &Path, data: &Path, kubeconfig: &Path) -> Server {
         .arg(data)
         .arg("--write-kubeconfig")
         .arg(kubeconfig)
+        .args(extra)
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .expect("dev-server starts");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    loop {
+    // The banner ends with a "written to" line per kubeconfig: the
+    // admin's, then one per identity flag (a flag and its value).
+    let mut kubeconfigs = 1 + extra.len() / 2;
+    while kubeconfigs > 0 {
         let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
             .await
             .expect("dev-server prints its banner")
             .unwrap()
-            .expect("dev-server keeps running until it prints its kubeconfig");
-        if line.contains("kubeconfig written") {
-            break;
+            .expect("dev-server keeps running until it prints its kubeconfigs");
+        if line.contains("written to") {
+            kubeconfigs -= 1;
         }
     }
     // Keep reading stdout, so the child never blocks on a full pipe.
@@ -301,4 +322,254 @@ async fn sigkill_under_concurrent_writers_loses_no_acknowledged_write() {
         acknowledged > ROUNDS * WRITERS / 2,
         "the writers got writes in"
     );
+}
+
+const SCENARIO: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: team}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer, default: 3}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: team}
+data: {color: blue}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds, namespace: team}
+stringData: {password: hunter2}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: team}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx}]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: reader, namespace: team}
+rules: [{apiGroups: [""], resources: [configmaps], verbs: [get, list]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: alice-reads, namespace: team}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: reader}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
+"#;
+
+const GADGET: &str = r#"
+apiVersion: example.com/v1
+kind: Gadget
+metadata: {name: g1, namespace: team}
+spec: {}
+"#;
+
+/// Runs kubectl with `kubeconfig`; its stdout, or its stderr on failure.
+async fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Result<String, String> {
+    use tokio::io::AsyncWriteExt;
+    let mut child = Command::new("kubectl")
+        .args(args)
+        .env("KUBECONFIG", kubeconfig)
+        .env("KUBECACHEDIR", kubeconfig.with_extension("cache"))
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("kubectl runs");
+    if let Some(text) = stdin {
+        let mut pipe = child.stdin.take().unwrap();
+        pipe.write_all(text.as_bytes()).await.unwrap();
+    }
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("kubectl {args:?} timed out"))
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    if out.status.success() {
+        Ok(text(&out.stdout))
+    } else {
+        Err(text(&out.stderr))
+    }
+}
+
+async fn ok(kubeconfig: &Path, args: &[&str]) -> String {
+    kubectl(kubeconfig, args, None)
+        .await
+        .unwrap_or_else(|e| panic!("kubectl {args:?}: {e}"))
+}
+
+/// SIGTERM, and a clean exit.
+async fn stop(mut server: Server) {
+    let pid = server.child.id().expect("pid").to_string();
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status();
+    assert!(term.unwrap().success());
+    let status = tokio::time::timeout(Duration::from_secs(10), server.child.wait())
+        .await
+        .expect("exits")
+        .unwrap();
+    assert!(status.success(), "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_reads_back_what_a_restarted_dev_server_kept() {
+    let bin = kubeforge_e2e::kubeforge_binary();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let admin = dir.path().join("admin.kubeconfig");
+    let alice = dir.path().join("alice.kubeconfig");
+    let alice_flag = format!("alice={}", alice.display());
+    let extra = ["--user", alice_flag.as_str()];
+    let port = free_port();
+    let server = start_with(&bin, &data, &admin, port, &extra).await;
+    kubectl(&admin, &["apply", "-f", "-"], Some(SCENARIO))
+        .await
+        .unwrap();
+    ok(
+        &admin,
+        &[
+            "wait",
+            "--for",
+            "condition=established",
+            "crd/gadgets.example.com",
+        ],
+    )
+    .await;
+    kubectl(&admin, &["apply", "-f", "-"], Some(GADGET))
+        .await
+        .unwrap();
+    let settings = ok(
+        &admin,
+        &["get", "cm", "settings", "-n", "team", "-o", "json"],
+    )
+    .await;
+    let settings: serde_json::Value = serde_json::from_str(&settings).unwrap();
+    let rv: u64 = settings["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    stop(server).await;
+    // The kubeconfigs written before the restart, kept aside: the restart
+    // writes new ones.
+    let admin_before = dir.path().join("admin-before.kubeconfig");
+    let alice_before = dir.path().join("alice-before.kubeconfig");
+    std::fs::copy(&admin, &admin_before).unwrap();
+    std::fs::copy(&alice, &alice_before).unwrap();
+
+    let server = start_with(&bin, &data, &admin, port, &extra).await;
+    let again = ok(
+        &admin_before,
+        &["get", "cm", "settings", "-n", "team", "-o", "json"],
+    )
+    .await;
+    let again: serde_json::Value = serde_json::from_str(&again).unwrap();
+    assert_eq!(again["metadata"]["uid"], settings["metadata"]["uid"]);
+    assert_eq!(
+        again["metadata"]["resourceVersion"],
+        settings["metadata"]["resourceVersion"]
+    );
+    assert_eq!(again["data"]["color"], "blue");
+    let password = ok(
+        &admin_before,
+        &[
+            "get",
+            "secret",
+            "creds",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.data.password}",
+        ],
+    )
+    .await;
+    assert_eq!(password, "aHVudGVyMg==");
+    let size = ok(
+        &admin_before,
+        &[
+            "get",
+            "gadget",
+            "g1",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.spec.size}",
+        ],
+    )
+    .await;
+    assert_eq!(size, "3", "the CRD is served again, its default applied");
+    let replicas = ok(
+        &admin_before,
+        &[
+            "get",
+            "deploy",
+            "web",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.spec.replicas}",
+        ],
+    )
+    .await;
+    assert_eq!(replicas, "2");
+    // alice's token and RBAC survived: she reads ConfigMaps, not Secrets.
+    ok(&alice_before, &["get", "cm", "settings", "-n", "team"]).await;
+    let denied = kubectl(&alice_before, &["get", "secrets", "-n", "team"], None)
+        .await
+        .expect_err("alice may not read Secrets");
+    assert!(
+        denied.contains("Forbidden") || denied.contains("forbidden"),
+        "{denied}"
+    );
+    // A write after the restart is above what was issued before.
+    ok(
+        &admin_before,
+        &["label", "cm", "settings", "-n", "team", "tier=gold"],
+    )
+    .await;
+    let after = ok(
+        &admin_before,
+        &[
+            "get",
+            "cm",
+            "settings",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.metadata.resourceVersion}",
+        ],
+    )
+    .await;
+    assert!(after.parse::<u64>().unwrap() > rv, "{after} > {rv}");
+    stop(server).await;
 }

@@ -2,6 +2,9 @@
 //! real manager and reconcile (through `memcached_operator::register`),
 //! driven the way a user and the Deployment controller would drive them.
 //!
+//! One restarts a server that keeps its state in a data directory under
+//! the running operator, which carries on.
+//!
 //! Most tests run the server without workload controllers and write the
 //! Deployment's status themselves, as envtest users do; one runs it with
 //! the Deployment controller and simulated nodes and writes no status at
@@ -32,7 +35,8 @@ const DEADLINE: Duration = Duration::from_secs(10);
 /// The API server with the CRD installed and the operator's manager
 /// running against it.
 struct Operator {
-    _server: ApiServer,
+    /// `None` only while a test restarts it.
+    server: Option<ApiServer>,
     client: Client,
     stop: CancellationToken,
     manager: JoinHandle<Result<(), kubeforge::manager::Error>>,
@@ -65,7 +69,7 @@ impl Operator {
         let stop = CancellationToken::new();
         let manager = tokio::spawn(mgr.run_until(stop.clone()));
         Operator {
-            _server: server,
+            server: Some(server),
             client,
             stop,
             manager,
@@ -485,5 +489,63 @@ async fn pods_run_and_the_memcached_becomes_available_with_the_workload_controll
                 .and_then(|s| s.node_name.as_deref())
                 .is_some()
     }));
+    op.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_carries_on_across_a_restart_of_a_persisted_server() {
+    let dir = tempfile::tempdir().expect("a data directory");
+    let server = ApiServer::builder()
+        .data_dir(dir.path())
+        .start()
+        .await
+        .expect("API server starts");
+    let addr = server.addr();
+    let mut op = Operator::start_on(server).await;
+    let memcacheds: Api<Memcached> = op.api();
+    let deployments: Api<Deployment> = op.api();
+    memcacheds
+        .create(
+            &PostParams::default(),
+            &Memcached::new("kept", MemcachedSpec::with_size(1)),
+        )
+        .await
+        .expect("create Memcached");
+    let before = eventually("the Deployment", || async {
+        let d = deployments.get_opt("kept").await.expect("get Deployment")?;
+        (replicas(&d) == Some(1)).then_some(d)
+    })
+    .await;
+    // The server goes away and comes back on the same address and
+    // directory; the operator's watches break, resume (410: the history
+    // is gone) and relist.
+    op.server.take().expect("the server").shutdown().await;
+    let restarted = Instant::now();
+    let server = ApiServer::builder()
+        .bind(addr)
+        .data_dir(dir.path())
+        .start()
+        .await
+        .expect("the API server starts again on its directory");
+    op.server = Some(server);
+    let after = deployments
+        .get("kept")
+        .await
+        .expect("the Deployment was kept");
+    assert_eq!(after.metadata.uid, before.metadata.uid);
+    memcacheds
+        .patch(
+            "kept",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": 3}})),
+        )
+        .await
+        .expect("resize");
+    eventually("the Deployment resized after the restart", || async {
+        let d = deployments.get_opt("kept").await.expect("get Deployment")?;
+        (replicas(&d) == Some(3)).then_some(())
+    })
+    .await;
+    eprintln!("restart -> resize reconciled: {:?}", restarted.elapsed());
     op.stop().await;
 }

@@ -91,6 +91,29 @@ async fn expired_resource_versions_get_410() {
     assert_eq!(r.json()["reason"], "Expired");
 }
 
+/// kube-apiserver's compactor (`storage/etcd3/compact.go`): each interval
+/// it compacts to the revision it saw the interval before.
+#[tokio::test]
+async fn the_history_is_compacted_each_interval_to_the_tick_before() {
+    let k =
+        Kube::with(ApiServer::builder().compaction_interval(Some(Duration::from_secs(1)))).await;
+    let old = k.configmap("default", "a", json!({})).await;
+    // The tick at 1 s saw `old`; the tick at 2 s compacts to it.
+    tokio::time::sleep(Duration::from_millis(2300)).await;
+    let recent = k.configmap("default", "b", json!({})).await;
+    // From before `old`: its creation is gone.
+    let mut w = k
+        .watch(&format!("{CMS}?watch=1&resourceVersion={}", rv(&old) - 1))
+        .await;
+    assert_eq!(w.next().await["object"]["code"], 410);
+    // What was written since the last tick still resumes.
+    let mut w = k
+        .watch(&format!("{CMS}?watch=1&resourceVersion={}", rv(&recent)))
+        .await;
+    k.configmap("default", "c", json!({})).await;
+    assert_eq!(ev(&w.next().await), ("ADDED".into(), "c".into()));
+}
+
 #[tokio::test]
 async fn compaction_expires_every_older_resource_version() {
     let k = Kube::start().await;

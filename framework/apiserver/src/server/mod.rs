@@ -6,6 +6,7 @@
 mod accept;
 mod audit;
 pub(crate) mod bootstrap;
+mod compaction;
 pub(crate) mod credentials;
 mod faults;
 #[cfg(feature = "fuzzing")]
@@ -71,6 +72,7 @@ pub struct ApiServerBuilder {
     permission_audit: bool,
     sharded_list_and_watch: bool,
     data_dir: Option<PathBuf>,
+    compaction_interval: Option<Duration>,
 }
 
 impl Default for ApiServerBuilder {
@@ -90,6 +92,7 @@ impl Default for ApiServerBuilder {
             permission_audit: true,
             sharded_list_and_watch: true,
             data_dir: None,
+            compaction_interval: Some(compaction::DEFAULT_INTERVAL),
         }
     }
 }
@@ -222,6 +225,17 @@ impl ApiServerBuilder {
         self
     }
 
+    /// How often the watch history is compacted (kube-apiserver's
+    /// `--etcd-compaction-interval`, default 5 minutes): at each tick, to
+    /// the resourceVersion of the tick before, so a watch can resume from
+    /// at least one interval back; older resourceVersions answer 410.
+    /// `None` never compacts by time (the history's count and byte bounds
+    /// still hold).
+    pub fn compaction_interval(mut self, interval: Option<Duration>) -> Self {
+        self.compaction_interval = interval;
+        self
+    }
+
     /// Starts serving.
     pub async fn start(self) -> Result<ApiServer, Error> {
         // Opened first: a directory that cannot be used fails before the
@@ -313,6 +327,9 @@ impl ApiServerBuilder {
             shared.clone(),
             cancel.clone(),
         ));
+        if let Some(interval) = self.compaction_interval {
+            tokio::spawn(compaction::run(shared.clone(), interval, cancel.clone()));
+        }
         tokio::spawn(crate::controllers::run(
             shared.clone(),
             workloads,

@@ -821,6 +821,28 @@ impl Store {
         self.history_order.clear();
     }
 
+    /// Forgets the history up to `rv`, as an etcd compaction to that
+    /// revision: watches and exact lists from before it answer 410, later
+    /// ones are served as before.
+    pub fn compact_to(&mut self, rv: u64) {
+        let rv = rv.min(self.rv);
+        if rv <= self.compacted {
+            return;
+        }
+        self.compacted = rv;
+        for coll in self.collections.values_mut() {
+            while coll.history.front().is_some_and(|e| e.rv <= rv) {
+                if let Some(old) = coll.history.pop_front() {
+                    coll.floor = old.rv;
+                    self.history_bytes = self.history_bytes.saturating_sub(old.size());
+                }
+            }
+        }
+        while self.history_order.front().is_some_and(|(at, _)| *at <= rv) {
+            self.history_order.pop_front();
+        }
+    }
+
     /// Re-reads every object of one resource through `reread` (a changed
     /// CRD schema prunes and defaults what is stored, as kube-apiserver's
     /// decoder does on every read from etcd). Changed objects keep their
@@ -1019,6 +1041,27 @@ mod tests {
             .unwrap();
         assert_eq!(sub.replay.len(), 1);
         assert!(st.history_bytes <= 2000);
+    }
+
+    #[test]
+    fn compacting_to_a_version_expires_only_what_came_before() {
+        let s = Storage::new(100, 10);
+        let res = ResKey::new("", "configmaps");
+        let mut st = s.lock();
+        let a = st.create(&res, key("a"), cm("a", "1")).unwrap().rv;
+        st.create(&res, key("b"), cm("b", "1")).unwrap();
+        st.compact_to(a);
+        let err = st
+            .watch(&res, Filter::default(), WatchFrom::After(a - 1))
+            .err();
+        assert!(matches!(err, Some(StoreError::Expired { .. })), "{err:?}");
+        let sub = st
+            .watch(&res, Filter::default(), WatchFrom::After(a))
+            .unwrap();
+        assert_eq!(sub.replay.len(), 1, "b's creation is kept");
+        assert_eq!(st.history_order.len(), 1, "and only its entry in the order");
+        st.compact_to(a - 1);
+        assert_eq!(st.compacted, a, "compaction never goes back");
     }
 
     #[test]
