@@ -3,7 +3,8 @@
 //! server's `/openapi/v3`). Tests that only touch their own namespace share
 //! one in-process server (each with its own namespace, kubeconfig and
 //! `KUBECACHEDIR`); tests that install CRDs or look at the whole cluster
-//! start their own, and one runs the `kubeforge dev-server` binary.
+//! start their own, with a data directory, and one runs the `kubeforge
+//! dev-server` binary.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -59,10 +60,17 @@ fn shared_kubeconfig() -> &'static str {
 }
 
 impl Env {
-    /// A server of its own.
+    /// A server of its own, keeping its state in a data directory (as
+    /// `kubeforge dev-server --data-dir` does): every kubectl request is
+    /// answered only once what it wrote is on disk. The shared server
+    /// keeps the default, memory.
     async fn start() -> Env {
-        let server = ApiServer::start().await.expect("server starts");
         let dir = tempfile::tempdir().expect("temp dir");
+        let server = ApiServer::builder()
+            .data_dir(dir.path().join("data"))
+            .start()
+            .await
+            .expect("server starts");
         let kubeconfig = dir.path().join("kubeconfig");
         server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
         Env {

@@ -11,7 +11,10 @@
 //! - nothing else: no key holds a value nobody wrote or one an
 //!   acknowledged later write replaced;
 //! - resourceVersions strictly increase across restarts: every
-//!   acknowledged write after a restart is above everything seen before.
+//!   acknowledged write after a restart is above everything seen before;
+//! - nothing read is lost: 10 readers get the keys meanwhile, and every
+//!   state they were answered with is still there or was replaced by a
+//!   later one (a reader is answered only once what it saw is durable).
 //!
 //!
 //! And kubectl's scenario: objects of many kinds, a CRD and its custom
@@ -35,6 +38,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 const WRITERS: usize = 50;
+const READERS: usize = 10;
 const KEYS_PER_WRITER: usize = 2;
 const ROUNDS: usize = 20;
 const NS: &str = "default";
@@ -234,6 +238,25 @@ async fn writer(
     lowest
 }
 
+/// One reader: gets random keys until the server is gone; what it was
+/// answered, `(name, resourceVersion)`.
+async fn reader(api: Api<ConfigMap>, id: usize, round: usize) -> Vec<(String, u64)> {
+    let mut rng = fastrand::Rng::with_seed((round * READERS + id) as u64 + 1_000_000);
+    let mut seen = Vec::new();
+    loop {
+        let name = format!(
+            "w{}-k{}",
+            rng.usize(..WRITERS),
+            rng.usize(..KEYS_PER_WRITER)
+        );
+        match api.get_opt(&name).await {
+            Ok(Some(c)) => seen.push((name, state_of(&c).0)),
+            Ok(None) => {}
+            Err(_) => return seen,
+        }
+    }
+}
+
 /// The keys as the restarted server has them.
 async fn stored(api: &Api<ConfigMap>) -> BTreeMap<String, (u64, String)> {
     let list = api.list(&ListParams::default()).await.expect("list");
@@ -286,12 +309,16 @@ async fn sigkill_under_concurrent_writers_loses_no_acknowledged_write() {
     let keys = Arc::new(Mutex::new(BTreeMap::<String, Key>::new()));
     let mut seen_before = 0u64;
     let mut acknowledged = 0usize;
+    let mut reads = 0usize;
     let mut rng = fastrand::Rng::with_seed(7);
     for round in 0..ROUNDS {
         let mut server = start(&bin, &data, &kubeconfig).await;
         let api = configmaps(&server).await;
         let writers: Vec<_> = (0..WRITERS)
             .map(|id| tokio::spawn(writer(api.clone(), id, round, keys.clone())))
+            .collect();
+        let readers: Vec<_> = (0..READERS)
+            .map(|id| tokio::spawn(reader(api.clone(), id, round)))
             .collect();
         tokio::time::sleep(Duration::from_millis(rng.u64(150..600))).await;
         server.child.start_kill().expect("SIGKILL");
@@ -305,9 +332,22 @@ async fn sigkill_under_concurrent_writers_loses_no_acknowledged_write() {
                 acknowledged += 1;
             }
         }
+        let mut read = Vec::new();
+        for r in readers {
+            read.extend(r.await.expect("the reader ends"));
+        }
+        reads += read.len();
         let server = start(&bin, &data, &kubeconfig).await;
         let api = configmaps(&server).await;
         let found = stored(&api).await;
+        for (name, rv) in &read {
+            if let Some((now, _)) = found.get(name) {
+                assert!(
+                    now >= rv,
+                    "round {round}: {name} was read at resourceVersion {rv}, the restart has {now}"
+                );
+            }
+        }
         let highest = check(&mut keys.lock().unwrap(), &found);
         seen_before = seen_before.max(highest);
         // Later writes must be above every resourceVersion issued so far,
@@ -317,7 +357,7 @@ async fn sigkill_under_concurrent_writers_loses_no_acknowledged_write() {
         seen_before = seen_before.max(list_rv);
         drop(server);
     }
-    eprintln!("{ROUNDS} SIGKILLs under {WRITERS} writers: {acknowledged} writer-rounds with acknowledged writes, all kept");
+    eprintln!("{ROUNDS} SIGKILLs under {WRITERS} writers and {READERS} readers: {acknowledged} writer-rounds with acknowledged writes, all kept; {reads} reads, none lost");
     assert!(
         acknowledged > ROUNDS * WRITERS / 2,
         "the writers got writes in"

@@ -452,6 +452,10 @@ pub struct SeedReport {
     pub events: Vec<Event>,
     /// The check's findings (empty: linearizable).
     pub violations: Vec<String>,
+    /// The resourceVersion of the list that ended the run.
+    pub final_rv: u64,
+    /// Every object by name when the run ended: (resourceVersion, `data.v`).
+    pub final_state: BTreeMap<String, (u64, Option<String>)>,
 }
 
 impl SeedReport {
@@ -755,7 +759,18 @@ async fn follow(api: Api<ConfigMap>, mut rv: String) -> Result<Vec<Event>, Strin
 
 /// Runs one seed on a fresh server and checks its history.
 pub async fn run_seed(seed: u64, options: RunOptions) -> anyhow::Result<SeedReport> {
-    let server = ApiServer::start().await?;
+    run_seed_on(seed, options, ApiServer::builder()).await
+}
+
+/// [`run_seed`] on a server from `builder` (one with a data directory,
+/// say), which must start with none of the run's names; the server is
+/// shut down at the end.
+pub async fn run_seed_on(
+    seed: u64,
+    options: RunOptions,
+    builder: kubeforge::testing::ApiServerBuilder,
+) -> anyhow::Result<SeedReport> {
+    let server = builder.start().await?;
     let client = server.client()?;
     let api: Api<ConfigMap> = Api::namespaced(client, NS);
     let initial = api.list(&ListParams::default()).await?;
@@ -786,6 +801,10 @@ pub async fn run_seed(seed: u64, options: RunOptions) -> anyhow::Result<SeedRepo
         .await
         .map_err(|_| anyhow::anyhow!("the watch never saw the end marker"))??
         .map_err(|e| anyhow::anyhow!(e))?;
+    let (final_rv, final_state) = match list_outcome(&api, None).await {
+        Outcome::List { rv, items } => (rv, items),
+        other => anyhow::bail!("the final list failed: {other:?}"),
+    };
     server.shutdown().await;
     let violations = check(&ops, &events);
     Ok(SeedReport {
@@ -793,6 +812,8 @@ pub async fn run_seed(seed: u64, options: RunOptions) -> anyhow::Result<SeedRepo
         ops,
         events,
         violations,
+        final_rv,
+        final_state,
     })
 }
 

@@ -538,7 +538,7 @@ impl ApiServer {
             .unwrap_or("")
             .to_owned();
         match objects::create(&self.shared, &def, None, crd.clone(), &opts) {
-            Ok(_) => Ok(()),
+            Ok(_) => {}
             Err(e) if e.code == 409 => {
                 let key = (String::new(), name);
                 objects::update(&self.shared, &def, &key, &opts, |cur| {
@@ -546,11 +546,12 @@ impl ApiServer {
                     next["spec"] = crd.get("spec").cloned().unwrap_or_default();
                     Ok((next, objects::Precondition::None))
                 })
-                .map(|_| ())
-                .map_err(|e| Error::Rejected(e.message))
+                .map_err(|e| Error::Rejected(e.message))?;
             }
-            Err(e) => Err(Error::Rejected(e.message)),
+            Err(e) => return Err(Error::Rejected(e.message)),
         }
+        // Installed means kept, with a data directory.
+        self.shared.storage.sync()
     }
 
     /// Stops accepting connections and closes the open ones.

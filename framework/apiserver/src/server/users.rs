@@ -79,6 +79,8 @@ impl ApiServer {
             Err(e) if e.code == 409 => {}
             Err(e) => return Err(Error::Rejected(e.message)),
         }
+        // The token names the account, which a crash must not lose.
+        self.shared.storage.sync()?;
         let token = self.service_account_token(namespace, name, lifetime)?;
         Ok(Credentials::token(
             &crate::auth::service_account_user(namespace, name),

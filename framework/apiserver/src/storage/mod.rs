@@ -313,11 +313,18 @@ impl Storage {
         &self,
         entries: Vec<(String, Vec<u8>)>,
     ) -> Result<(), crate::machinery::error::Error> {
-        let store = self.lock();
-        match &store.journal {
-            Some(journal) => journal.put_meta(entries),
-            None => Ok(()),
-        }
+        // Queued under the lock, so after every write before it; waited
+        // for without it, so writers go on meanwhile.
+        let ack = self.lock().journal.as_ref().map(|j| j.put_meta(entries));
+        ack.map_or(Ok(()), |ack| ack.wait())
+    }
+
+    /// Waits until every write so far is durable, from code that is not a
+    /// request (the Rust API's writes, answered without the HTTP gate).
+    /// The journal is one queue, so a commit of nothing after them is a
+    /// commit after them all.
+    pub fn sync(&self) -> Result<(), crate::machinery::error::Error> {
+        self.put_meta(Vec::new())
     }
 
     /// Commits what is queued and closes the data directory; later writes

@@ -53,6 +53,20 @@ pub(crate) struct DataDir {
     db: Database,
 }
 
+/// The directory holds the CA's key and the tokens: only its owner may
+/// read it, as etcd keeps its data directory 0700 (`fileutil.PrivateDirMode`).
+fn owner_only(path: &Path, mode: u32) -> Result<(), Error> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+            .map_err(|e| fail(path, format!("cannot make it private to its owner: {e}")))?;
+    }
+    #[cfg(not(unix))]
+    let _ = (path, mode);
+    Ok(())
+}
+
 fn fail(dir: &Path, what: impl std::fmt::Display) -> Error {
     Error::DataDir(format!("data directory {}: {what}", dir.display()))
 }
@@ -64,6 +78,7 @@ impl DataDir {
     /// starts empty on it.
     pub fn open(dir: &Path) -> Result<Self, Error> {
         std::fs::create_dir_all(dir).map_err(|e| fail(dir, format!("cannot create it: {e}")))?;
+        owner_only(dir, 0o700)?;
         let file = dir.join(DB_FILE);
         if !file.exists() {
             let entries = std::fs::read_dir(dir)
@@ -90,6 +105,7 @@ impl DataDir {
                 format!("cannot open {DB_FILE}: {other}; if it is corrupt, move the directory aside to start empty"),
             ),
         })?;
+        owner_only(&file, 0o600)?;
         let this = Self {
             path: dir.to_owned(),
             db,
@@ -208,16 +224,13 @@ impl Journal {
         let _ = self.tx.send(Message::Objects(records));
     }
 
-    /// Writes meta values and waits until they are durable.
-    pub fn put_meta(&self, entries: Vec<(String, Vec<u8>)>) -> Result<(), Error> {
+    /// Queues meta values; [`MetaAck::wait`] returns once they (and all
+    /// queued before them) are durable.
+    pub fn put_meta(&self, entries: Vec<(String, Vec<u8>)>) -> MetaAck {
         let (ack_tx, ack_rx) = mpsc::channel();
-        self.tx
-            .send(Message::Meta(entries, ack_tx))
-            .map_err(|_| Error::DataDir("the storage writer has stopped".into()))?;
-        ack_rx
-            .recv()
-            .map_err(|_| Error::DataDir("the storage writer has stopped".into()))?
-            .map_err(Error::DataDir)
+        // A closed channel drops `ack_tx`, which `wait` reports.
+        let _ = self.tx.send(Message::Meta(entries, ack_tx));
+        MetaAck(ack_rx)
     }
 
     /// Commits what is queued and closes the database.
@@ -227,6 +240,19 @@ impl Journal {
         if let Some(t) = thread {
             let _ = t.join();
         }
+    }
+}
+
+/// The answer to [`Journal::put_meta`].
+pub(crate) struct MetaAck(mpsc::Receiver<Result<(), String>>);
+
+impl MetaAck {
+    /// Blocks until the values are durable.
+    pub fn wait(self) -> Result<(), Error> {
+        self.0
+            .recv()
+            .map_err(|_| Error::DataDir("the storage writer has stopped".into()))?
+            .map_err(Error::DataDir)
     }
 }
 
@@ -251,5 +277,83 @@ impl Durable {
             _ if reached => Ok(()),
             _ => Err("the storage writer has stopped".into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_written_in_another_format_is_refused_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::open(dir.path()).unwrap();
+        data.put_meta(&[(FORMAT_KEY, b"kubeforge-apiserver/0")])
+            .unwrap();
+        drop(data);
+        let err = DataDir::open(dir.path())
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            err.contains("kubeforge-apiserver/0") && err.contains(FORMAT),
+            "{err}"
+        );
+        assert!(err.contains(&dir.path().display().to_string()), "{err}");
+        let reopened = Database::open(dir.path().join(DB_FILE)).unwrap();
+        let tx = reopened.begin_read().unwrap();
+        let format = tx
+            .open_table(META)
+            .unwrap()
+            .get(FORMAT_KEY)
+            .unwrap()
+            .unwrap()
+            .value()
+            .to_vec();
+        assert_eq!(format, b"kubeforge-apiserver/0", "nothing rewritten");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_directory_and_its_database_are_private_to_their_owner() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("state");
+        drop(DataDir::open(&data).unwrap());
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&data), 0o700);
+        assert_eq!(mode(&data.join(DB_FILE)), 0o600);
+    }
+
+    #[test]
+    fn a_snapshot_holds_what_the_writer_committed_and_the_counter() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::open(dir.path()).unwrap();
+        let (journal, durable) = data.start(0).unwrap();
+        let record = |name: &str, rv, bytes: Option<&'static [u8]>| Record {
+            res: Arc::from("/configmaps"),
+            key: ("ns".to_owned(), name.to_owned()),
+            rv,
+            bytes: bytes.map(bytes::Bytes::from_static),
+        };
+        journal.send(vec![
+            record("a", 2, Some(b"{}")),
+            record("b", 3, Some(b"{}")),
+        ]);
+        // A deletion, then a re-read that keeps an older resourceVersion:
+        // the counter stays at the highest.
+        journal.send(vec![record("b", 4, None)]);
+        journal.send(vec![record("a", 2, Some(b"{\"x\":1}"))]);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(durable.reached(4)).unwrap();
+        journal.close();
+        let snapshot = DataDir::open(dir.path()).unwrap().snapshot().unwrap();
+        assert_eq!(snapshot.rv, 4);
+        assert_eq!(snapshot.objects.len(), 1);
+        let (res, key, rv, json) = &snapshot.objects[0];
+        assert_eq!((&**res, key.1.as_str(), *rv), ("/configmaps", "a", 2));
+        assert_eq!(json, br#"{"x":1}"#);
     }
 }
