@@ -895,3 +895,56 @@ async fn cached_objects_keep_no_spare_room_in_their_lists() {
     );
     factory.shutdown();
 }
+
+/// Keys an informer holds.
+fn held(informer: &SharedInformer<ConfigMap>) -> BTreeSet<String> {
+    sorted_keys(&informer.store().list()).into_iter().collect()
+}
+
+/// KEP-5866 shards: informers of complementary shards hold disjoint parts
+/// of the collection that together are all of it, through creates and
+/// deletes, whether the server serves `shardSelector` or ignores it (then
+/// the reflector's own check keeps the other shard out).
+#[tokio::test]
+async fn informers_of_complementary_shards_split_a_collection_with_and_without_server_support() {
+    use kubeforge::cache::Shard;
+    for served in [true, false] {
+        let server = ApiServer::builder()
+            .sharded_list_and_watch(served)
+            .start()
+            .await
+            .expect("server starts");
+        let client = server.client().expect("client");
+        for i in 0..30 {
+            create(&client, "default", &configmap(&format!("cm-{i}"), &[], "1")).await;
+        }
+        let factory = SharedInformerFactory::new(client.clone());
+        let shard = |i| InformerOptions::<ConfigMap>::default().shard(Shard::of(i, 2).unwrap());
+        let first = factory.informer_with(shard(0));
+        let second = factory.informer_with(shard(1));
+        let all = factory.informer::<ConfigMap>();
+        factory.start();
+        synced(&factory).await;
+        assert_eq!(factory.informer_ids().len(), 3, "one informer per shard");
+        let split = || {
+            let (a, b, every) = (held(&first), held(&second), held(&all));
+            let union: BTreeSet<String> = a.union(&b).cloned().collect();
+            (a.is_disjoint(&b) && union == every && !a.is_empty() && !b.is_empty())
+                .then_some(every.len())
+        };
+        let listed = split().unwrap_or_else(|| panic!("served={served}: after the list"));
+        for i in 30..40 {
+            create(&client, "default", &configmap(&format!("cm-{i}"), &[], "1")).await;
+        }
+        for i in 0..5 {
+            delete(&client, "default", &format!("cm-{i}")).await;
+        }
+        eventually(
+            "the shards to follow 10 creates and 5 deletes",
+            async || split() == Some(listed + 5),
+        )
+        .await;
+        factory.shutdown();
+        server.shutdown().await;
+    }
+}

@@ -352,3 +352,73 @@ async fn streaming_list_ends_at_the_initial_events_end_bookmark() {
     );
     factory.shutdown();
 }
+
+/// A shard's informer sends its `shardSelector` on every list and watch
+/// (KEP-5866), and keeps out what a server that ignores it sends anyway:
+/// here the stub answers with objects of both halves.
+#[tokio::test]
+async fn a_shard_is_asked_for_on_list_and_watch_and_checked_on_arrival() {
+    use kubeforge::cache::{InformerOptions, Shard};
+    let shard = Shard::of(0, 2).unwrap();
+    let mut ours = Vec::new();
+    let mut theirs = Vec::new();
+    for i in 0u64..40 {
+        let mut object = cm(&format!("o{i}"), "5");
+        // Random uids, as the server's: FNV-1a's top bits barely move
+        // between names that differ in their last characters.
+        let mixed = (i + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17);
+        object["metadata"]["uid"] = json!(format!("{mixed:016x}-{:016x}", !mixed));
+        let mut probe = ConfigMap::default();
+        probe.metadata.uid = object["metadata"]["uid"].as_str().map(str::to_owned);
+        if shard.contains(&probe) {
+            ours.push(object);
+        } else {
+            theirs.push(object);
+        }
+    }
+    assert!(!ours.is_empty() && !theirs.is_empty());
+    let all: Vec<Value> = ours.iter().chain(&theirs).cloned().collect();
+    let (late_ours, late_theirs) = (ours[0].clone(), theirs[0].clone());
+    let steps: Vec<Step> = vec![
+        Box::new(move |_| list("10", all.clone(), None)),
+        Box::new(move |_| {
+            let mut ours = late_ours.clone();
+            ours["metadata"]["resourceVersion"] = json!("11");
+            let mut theirs = late_theirs.clone();
+            theirs["metadata"]["resourceVersion"] = json!("12");
+            streamed(
+                vec![event("MODIFIED", ours), event("DELETED", theirs)],
+                Duration::from_millis(5),
+            )
+        }),
+    ];
+    let fixture = scripted(steps).await;
+    let factory = SharedInformerFactory::new(client(&fixture));
+    let informer = factory.informer_with(InformerOptions::<ConfigMap>::default().shard(shard));
+    factory.start();
+    eventually("the watch's events", async || {
+        informer.last_sync_resource_version().as_deref() == Some("12")
+    })
+    .await;
+    let mut expected: Vec<String> = ours
+        .iter()
+        .map(|o| format!("ns/{}", o["metadata"]["name"].as_str().unwrap()))
+        .collect();
+    expected.sort();
+    assert_eq!(
+        keys(&informer.store()),
+        expected,
+        "only the shard is cached"
+    );
+    let reqs = fixture.recorded();
+    assert!(reqs.len() >= 2);
+    for r in &reqs[..2] {
+        assert_eq!(
+            query(r).get("shardSelector").map(String::as_str),
+            Some("shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"),
+            "{}",
+            r.uri
+        );
+    }
+    factory.shutdown();
+}

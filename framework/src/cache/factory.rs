@@ -25,14 +25,16 @@ use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
 use super::reflector::{Backoff, Reflector, ReflectorConfig, DEFAULT_PAGE_SIZE};
-use super::{InformerConfig, InformerId, Lister, ObjectForm, SharedInformer, SyncError, Transform};
+use super::{
+    InformerConfig, InformerId, Lister, ObjectForm, Shard, SharedInformer, SyncError, Transform,
+};
 use crate::client::Client;
 
 /// What an informer watches and how it stores objects: the options of
 /// [`SharedInformerFactory::informer_with`] and friends.
 ///
 /// Informers are shared by (type, namespace, label selector, field
-/// selector): two requests that agree on those get the same informer, and
+/// selector, shard): two requests that agree on those get the same informer, and
 /// the first one fixes its `transform` and `resync` (later requests'
 /// values are ignored, with a debug log).
 ///
@@ -53,6 +55,9 @@ pub struct InformerOptions<K> {
     pub label_selector: Option<String>,
     /// Only objects whose fields match (`fieldSelector`).
     pub field_selector: Option<String>,
+    /// Only the objects of one shard (`shardSelector`, checked again as
+    /// objects arrive): see [`Shard`](super::Shard).
+    pub shard: Option<Shard>,
     /// Runs on every object before it is cached (e.g.
     /// [`strip_managed_fields`](super::strip_managed_fields)). Fixed by the
     /// request that creates the informer.
@@ -72,6 +77,7 @@ impl<K> Default for InformerOptions<K> {
             namespace: None,
             label_selector: None,
             field_selector: None,
+            shard: None,
             transform: None,
             resync: None,
             cluster_scoped: false,
@@ -85,6 +91,7 @@ impl<K> Clone for InformerOptions<K> {
             namespace: self.namespace.clone(),
             label_selector: self.label_selector.clone(),
             field_selector: self.field_selector.clone(),
+            shard: self.shard,
             transform: self.transform.clone(),
             resync: self.resync,
             cluster_scoped: self.cluster_scoped,
@@ -98,6 +105,7 @@ impl<K> fmt::Debug for InformerOptions<K> {
             .field("namespace", &self.namespace)
             .field("label_selector", &self.label_selector)
             .field("field_selector", &self.field_selector)
+            .field("shard", &self.shard)
             .field("transform", &self.transform.is_some())
             .field("resync", &self.resync)
             .field("cluster_scoped", &self.cluster_scoped)
@@ -121,6 +129,13 @@ impl<K> InformerOptions<K> {
     /// Only objects matching this field selector.
     pub fn fields(mut self, selector: impl Into<String>) -> Self {
         self.field_selector = Some(selector.into());
+        self
+    }
+
+    /// Only the objects of `shard`: a replica holding one of N shards
+    /// caches about 1/N of the collection.
+    pub fn shard(mut self, shard: Shard) -> Self {
+        self.shard = Some(shard);
         self
     }
 
@@ -454,6 +469,7 @@ impl SharedInformerFactory {
         };
         id.label_selector = non_empty(options.label_selector.clone());
         id.field_selector = non_empty(options.field_selector.clone());
+        id.shard = options.shard;
         id
     }
 
@@ -488,6 +504,7 @@ impl SharedInformerFactory {
             ReflectorConfig {
                 label_selector: id.label_selector.clone(),
                 field_selector: id.field_selector.clone(),
+                shard: id.shard,
                 transform: options.transform,
                 streaming_list: self.inner.streaming_list,
                 page_size: self.inner.page_size,

@@ -47,6 +47,7 @@ mod key;
 mod listener;
 mod lister;
 pub mod reflector;
+mod shard;
 mod sink;
 mod status;
 mod store;
@@ -64,6 +65,7 @@ pub use informer::{
 pub use key::ObjectKey;
 pub use lister::{Lister, NamespaceLister};
 pub use reflector::{Backoff, Reflector, ReflectorConfig};
+pub use shard::{Shard, ShardBy};
 pub use sink::{Applied, Delta, DeltaSink, Replaced};
 pub use status::{InformerId, ObjectForm, ReflectorStatus, SyncError};
 pub use store::{Store, StoreWriter};

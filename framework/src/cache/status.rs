@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use kube_core::Resource;
 
+use super::shard::Shard;
 use crate::client;
 
 /// How an informer's objects are represented.
@@ -49,6 +50,8 @@ pub struct InformerId {
     pub label_selector: Option<String>,
     /// The field selector, if any.
     pub field_selector: Option<String>,
+    /// The shard held, if any.
+    pub shard: Option<Shard>,
 }
 
 impl InformerId {
@@ -63,6 +66,7 @@ impl InformerId {
             namespace: None,
             label_selector: None,
             field_selector: None,
+            shard: None,
         }
     }
 
@@ -78,6 +82,7 @@ impl InformerId {
             namespace: None,
             label_selector: None,
             field_selector: None,
+            shard: None,
         }
     }
 
@@ -111,6 +116,9 @@ impl fmt::Display for InformerId {
                 " with"
             };
             write!(f, "{joint} field selector {s:?}")?;
+        }
+        if let Some(shard) = &self.shard {
+            write!(f, " in shard {:?}", shard.selector())?;
         }
         Ok(())
     }

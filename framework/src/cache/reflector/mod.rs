@@ -49,7 +49,7 @@ use tracing::Instrument as _;
 pub use backoff::Backoff;
 use backoff::BackoffState;
 
-use super::{Delta, DeltaSink, ObjectKey, ReflectorStatus, Transform};
+use super::{Delta, DeltaSink, ObjectKey, ReflectorStatus, Shard, Transform};
 use crate::client::{self, Api, Client};
 
 /// The page size of paginated lists (client-go's pager default), the one
@@ -83,6 +83,9 @@ pub struct ReflectorConfig<K> {
     pub label_selector: Option<String>,
     /// Only objects whose fields match (`fieldSelector`).
     pub field_selector: Option<String>,
+    /// Only the objects of one shard: sent as `shardSelector`, and checked
+    /// on every object, for servers that ignore the parameter.
+    pub shard: Option<Shard>,
     /// Runs on every object before it is wrapped in an `Arc` and stored.
     pub transform: Option<Transform<K>>,
     /// Use a streaming list (`sendInitialEvents`) instead of list requests,
@@ -99,6 +102,7 @@ impl<K> Default for ReflectorConfig<K> {
         Self {
             label_selector: None,
             field_selector: None,
+            shard: None,
             transform: None,
             streaming_list: false,
             page_size: DEFAULT_PAGE_SIZE,
@@ -112,6 +116,7 @@ impl<K> Clone for ReflectorConfig<K> {
         Self {
             label_selector: self.label_selector.clone(),
             field_selector: self.field_selector.clone(),
+            shard: self.shard,
             transform: self.transform.clone(),
             streaming_list: self.streaming_list,
             page_size: self.page_size,
@@ -125,6 +130,7 @@ impl<K> fmt::Debug for ReflectorConfig<K> {
         f.debug_struct("ReflectorConfig")
             .field("label_selector", &self.label_selector)
             .field("field_selector", &self.field_selector)
+            .field("shard", &self.shard)
             .field("transform", &self.transform.is_some())
             .field("streaming_list", &self.streaming_list)
             .field("page_size", &self.page_size)
@@ -410,6 +416,9 @@ where
         );
         self.rv_unavailable = false;
         self.last_rv.clone_from(&list_rv);
+        if let Some(shard) = &self.reflector.config.shard {
+            items.retain(|o| shard.contains(o.as_ref()));
+        }
         self.sink.replace(items, list_rv);
         Ok(())
     }
@@ -440,6 +449,9 @@ where
         if rv == "0" && limit.is_some() && continue_token.is_none() {
             append_query(&mut req, "resourceVersion", "0")?;
         }
+        if let Some(shard) = &config.shard {
+            append_query(&mut req, "shardSelector", &shard.selector())?;
+        }
         Ok(req)
     }
 
@@ -460,11 +472,14 @@ where
             send_initial_events: initial_events,
         };
         let request = &self.reflector.request;
-        let req = if K::metadata_api() {
+        let mut req = if K::metadata_api() {
             request.watch_metadata(&wp, rv)?
         } else {
             request.watch(&wp, rv)?
         };
+        if let Some(shard) = &config.shard {
+            append_query(&mut req, "shardSelector", &shard.selector())?;
+        }
         let opened = tokio::select! {
             () = self.cancel.cancelled() => Err(client::Error::Protocol("cancelled".into())),
             opened = self.reflector.client.request_events::<K>(req) => opened,
@@ -483,6 +498,16 @@ where
             Some(t) => t.apply(obj),
             None => obj,
         })
+    }
+
+    /// Whether `obj` belongs in this cache: always, unless a shard is set
+    /// and a server that ignores `shardSelector` sent another shard's.
+    fn in_shard(&self, obj: &K) -> bool {
+        self.reflector
+            .config
+            .shard
+            .as_ref()
+            .is_none_or(|shard| shard.contains(obj))
     }
 
     fn note_rv(&mut self, rv: Option<&str>) {
@@ -507,6 +532,20 @@ where
                 Some(Ok(event)) => event,
             };
             seen += 1;
+            let event = match event {
+                WatchEvent::Added(obj) | WatchEvent::Modified(obj) | WatchEvent::Deleted(obj)
+                    if !self.in_shard(&obj) =>
+                {
+                    // Another shard's change: nothing to store, but the
+                    // cache is as fresh as its resourceVersion.
+                    if let Some(rv) = obj.meta().resource_version.clone() {
+                        self.note_rv(Some(&rv));
+                        self.sink.bookmark(rv);
+                    }
+                    continue;
+                }
+                other => other,
+            };
             match event {
                 WatchEvent::Added(obj) => {
                     let obj = self.transform(obj);
@@ -581,8 +620,10 @@ where
                 }
                 Some(Err(e)) => return Err(Stop::Failed(e)),
                 Some(Ok(WatchEvent::Added(obj) | WatchEvent::Modified(obj))) => {
-                    let obj = self.transform(obj);
-                    snapshot.insert(ObjectKey::of(obj.as_ref()), obj);
+                    if self.in_shard(&obj) {
+                        let obj = self.transform(obj);
+                        snapshot.insert(ObjectKey::of(obj.as_ref()), obj);
+                    }
                 }
                 Some(Ok(WatchEvent::Deleted(obj))) => {
                     snapshot.remove(&ObjectKey::of(&obj));
