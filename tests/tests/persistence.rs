@@ -17,6 +17,11 @@
 //!   later one (a reader is answered only once what it saw is durable).
 //!
 //!
+//! The linearizability checker then judges a whole history across ten
+//! SIGKILLs: concurrent clients with preconditions and a watch against
+//! each server, the events a crash cut from the watch rebuilt from the
+//! answers and the restarted state.
+//!
 //! And kubectl's scenario: objects of many kinds, a CRD and its custom
 //! resource, RBAC for a token user, written through the dev server, which
 //! is stopped and started again: kubectl, with the kubeconfigs written
@@ -118,6 +123,12 @@ async fn start_with(
         child,
         kubeconfig: kubeconfig.to_owned(),
     }
+}
+
+/// SIGKILL, and the process reaped: its lock on the directory is gone.
+async fn kill(mut server: Server) {
+    server.child.start_kill().expect("SIGKILL");
+    server.child.wait().await.expect("the server exits");
 }
 
 async fn configmaps(server: &Server) -> Api<ConfigMap> {
@@ -312,7 +323,7 @@ async fn sigkill_under_concurrent_writers_loses_no_acknowledged_write() {
     let mut reads = 0usize;
     let mut rng = fastrand::Rng::with_seed(7);
     for round in 0..ROUNDS {
-        let mut server = start(&bin, &data, &kubeconfig).await;
+        let server = start(&bin, &data, &kubeconfig).await;
         let api = configmaps(&server).await;
         let writers: Vec<_> = (0..WRITERS)
             .map(|id| tokio::spawn(writer(api.clone(), id, round, keys.clone())))
@@ -321,8 +332,7 @@ async fn sigkill_under_concurrent_writers_loses_no_acknowledged_write() {
             .map(|id| tokio::spawn(reader(api.clone(), id, round)))
             .collect();
         tokio::time::sleep(Duration::from_millis(rng.u64(150..600))).await;
-        server.child.start_kill().expect("SIGKILL");
-        server.child.wait().await.expect("the server exits");
+        kill(server).await;
         for w in writers {
             if let Some(lowest) = w.await.expect("the writer ends") {
                 assert!(
@@ -355,7 +365,8 @@ async fn sigkill_under_concurrent_writers_loses_no_acknowledged_write() {
         let list = api.list(&ListParams::default()).await.unwrap();
         let list_rv: u64 = list.metadata.resource_version.unwrap().parse().unwrap();
         seen_before = seen_before.max(list_rv);
-        drop(server);
+        // Gone before the next round starts on the directory.
+        kill(server).await;
     }
     eprintln!("{ROUNDS} SIGKILLs under {WRITERS} writers and {READERS} readers: {acknowledged} writer-rounds with acknowledged writes, all kept; {reads} reads, none lost");
     assert!(
@@ -612,4 +623,81 @@ async fn kubectl_reads_back_what_a_restarted_dev_server_kept() {
     .await;
     assert!(after.parse::<u64>().unwrap() > rv, "{after} > {rv}");
     stop(server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_linearizability_checker_accepts_a_history_across_sigkills() {
+    use kubeforge_soak::linearizability::{check, crash_tail, run_segment, state, RunOptions};
+    const CRASHES: u64 = 10;
+    let bin = kubeforge_e2e::kubeforge_binary();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let kubeconfig = dir.path().join("kubeconfig");
+    let port = free_port();
+    let options = RunOptions {
+        deletes: false,
+        ..RunOptions::default()
+    };
+    let start = std::time::Instant::now();
+    let (mut ops, mut events, mut problems) = (Vec::new(), Vec::new(), Vec::new());
+    let mut cut = Vec::new();
+    let mut unanswered = 0;
+    let mut rng = fastrand::Rng::with_seed(11);
+    for round in 0..=CRASHES {
+        let server = start_with(&bin, &data, &kubeconfig, port, &[]).await;
+        let api = configmaps(&server).await;
+        if round > 0 {
+            let restarted = state(&api).await.expect("the restarted state");
+            let (tail, found) = crash_tail(&events, &cut, &restarted);
+            cut.clear();
+            events.extend(tail);
+            problems.extend(found);
+        }
+        let crash = round < CRASHES;
+        let (kill_it, keep) = if crash {
+            let wait = Duration::from_millis(rng.u64(100..400));
+            let kill_it: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
+                Box::pin(async move {
+                    tokio::time::sleep(wait).await;
+                    kill(server).await;
+                });
+            (Some(kill_it), None)
+        } else {
+            (None, Some(server))
+        };
+        let segment = run_segment(api, round, options, start, kill_it)
+            .await
+            .expect("the segment runs");
+        unanswered += segment
+            .ops
+            .iter()
+            .filter(|o| {
+                matches!(
+                    o.outcome,
+                    kubeforge_soak::linearizability::Outcome::Unknown(_)
+                )
+            })
+            .count();
+        if crash {
+            cut.extend(segment.ops.iter().cloned());
+        }
+        ops.extend(segment.ops);
+        events.extend(segment.events);
+        if let Some(server) = keep {
+            stop(server).await;
+        }
+    }
+    let violations = check(&ops, &events);
+    eprintln!(
+        "linearizability across {CRASHES} SIGKILLs: {} operations ({unanswered} unanswered), {} events",
+        ops.len(),
+        events.len()
+    );
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert!(
+        violations.is_empty(),
+        "{:#?}",
+        &violations[..violations.len().min(20)]
+    );
+    assert!(unanswered > 0, "the kills cut requests off");
 }

@@ -429,6 +429,10 @@ pub struct RunOptions {
     pub ops_per_client: usize,
     /// ConfigMap names they share.
     pub keys: usize,
+    /// Whether clients delete (runs across a crash leave deletes out: an
+    /// unanswered delete that took effect leaves no resourceVersion to
+    /// place it at; `tests/tests/persistence.rs` crashes deletes).
+    pub deletes: bool,
 }
 
 impl Default for RunOptions {
@@ -437,6 +441,7 @@ impl Default for RunOptions {
             clients: 8,
             ops_per_client: 60,
             keys: 4,
+            deletes: true,
         }
     }
 }
@@ -593,11 +598,16 @@ async fn list_outcome(api: &Api<ConfigMap>, page_size: Option<u32>) -> Outcome {
     }
 }
 
+/// How an [`Outcome::Unknown`] of a request that got no answer at all
+/// begins.
+const UNREACHABLE: &str = "unreachable: ";
+
 fn error_outcome(e: &kubeforge::Error) -> Outcome {
     match e.code() {
         Some(404) => Outcome::NotFound,
         Some(409) => Outcome::Conflict,
-        _ => Outcome::Unknown(e.to_string()),
+        Some(_) => Outcome::Unknown(e.to_string()),
+        None => Outcome::Unknown(format!("{UNREACHABLE}{e}")),
     }
 }
 
@@ -616,7 +626,8 @@ async fn client_ops(
     let mut ops = Vec::with_capacity(options.ops_per_client);
     for n in 0..options.ops_per_client {
         let key = format!("k{}", rng.usize(..options.keys));
-        let value = format!("c{client}-{n}");
+        // Unique across runs on one server's directory too.
+        let value = format!("s{seed}-c{client}-{n}");
         // Mostly the last version seen; sometimes a stale guess.
         let precondition = match seen.get(&key) {
             Some(rv) if rng.u8(..10) < 8 => *rv,
@@ -628,8 +639,8 @@ async fn client_ops(
             0..15 => OpKind::Create,
             15..35 => OpKind::Update,
             35..55 => OpKind::Patch,
-            55..65 => OpKind::Delete,
-            65..90 => OpKind::Get,
+            55..65 if options.deletes => OpKind::Delete,
+            55..90 => OpKind::Get,
             _ => OpKind::List,
         };
         let invoke = start.elapsed();
@@ -697,6 +708,7 @@ async fn client_ops(
             }
             _ => {}
         }
+        let gone = matches!(&outcome, Outcome::Unknown(m) if m.starts_with(UNREACHABLE));
         let write = kind.is_write();
         ops.push(Op {
             client,
@@ -713,14 +725,27 @@ async fn client_ops(
             response,
             outcome,
         });
+        // No answer: the server is gone (a run across crashes kills it).
+        if gone {
+            break;
+        }
     }
     ops
 }
 
 /// Follows the namespace from `rv` until the end marker is added, resuming
 /// after a clean close.
-async fn follow(api: Api<ConfigMap>, mut rv: String) -> Result<Vec<Event>, String> {
+async fn follow(api: Api<ConfigMap>, rv: String) -> Result<Vec<Event>, String> {
     let mut events = Vec::new();
+    follow_into(api, rv, &mut events).await.map(|()| events)
+}
+
+/// [`follow`], keeping what came before a failure in `events`.
+async fn follow_into(
+    api: Api<ConfigMap>,
+    mut rv: String,
+    events: &mut Vec<Event>,
+) -> Result<(), String> {
     loop {
         let stream = api
             .watch(&WatchParams::default(), &rv)
@@ -751,10 +776,227 @@ async fn follow(api: Api<ConfigMap>, mut rv: String) -> Result<Vec<Event>, Strin
                 value: value_of(&cm),
             });
             if end {
-                return Ok(events);
+                return Ok(());
             }
         }
     }
+}
+
+/// What one server of a run across crashes saw: the operations run
+/// against it and the events its watch delivered before it died.
+#[derive(Debug, Default)]
+pub struct Segment {
+    /// Every operation, with its times from the run's start.
+    pub ops: Vec<Op>,
+    /// The watch's events, from the segment's first list on.
+    pub events: Vec<Event>,
+}
+
+/// Runs `options.clients` clients and a watch against `api` until each
+/// client is done or gets no answer (the server was killed, which `kill`
+/// does when it resolves; `None` lets the clients finish and ends the
+/// watch with the end marker).
+pub async fn run_segment(
+    api: Api<ConfigMap>,
+    seed: u64,
+    options: RunOptions,
+    start: Instant,
+    kill: Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>,
+) -> anyhow::Result<Segment> {
+    let initial = api.list(&ListParams::default()).await?;
+    let from = initial
+        .metadata
+        .resource_version
+        .clone()
+        .unwrap_or_default();
+    let watcher = tokio::spawn({
+        let api = api.clone();
+        async move {
+            let mut events = Vec::new();
+            let _ended = follow_into(api, from, &mut events).await;
+            events
+        }
+    });
+    let tasks: Vec<_> = (0..options.clients)
+        .map(|c| tokio::spawn(client_ops(api.clone(), c, seed, options, start)))
+        .collect();
+    let crashed = kill.is_some();
+    if let Some(kill) = kill {
+        kill.await;
+    }
+    let mut ops = Vec::new();
+    for task in tasks {
+        ops.extend(task.await?);
+    }
+    if !crashed {
+        let end = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(END.to_owned()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        api.create(&PostParams::default(), &end).await?;
+    }
+    let events = tokio::time::timeout(Duration::from_secs(30), watcher)
+        .await
+        .map_err(|_| anyhow::anyhow!("the watch did not end"))??;
+    Ok(Segment { ops, events })
+}
+
+/// The names and their (resourceVersion, `data.v`), as a list finds them.
+pub async fn state(
+    api: &Api<ConfigMap>,
+) -> anyhow::Result<BTreeMap<String, (u64, Option<String>)>> {
+    match list_outcome(api, None).await {
+        Outcome::List { items, .. } => Ok(items),
+        other => anyhow::bail!("the list failed: {other:?}"),
+    }
+}
+
+/// The events a crash cut from a segment's watch, rebuilt from what the
+/// clients were answered and what the restarted server holds
+/// (`restarted`): acknowledged writes the watch never delivered, at their
+/// answered resourceVersions, and unanswered writes that took effect —
+/// seen by a read, replaced by an acknowledged write whose precondition
+/// names them, or found by the restart. Returns the events in
+/// resourceVersion order, and what cannot be explained (a state after the
+/// restart that no write wrote, an acknowledged state lost).
+pub fn crash_tail(
+    events: &[Event],
+    ops: &[Op],
+    restarted: &BTreeMap<String, (u64, Option<String>)>,
+) -> (Vec<Event>, Vec<String>) {
+    let mut problems = Vec::new();
+    let known: HashSet<u64> = events.iter().map(|e| e.rv).collect();
+    // Each key's last state in the watch: (rv, value), None when deleted.
+    let mut last: HashMap<String, Option<(u64, Option<String>)>> = HashMap::new();
+    for e in events {
+        let state = (e.kind != EventKind::Deleted).then(|| (e.rv, e.value.clone()));
+        last.insert(e.key.clone(), state);
+    }
+    // (key, rv) -> value, for every write that took effect after the watch.
+    let mut tail: BTreeMap<u64, (String, Option<String>, bool)> = BTreeMap::new();
+    let unanswered = |key: &str, value: Option<&str>| {
+        ops.iter().find(|o| {
+            o.kind.is_write()
+                && o.key == key
+                && matches!(o.outcome, Outcome::Unknown(_))
+                && (value.is_none() || o.value.as_deref() == value)
+        })
+    };
+    for op in ops.iter().filter(|o| o.kind.is_write()) {
+        if let Outcome::Ok { rv, value } = &op.outcome {
+            if !known.contains(rv) {
+                tail.insert(
+                    *rv,
+                    (op.key.clone(), value.clone(), op.kind == OpKind::Create),
+                );
+            }
+        }
+    }
+    // Reads of states the watch never delivered.
+    for op in ops {
+        let seen: Vec<(&str, u64, &Option<String>)> = match &op.outcome {
+            Outcome::Ok { rv, value } if op.kind == OpKind::Get => vec![(&op.key, *rv, value)],
+            Outcome::List { items, .. } => items
+                .iter()
+                .map(|(k, (rv, v))| (k.as_str(), *rv, v))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for (key, rv, value) in seen {
+            if !known.contains(&rv) && !tail.contains_key(&rv) {
+                let create =
+                    unanswered(key, value.as_deref()).is_some_and(|o| o.kind == OpKind::Create);
+                tail.insert(rv, (key.to_owned(), value.clone(), create));
+            }
+        }
+    }
+    for (key, (rv, value)) in restarted {
+        if key == END || known.contains(rv) || tail.contains_key(rv) {
+            continue;
+        }
+        match unanswered(key, value.as_deref()) {
+            Some(op) => {
+                tail.insert(*rv, (key.clone(), value.clone(), op.kind == OpKind::Create));
+            }
+            None => problems.push(format!(
+                "the restart found {key} at rv {rv} with {value:?}, which no write wrote"
+            )),
+        }
+    }
+    // A precondition naming a state nobody saw: the one unanswered write
+    // of that key made it.
+    for op in ops
+        .iter()
+        .filter(|o| matches!(o.outcome, Outcome::Ok { .. }))
+    {
+        let Some(p) = op.precondition else { continue };
+        if p <= 1 || known.contains(&p) || tail.contains_key(&p) {
+            continue;
+        }
+        let candidates: Vec<&Op> = ops
+            .iter()
+            .filter(|o| {
+                o.kind.is_write() && o.key == op.key && matches!(o.outcome, Outcome::Unknown(_))
+            })
+            .collect();
+        match candidates.as_slice() {
+            [only] => {
+                tail.insert(
+                    p,
+                    (
+                        op.key.clone(),
+                        only.value.clone(),
+                        only.kind == OpKind::Create,
+                    ),
+                );
+            }
+            _ => problems.push(format!(
+                "{:?} {} required rv {p}, a state the crash hid among {} unanswered writes",
+                op.kind,
+                op.key,
+                candidates.len()
+            )),
+        }
+    }
+    let mut out = Vec::new();
+    for (rv, (key, value, create)) in tail {
+        let existed = last.get(&key).is_some_and(Option::is_some);
+        let kind = if create && !existed {
+            EventKind::Added
+        } else {
+            EventKind::Modified
+        };
+        last.insert(key.clone(), Some((rv, value.clone())));
+        out.push(Event {
+            kind,
+            key,
+            rv,
+            value,
+        });
+    }
+    // The history so rebuilt must end where the restarted server is.
+    for (key, state) in &last {
+        if key == END {
+            continue;
+        }
+        let found = restarted.get(key).cloned();
+        if *state != found {
+            problems.push(format!(
+                "the history ends with {key} at {state:?}, the restart holds {found:?}"
+            ));
+        }
+    }
+    for key in restarted.keys() {
+        if key != END && !last.contains_key(key) {
+            problems.push(format!(
+                "the restart holds {key}, which the history never wrote"
+            ));
+        }
+    }
+    (out, problems)
 }
 
 /// Runs one seed on a fresh server and checks its history.
@@ -905,6 +1147,52 @@ mod tests {
         ));
         let v = check(&ops, &events);
         assert!(v.iter().any(|v| v.starts_with("stale get a")), "{v:?}");
+    }
+
+    fn unanswered(kind: OpKind, key: &str, value: &str, pre: Option<u64>, at_ms: u64) -> Op {
+        Op {
+            outcome: Outcome::Unknown(format!("{UNREACHABLE}killed")),
+            ..write(kind, key, value, pre, (at_ms, at_ms + 100), 0)
+        }
+    }
+
+    #[test]
+    fn a_crash_tail_holds_the_acknowledged_and_the_unanswered_writes_that_took_effect() {
+        let ops = vec![
+            write(OpKind::Create, "a", "1", None, (0, 10), 5),
+            write(OpKind::Update, "a", "2", Some(5), (20, 30), 6),
+            unanswered(OpKind::Update, "a", "3", Some(6), 40),
+            unanswered(OpKind::Create, "b", "4", None, 40),
+            unanswered(OpKind::Update, "a", "never", Some(6), 41),
+        ];
+        // The watch saw the create only; the restart holds "3" and "4".
+        let events = vec![event(EventKind::Added, "a", 5, "1")];
+        let restarted = BTreeMap::from([
+            ("a".to_owned(), (7, Some("3".to_owned()))),
+            ("b".to_owned(), (8, Some("4".to_owned()))),
+        ]);
+        let (tail, problems) = crash_tail(&events, &ops, &restarted);
+        assert_eq!(problems, Vec::<String>::new());
+        assert_eq!(
+            tail,
+            vec![
+                event(EventKind::Modified, "a", 6, "2"),
+                event(EventKind::Modified, "a", 7, "3"),
+                event(EventKind::Added, "b", 8, "4"),
+            ]
+        );
+        let mut all = events.clone();
+        all.extend(tail);
+        assert_eq!(check(&ops, &all), Vec::<String>::new());
+        // An acknowledged write the restart does not hold is lost.
+        let older = BTreeMap::from([("a".to_owned(), (5, Some("1".to_owned())))]);
+        let (_, problems) = crash_tail(&events, &ops[..2], &older);
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("the restart holds Some((5")),
+            "{problems:?}"
+        );
     }
 
     #[test]

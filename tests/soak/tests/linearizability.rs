@@ -127,6 +127,7 @@ async fn many_seeds_of_concurrent_clients_see_a_linearizable_store() {
             clients: 16,
             ops_per_client: 100,
             keys: 6,
+            ..RunOptions::default()
         },
     )
     .await;
