@@ -2,8 +2,9 @@
 //! real manager and reconcile (through `memcached_operator::register`),
 //! driven the way a user and the Deployment controller would drive them.
 //!
-//! One restarts a server that keeps its state in a data directory under
-//! the running operator, which carries on.
+//! `Operator::start`'s servers keep their state in a data directory, as
+//! `kubeforge dev-server --data-dir` does; one test restarts such a server
+//! under the running operator, which carries on.
 //!
 //! Most tests run the server without workload controllers and write the
 //! Deployment's status themselves, as envtest users do; one runs it with
@@ -37,14 +38,27 @@ const DEADLINE: Duration = Duration::from_secs(10);
 struct Operator {
     /// `None` only while a test restarts it.
     server: Option<ApiServer>,
+    /// The data directory of a server [`Operator::start`] made.
+    _data: Option<tempfile::TempDir>,
     client: Client,
     stop: CancellationToken,
     manager: JoinHandle<Result<(), kubeforge::manager::Error>>,
 }
 
 impl Operator {
+    /// The operator on a server that keeps its state in a data directory,
+    /// as `kubeforge dev-server --data-dir` does: every answer it gets was
+    /// on disk first.
     async fn start() -> Operator {
-        Operator::start_on(ApiServer::start().await.expect("API server starts")).await
+        let data = tempfile::tempdir().expect("a data directory");
+        let server = ApiServer::builder()
+            .data_dir(data.path())
+            .start()
+            .await
+            .expect("API server starts");
+        let mut op = Operator::start_on(server).await;
+        op._data = Some(data);
+        op
     }
 
     async fn start_on(server: ApiServer) -> Operator {
@@ -70,6 +84,7 @@ impl Operator {
         let manager = tokio::spawn(mgr.run_until(stop.clone()));
         Operator {
             server: Some(server),
+            _data: None,
             client,
             stop,
             manager,
