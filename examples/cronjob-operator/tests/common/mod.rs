@@ -29,9 +29,12 @@ use tokio::task::JoinHandle;
 pub const NS: &str = "default";
 pub const DEADLINE: Duration = Duration::from_secs(20);
 
-/// The API server and the operator's manager on a fake clock.
+/// The API server, keeping its state in a data directory (as `kubeforge
+/// dev-server --data-dir` does), and the operator's manager on a fake
+/// clock.
 pub struct Operator {
     pub server: ApiServer,
+    _data: tempfile::TempDir,
     pub client: Client,
     pub clock: Arc<FakeClock>,
     wake: mpsc::Sender<CronJob>,
@@ -47,7 +50,12 @@ impl Operator {
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
             .try_init();
-        let server = ApiServer::start().await.expect("API server starts");
+        let data = tempfile::tempdir().expect("a data directory");
+        let server = ApiServer::builder()
+            .data_dir(data.path())
+            .start()
+            .await
+            .expect("API server starts");
         server.install_crd_for::<CronJob>().expect("CRD installs");
         let client = server.client().expect("client");
         let mgr = Manager::builder()
@@ -66,6 +74,7 @@ impl Operator {
         let manager = tokio::spawn(mgr.run_until(stop.clone()));
         Operator {
             server,
+            _data: data,
             client,
             clock,
             wake,
