@@ -23,7 +23,6 @@
 //!   page's `remainingItemCount` counts what the later pages returned.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -733,14 +732,9 @@ async fn client_ops(
     ops
 }
 
-/// Follows the namespace from `rv` until the end marker is added, resuming
-/// after a clean close.
-async fn follow(api: Api<ConfigMap>, rv: String) -> Result<Vec<Event>, String> {
-    let mut events = Vec::new();
-    follow_into(api, rv, &mut events).await.map(|()| events)
-}
-
-/// [`follow`], keeping what came before a failure in `events`.
+/// Follows the namespace from `rv` into `events` until the end marker is
+/// added, resuming after a clean close; what came before a failure stays
+/// in `events`.
 async fn follow_into(
     api: Api<ConfigMap>,
     mut rv: String,
@@ -813,8 +807,8 @@ pub async fn run_segment(
         let api = api.clone();
         async move {
             let mut events = Vec::new();
-            let _ended = follow_into(api, from, &mut events).await;
-            events
+            let ended = follow_into(api, from, &mut events).await;
+            (events, ended)
         }
     });
     let tasks: Vec<_> = (0..options.clients)
@@ -838,9 +832,14 @@ pub async fn run_segment(
         };
         api.create(&PostParams::default(), &end).await?;
     }
-    let events = tokio::time::timeout(Duration::from_secs(30), watcher)
+    let (events, ended) = tokio::time::timeout(Duration::from_secs(30), watcher)
         .await
-        .map_err(|_| anyhow::anyhow!("the watch did not end"))??;
+        .map_err(|_| anyhow::anyhow!("the watch never saw the end marker"))??;
+    // A killed server ends the watch with an error; otherwise it must have
+    // followed to the end marker.
+    if !crashed {
+        ended.map_err(|e| anyhow::anyhow!(e))?;
+    }
     Ok(Segment { ops, events })
 }
 
@@ -1013,36 +1012,9 @@ pub async fn run_seed_on(
     builder: kubeforge::testing::ApiServerBuilder,
 ) -> anyhow::Result<SeedReport> {
     let server = builder.start().await?;
-    let client = server.client()?;
-    let api: Api<ConfigMap> = Api::namespaced(client, NS);
-    let initial = api.list(&ListParams::default()).await?;
-    let from = initial
-        .metadata
-        .resource_version
-        .clone()
-        .unwrap_or_else(|| "0".to_owned());
-    let watcher = tokio::spawn(follow(api.clone(), from));
-    let start = Instant::now();
-    let api = Arc::new(api);
-    let tasks: Vec<_> = (0..options.clients)
-        .map(|c| tokio::spawn(client_ops((*api).clone(), c, seed, options, start)))
-        .collect();
-    let mut ops = Vec::new();
-    for task in tasks {
-        ops.extend(task.await?);
-    }
-    let end = ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(END.to_owned()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    api.create(&PostParams::default(), &end).await?;
-    let events = tokio::time::timeout(Duration::from_secs(30), watcher)
-        .await
-        .map_err(|_| anyhow::anyhow!("the watch never saw the end marker"))??
-        .map_err(|e| anyhow::anyhow!(e))?;
+    let api: Api<ConfigMap> = Api::namespaced(server.client()?, NS);
+    let Segment { ops, events } =
+        run_segment(api.clone(), seed, options, Instant::now(), None).await?;
     let (final_rv, final_state) = match list_outcome(&api, None).await {
         Outcome::List { rv, items } => (rv, items),
         other => anyhow::bail!("the final list failed: {other:?}"),

@@ -31,36 +31,25 @@ pub(crate) struct Kept {
     pub token_users: Vec<(String, UserInfo)>,
 }
 
-fn text(dir: &DataDir, key: &str) -> Result<Option<String>, Error> {
-    dir.meta(key)?
-        .map(|b| {
-            String::from_utf8(b).map_err(|_| {
-                Error::DataDir(format!(
-                    "data directory: {key} is not text; the directory is corrupt"
-                ))
-            })
-        })
-        .transpose()
-}
-
 impl Kept {
     /// Reads what `dir` holds.
     pub fn read(dir: &DataDir) -> Result<Self, Error> {
-        let ca = match (dir.meta(CA_DER)?, text(dir, CA_PEM)?, text(dir, CA_KEY)?) {
+        let ca = match (
+            dir.meta(CA_DER)?,
+            dir.meta_text(CA_PEM)?,
+            dir.meta_text(CA_KEY)?,
+        ) {
             (Some(der), Some(pem), Some(key_pem)) => Some(KeptCa { der, pem, key_pem }),
             _ => None,
         };
         let token_users = match dir.meta(TOKEN_USERS)? {
             None => Vec::new(),
-            Some(b) => decode_users(&b).ok_or_else(|| {
-                Error::DataDir(format!(
-                    "data directory: {TOKEN_USERS} does not parse; the directory is corrupt"
-                ))
-            })?,
+            Some(b) => decode_users(&b)
+                .ok_or_else(|| dir.corrupt(format!("{TOKEN_USERS} does not parse")))?,
         };
         Ok(Self {
             ca,
-            admin_token: text(dir, ADMIN_TOKEN)?,
+            admin_token: dir.meta_text(ADMIN_TOKEN)?,
             service_account_key: dir.meta(SERVICE_ACCOUNT_KEY)?,
             token_users,
         })

@@ -365,13 +365,18 @@ fn random_token() -> Result<String, Error> {
 /// (CRDs served again, deletions resumed).
 fn restore(shared: &Shared) {
     let services = crate::registry::ResKey::new("", "services");
-    let highest = shared
-        .storage
-        .lock()
-        .all()
+    let listed = shared.storage.lock().list(
+        &services,
+        &crate::storage::Filter::default(),
+        None,
+        None,
+        None,
+    );
+    let highest = listed
+        .map(|page| page.items)
+        .unwrap_or_default()
         .into_iter()
-        .filter(|(res, _)| *res == services)
-        .filter_map(|(_, svc)| {
+        .filter_map(|svc| {
             let ip = svc.field(&["spec".to_owned(), "clusterIP".to_owned()])?;
             let mut octets = ip.as_str()?.strip_prefix("10.96.")?.split('.');
             let hi: u32 = octets.next()?.parse().ok()?;

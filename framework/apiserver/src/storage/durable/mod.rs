@@ -126,7 +126,9 @@ impl DataDir {
         Ok(this)
     }
 
-    fn corrupt(&self, e: impl std::fmt::Display) -> Error {
+    /// The error for a database that cannot be read: it names the
+    /// directory and what to do.
+    pub fn corrupt(&self, e: impl std::fmt::Display) -> Error {
         fail(
             &self.path,
             format!("cannot read {DB_FILE}: {e}; if it is corrupt, move the directory aside to start empty"),
@@ -143,6 +145,13 @@ impl DataDir {
         };
         let value = table.get(key).map_err(|e| self.corrupt(e))?;
         Ok(value.map(|v| v.value().to_vec()))
+    }
+
+    /// One meta value that must be text.
+    pub fn meta_text(&self, key: &str) -> Result<Option<String>, Error> {
+        self.meta(key)?
+            .map(|b| String::from_utf8(b).map_err(|_| self.corrupt(format!("{key} is not text"))))
+            .transpose()
     }
 
     /// Writes meta values durably, in one transaction.
@@ -270,12 +279,14 @@ impl Durable {
         if *self.rx.borrow() >= rv {
             return Ok(());
         }
-        let mut rx = self.rx.clone();
-        let reached = rx.wait_for(|at| *at >= rv).await.is_ok();
-        match self.failed.get() {
-            Some(why) if !reached || *rx.borrow() < rv => Err(why.clone()),
-            _ if reached => Ok(()),
-            _ => Err("the storage writer has stopped".into()),
+        // Ends with an error only when the writer stopped short of `rv`.
+        match self.rx.clone().wait_for(|at| *at >= rv).await {
+            Ok(_) => Ok(()),
+            Err(_) => Err(self
+                .failed
+                .get()
+                .cloned()
+                .unwrap_or_else(|| "the storage writer has stopped".into())),
         }
     }
 }
