@@ -11,6 +11,8 @@
 //! - [`reconcile`]: what a reconcile function uses: the cached client and
 //!   its writes (which read their own writes), finalizers, owner
 //!   references, conditions.
+//! - [`sharding`]: a controller's replicas splitting its objects by
+//!   slots of the uid hash, with member Leases and drained handoffs.
 //! - [`controller`]: the reconcile loop: builder, sources, handlers,
 //!   predicates, workers.
 //! - [`events`]: the events.k8s.io recorder with client-go's series
@@ -46,6 +48,7 @@ pub mod rbac;
 pub mod reconcile;
 pub mod scheme;
 pub mod serve;
+pub mod sharding;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod webhook;

@@ -130,6 +130,7 @@ fn the_runtimes_folders_reach_only_down() {
         "manager",
         "reconcile",
         "serve",
+        "sharding",
         "workqueue",
     ] {
         assert!(
@@ -146,6 +147,11 @@ fn the_runtimes_folders_reach_only_down() {
     assert!(!reaches("serve", "manager"), "{edges:#?}");
     assert!(!reaches("client", "cache"), "{edges:#?}");
     assert!(!reaches("events", "controller"), "{edges:#?}");
+    // Sharding sits between the cache and the loop: the loop admits
+    // through its gate, and it knows nothing of the loop or the manager.
+    assert!(reaches("controller", "sharding"), "{edges:#?}");
+    assert!(!reaches("sharding", "controller"), "{edges:#?}");
+    assert!(!reaches("sharding", "manager"), "{edges:#?}");
 
     let mut graph = Graph::default();
     for folder in &folders {

@@ -26,7 +26,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::reflector::{Backoff, Reflector, ReflectorConfig, DEFAULT_PAGE_SIZE};
 use super::{
-    InformerConfig, InformerId, Lister, ObjectForm, Shard, SharedInformer, SyncError, Transform,
+    Holdings, InformerConfig, InformerId, Lister, ObjectForm, Shard, SharedInformer, SyncError,
+    Transform,
 };
 use crate::client::Client;
 
@@ -58,6 +59,9 @@ pub struct InformerOptions<K> {
     /// Only the objects of one shard (`shardSelector`, checked again as
     /// objects arrive): see [`Shard`](super::Shard).
     pub shard: Option<Shard>,
+    /// Only the objects of the slots a sharded controller's replica holds,
+    /// following them as they move: see [`Holdings`](super::Holdings).
+    pub holdings: Option<Holdings>,
     /// Runs on every object before it is cached (e.g.
     /// [`strip_managed_fields`](super::strip_managed_fields)). Fixed by the
     /// request that creates the informer.
@@ -78,6 +82,7 @@ impl<K> Default for InformerOptions<K> {
             label_selector: None,
             field_selector: None,
             shard: None,
+            holdings: None,
             transform: None,
             resync: None,
             cluster_scoped: false,
@@ -92,6 +97,7 @@ impl<K> Clone for InformerOptions<K> {
             label_selector: self.label_selector.clone(),
             field_selector: self.field_selector.clone(),
             shard: self.shard,
+            holdings: self.holdings.clone(),
             transform: self.transform.clone(),
             resync: self.resync,
             cluster_scoped: self.cluster_scoped,
@@ -106,6 +112,7 @@ impl<K> fmt::Debug for InformerOptions<K> {
             .field("label_selector", &self.label_selector)
             .field("field_selector", &self.field_selector)
             .field("shard", &self.shard)
+            .field("holdings", &self.holdings)
             .field("transform", &self.transform.is_some())
             .field("resync", &self.resync)
             .field("cluster_scoped", &self.cluster_scoped)
@@ -136,6 +143,12 @@ impl<K> InformerOptions<K> {
     /// caches about 1/N of the collection.
     pub fn shard(mut self, shard: Shard) -> Self {
         self.shard = Some(shard);
+        self
+    }
+
+    /// Only the objects of the slots `holdings` names, as they change.
+    pub fn holdings(mut self, holdings: Holdings) -> Self {
+        self.holdings = Some(holdings);
         self
     }
 
@@ -470,6 +483,7 @@ impl SharedInformerFactory {
         id.label_selector = non_empty(options.label_selector.clone());
         id.field_selector = non_empty(options.field_selector.clone());
         id.shard = options.shard;
+        id.ring = options.holdings.as_ref().map(|h| h.ring().to_owned());
         id
     }
 
@@ -505,6 +519,7 @@ impl SharedInformerFactory {
                 label_selector: id.label_selector.clone(),
                 field_selector: id.field_selector.clone(),
                 shard: id.shard,
+                holdings: options.holdings,
                 transform: options.transform,
                 streaming_list: self.inner.streaming_list,
                 page_size: self.inner.page_size,

@@ -10,10 +10,18 @@
 //! parameter the cache still holds only its shard (the bytes still
 //! arrive). A uid and a namespace never change, so an object never moves
 //! between shards.
+//!
+//! A sharded controller's replicas split the uid hash into [`SLOTS`] equal
+//! slots and hand them between each other as they join and leave (see
+//! [`crate::sharding`]); an informer given [`Holdings`] follows the slots
+//! its replica holds, listing again with the new selector each time they
+//! change.
 
 use std::fmt;
+use std::sync::Arc;
 
 use kube_core::Resource;
+use tokio::sync::watch;
 
 /// What a shard hashes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -93,6 +101,189 @@ impl fmt::Display for Shard {
     }
 }
 
+/// How many slots the uid hash is cut into for sharded controllers: a
+/// power of two, so a slot is the hash's top bits, and enough that 16
+/// replicas hold within 7% of an equal share.
+pub const SLOTS: u32 = 128;
+
+/// The bits of the hash below a slot's.
+const SLOT_SHIFT: u32 = 64 - SLOTS.trailing_zeros();
+
+/// A set of slots (of [`SLOTS`]) of the uid hash: slot `i` is the range
+/// `[i·2^57, (i+1)·2^57)`.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Slots(u128);
+
+impl Slots {
+    /// No slot.
+    pub const NONE: Self = Self(0);
+    /// Every slot.
+    pub const ALL: Self = Self(u128::MAX);
+
+    /// The slot an object with this uid is in.
+    pub fn slot_of_uid(uid: &str) -> u32 {
+        (fnv1a64(uid.as_bytes()) >> SLOT_SHIFT) as u32
+    }
+
+    /// The slot `obj` is in (by its uid).
+    pub fn slot_of<K: Resource>(obj: &K) -> u32 {
+        Self::slot_of_uid(obj.meta().uid.as_deref().unwrap_or(""))
+    }
+
+    /// These slots and `slot` (ignored unless below [`SLOTS`]).
+    #[must_use]
+    pub fn with(self, slot: u32) -> Self {
+        if slot >= SLOTS {
+            return self;
+        }
+        Self(self.0 | 1 << slot)
+    }
+
+    /// The slots in either set.
+    #[must_use]
+    pub fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
+    /// The slots in both sets.
+    #[must_use]
+    pub fn intersect(self, other: Self) -> Self {
+        Self(self.0 & other.0)
+    }
+
+    /// The slots of `self` not in `other`.
+    #[must_use]
+    pub fn minus(self, other: Self) -> Self {
+        Self(self.0 & !other.0)
+    }
+
+    /// Whether `slot` is in the set.
+    pub fn has(self, slot: u32) -> bool {
+        slot < SLOTS && self.0 & (1 << slot) != 0
+    }
+
+    /// Whether `obj`'s uid falls in one of the slots.
+    pub fn contains<K: Resource>(self, obj: &K) -> bool {
+        self.has(Self::slot_of(obj))
+    }
+
+    /// How many slots the set holds.
+    pub fn len(self) -> u32 {
+        self.0.count_ones()
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The slots, lowest first.
+    pub fn iter(self) -> impl Iterator<Item = u32> {
+        (0..SLOTS).filter(move |&s| self.has(s))
+    }
+
+    /// The set as runs of adjacent slots, `[first, last]` each.
+    pub fn runs(self) -> Vec<(u32, u32)> {
+        let mut runs: Vec<(u32, u32)> = Vec::new();
+        for slot in self.iter() {
+            match runs.last_mut() {
+                Some((_, last)) if *last + 1 == slot => *last = slot,
+                _ => runs.push((slot, slot)),
+            }
+        }
+        runs
+    }
+
+    /// The `shardSelector` for these slots: one `shardRange` per run of
+    /// adjacent slots, joined by `||`. The empty set is sent as the range
+    /// `[0, 1)`, which holds no real uid's hash, and arriving objects are
+    /// checked against the set anyway.
+    pub fn selector(self) -> String {
+        let range = |start: u128, end: u128| {
+            format!("shardRange(object.metadata.uid, '0x{start:016x}', '0x{end:016x}')")
+        };
+        if self.is_empty() {
+            return range(0, 1);
+        }
+        let bound = |slot: u32| u128::from(slot) << SLOT_SHIFT;
+        self.runs()
+            .into_iter()
+            .map(|(first, last)| range(bound(first), bound(last + 1)))
+            .collect::<Vec<_>>()
+            .join(" || ")
+    }
+}
+
+impl fmt::Debug for Slots {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Slots({self})")
+    }
+}
+
+/// `0-41,64,70-80`; `-` for none.
+impl fmt::Display for Slots {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_empty() {
+            return f.write_str("-");
+        }
+        let runs: Vec<String> = self
+            .runs()
+            .into_iter()
+            .map(|(a, b)| {
+                if a == b {
+                    a.to_string()
+                } else {
+                    format!("{a}-{b}")
+                }
+            })
+            .collect();
+        f.write_str(&runs.join(","))
+    }
+}
+
+/// The slots one replica of a sharded controller holds, as they change: an
+/// informer given them ([`InformerOptions::holdings`](super::InformerOptions::holdings))
+/// caches only those slots' objects, and lists again whenever they change.
+#[derive(Clone)]
+pub struct Holdings {
+    ring: Arc<str>,
+    slots: watch::Receiver<Slots>,
+}
+
+impl Holdings {
+    /// Holdings of the ring named `ring`, following `slots`.
+    pub fn new(ring: impl Into<Arc<str>>, slots: watch::Receiver<Slots>) -> Self {
+        Self {
+            ring: ring.into(),
+            slots,
+        }
+    }
+
+    /// The ring's name: part of the informer's identity.
+    pub fn ring(&self) -> &str {
+        &self.ring
+    }
+
+    /// The slots held now.
+    pub fn current(&self) -> Slots {
+        *self.slots.borrow()
+    }
+
+    /// The receiver to follow changes with.
+    pub(crate) fn receiver(&self) -> watch::Receiver<Slots> {
+        self.slots.clone()
+    }
+}
+
+impl fmt::Debug for Holdings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Holdings")
+            .field("ring", &self.ring)
+            .field("slots", &self.current())
+            .finish()
+    }
+}
+
 /// 64-bit FNV-1a.
 fn fnv1a64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
@@ -124,6 +315,35 @@ mod tests {
             let holding = shards.iter().filter(|s| s.contains(&cm)).count();
             assert_eq!(holding, 1, "uid-{n}");
         }
+    }
+
+    #[test]
+    fn slots_tile_the_hash_space_and_their_selector_merges_adjacent_ones() {
+        let some = Slots::NONE.with(0).with(1).with(2).with(64).with(127);
+        assert_eq!(some.to_string(), "0-2,64,127");
+        assert_eq!(some.len(), 5);
+        assert_eq!(
+            some.selector(),
+            "shardRange(object.metadata.uid, '0x0000000000000000', '0x0600000000000000') || \
+             shardRange(object.metadata.uid, '0x8000000000000000', '0x8200000000000000') || \
+             shardRange(object.metadata.uid, '0xfe00000000000000', '0x10000000000000000')"
+        );
+        assert_eq!(
+            Slots::ALL.selector(),
+            "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')"
+        );
+        assert_eq!(Slots::NONE.with(SLOTS), Slots::NONE);
+        // An object's slot agrees with the ranges the selector sends.
+        for n in 0..500 {
+            let uid = format!("{:016x}-{n}", fastrand::u64(..));
+            let slot = Slots::slot_of_uid(&uid);
+            let hash = u128::from(fnv1a64(uid.as_bytes()));
+            assert!(u128::from(slot) << SLOT_SHIFT <= hash);
+            assert!(hash < u128::from(slot + 1) << SLOT_SHIFT);
+        }
+        let halves = (Slots((1 << 64) - 1), Slots(u128::MAX << 64));
+        assert_eq!(halves.0.union(halves.1), Slots::ALL);
+        assert_eq!(Slots::ALL.minus(halves.0), halves.1);
     }
 
     #[test]

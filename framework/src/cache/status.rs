@@ -52,6 +52,8 @@ pub struct InformerId {
     pub field_selector: Option<String>,
     /// The shard held, if any.
     pub shard: Option<Shard>,
+    /// The sharding ring whose holdings the informer follows, if any.
+    pub ring: Option<String>,
 }
 
 impl InformerId {
@@ -67,6 +69,7 @@ impl InformerId {
             label_selector: None,
             field_selector: None,
             shard: None,
+            ring: None,
         }
     }
 
@@ -83,6 +86,7 @@ impl InformerId {
             label_selector: None,
             field_selector: None,
             shard: None,
+            ring: None,
         }
     }
 
@@ -119,6 +123,9 @@ impl fmt::Display for InformerId {
         }
         if let Some(shard) = &self.shard {
             write!(f, " in shard {:?}", shard.selector())?;
+        }
+        if let Some(ring) = &self.ring {
+            write!(f, " following the holdings of ring {ring:?}")?;
         }
         Ok(())
     }

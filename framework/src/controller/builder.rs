@@ -24,6 +24,7 @@ use crate::cache::{InformerOptions, ObjectKey};
 use crate::events::Recorder;
 use crate::rbac::{Rule, Write};
 use crate::reconcile::{CachedClient, CachedObject, DEFAULT_CACHE_SYNC_TIMEOUT};
+use crate::sharding::{ShardGate, Sharding};
 use std::hash::BuildHasher as _;
 
 use crate::workqueue::{
@@ -225,6 +226,8 @@ pub(crate) struct BuilderParts<K> {
     finalizers: bool,
     /// How it writes the primary's status, when declared.
     status_writes: Option<Vec<Write>>,
+    /// The ring its replicas split the primary's objects in, if sharded.
+    sharding: Option<Sharding>,
 }
 
 impl<K, T: fmt::Debug> fmt::Debug for ControllerBuilder<K, T> {
@@ -276,8 +279,35 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
                 rules: Vec::new(),
                 finalizers: false,
                 status_writes: None,
+                sharding: None,
             },
         }
+    }
+
+    /// Shards the controller: its replicas (processes running the same
+    /// controller with the same ring) split the primary's objects by slots
+    /// of their uid hash, each reconciling only the slots it holds, and
+    /// hand slots over as replicas come and go, the old holder stopping
+    /// before the new one starts (see [`crate::sharding`]). Each replica's
+    /// primary informer caches only its slots' objects. A sharded
+    /// controller needs no leader: a manager runs it on every replica.
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use kubeforge::prelude::*;
+    /// # use kubeforge::k8s_openapi::api::core::v1::ConfigMap;
+    /// use kubeforge::sharding::Sharding;
+    /// # async fn reconcile(_: Arc<ConfigMap>, _: Arc<Context<()>>) -> Result<Action, kubeforge::controller::Error> { Ok(Action::done()) }
+    /// # fn demo(mgr: &Manager) {
+    /// mgr.controller::<ConfigMap>()
+    ///     .sharded(Sharding::ring("configmap-shards"))
+    ///     .reconcile(reconcile, ());
+    /// # }
+    /// ```
+    pub fn sharded(mut self, sharding: Sharding) -> Self {
+        self.parts.rules.extend(Sharding::rules());
+        self.parts.sharding = Some(sharding);
+        self
     }
 
     /// A rule the reconcile needs beyond what the builder already knows
@@ -630,6 +660,8 @@ fn is_default<W>(options: &InformerOptions<W>) -> bool {
     options.namespace.is_none()
         && options.label_selector.is_none()
         && options.field_selector.is_none()
+        && options.shard.is_none()
+        && options.holdings.is_none()
         && options.transform.is_none()
         && options.resync.is_none()
 }
@@ -816,7 +848,13 @@ impl<K: CachedObject> BuilderParts<K> {
         .build();
 
         let client = self.client;
-        let primary = client.informer::<K>();
+        let sharding = self.sharding.map(|sharding| (sharding, ShardGate::new()));
+        let primary = match &sharding {
+            Some((sharding, gate)) => client.informer_with::<K>(
+                InformerOptions::default().holdings(gate.holdings(&sharding.ring)),
+            ),
+            None => client.informer::<K>(),
+        };
         let env = WatchEnv {
             client: &client,
             queue: &queue,
@@ -865,6 +903,7 @@ impl<K: CachedObject> BuilderParts<K> {
                 .unwrap_or(DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT),
             recover_panic: self.recover_panic,
             metrics: handles,
+            sharding,
         })
     }
 }

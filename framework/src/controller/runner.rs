@@ -43,6 +43,8 @@ use super::source::Source;
 use crate::cache::{ObjectKey, SharedInformer};
 use crate::ids::random_uuid;
 use crate::reconcile::{CachedClient, CachedObject, Error};
+use crate::sharding::membership::Membership;
+use crate::sharding::{ShardGate, Sharding};
 use crate::workqueue::{Priority, WorkQueue};
 
 /// What a builder hands over.
@@ -58,6 +60,8 @@ pub(crate) struct ControllerParts<K> {
     pub(crate) shutdown_timeout: Duration,
     pub(crate) recover_panic: bool,
     pub(crate) metrics: Handles,
+    /// The ring and this replica's gate, for a sharded controller.
+    pub(crate) sharding: Option<(Sharding, ShardGate)>,
 }
 
 /// A controller ready to [`run`](Self::run): built by
@@ -117,6 +121,8 @@ struct Runtime<K> {
     reconciler: Arc<dyn ErasedReconciler<K>>,
     recover_panic: bool,
     metrics: Handles,
+    /// For a sharded controller: admits only the slots held.
+    gate: Option<ShardGate>,
 }
 
 impl<K: CachedObject> Controller<K> {
@@ -132,6 +138,18 @@ impl<K: CachedObject> Controller<K> {
     /// How long stopping lets in-flight reconciles finish.
     pub(crate) fn shutdown_timeout(&self) -> Duration {
         self.parts.shutdown_timeout
+    }
+
+    /// Whether the controller is sharded (it then runs on every replica,
+    /// with no leader).
+    pub fn is_sharded(&self) -> bool {
+        self.parts.sharding.is_some()
+    }
+
+    /// For a sharded controller, the gate saying which slots this replica
+    /// holds.
+    pub fn shard_gate(&self) -> Option<&ShardGate> {
+        self.parts.sharding.as_ref().map(|(_, gate)| gate)
     }
 
     /// The controller's workqueue (for inspection; the controller owns it).
@@ -158,7 +176,17 @@ impl<K: CachedObject> Controller<K> {
             shutdown_timeout,
             recover_panic,
             metrics,
+            sharding,
         } = self.parts;
+        if let Some((settings, _)) = &sharding {
+            if let Err(problem) = settings.validate() {
+                queue.shutdown();
+                return Err(Error::InvalidSharding {
+                    controller: name.to_string(),
+                    problem,
+                });
+            }
+        }
         let span = tracing::info_span!("controller", controller = %name);
         async move {
             // Handlers first, so no event between the sync and the workers
@@ -192,8 +220,20 @@ impl<K: CachedObject> Controller<K> {
                 return Err(Error::CacheSync(Box::new(failed)));
             }
 
+            // A sharded replica joins its ring once its cache synced (empty:
+            // it holds nothing yet); slots it takes arrive by relists.
+            // In a JoinSet, so a controller future dropped mid-run (a
+            // crash, as far as the ring is concerned) takes it along.
+            let membership_stop = CancellationToken::new();
+            let mut membership = JoinSet::new();
+            if let Some((settings, gate)) = &sharding {
+                let member = Membership::new(client.live().clone(), settings.clone(), gate.clone());
+                tracing::info!(ring = %settings.ring, identity = member.identity(), "sharded: joining the ring");
+                membership.spawn(member.run(membership_stop.clone()).in_current_span());
+            }
             tracing::info!(workers = concurrency, "starting workers");
             let runtime = Arc::new(Runtime {
+                gate: sharding.map(|(_, gate)| gate),
                 name: Arc::clone(&name),
                 queue: queue.clone(),
                 client,
@@ -252,6 +292,9 @@ impl<K: CachedObject> Controller<K> {
                 );
                 workers.abort_all();
             }
+            // Every reconcile has ended: give the slots up for the others.
+            membership_stop.cancel();
+            while membership.join_next().await.is_some() {}
             queue.shutdown();
             remove_handlers();
             tracing::info!("stopped");
@@ -317,6 +360,17 @@ impl<K: CachedObject> Runtime<K> {
             }
         };
 
+        let mut permit = match &self.gate {
+            None => None,
+            Some(gate) => match gate.admit(obj.as_ref()) {
+                Some(permit) => Some(permit),
+                None => {
+                    tracing::debug!(%key, "not in a slot this replica holds: skipped");
+                    self.queue.forget(key);
+                    return Ok(());
+                }
+            },
+        };
         let span = tracing::info_span!(
             "reconcile",
             controller = %self.name,
@@ -326,9 +380,21 @@ impl<K: CachedObject> Runtime<K> {
         );
         self.metrics.active_workers.inc();
         let started = Instant::now();
-        let result = AssertUnwindSafe(self.reconciler.reconcile(obj).instrument(span.clone()))
-            .catch_unwind()
-            .await;
+        let reconcile = AssertUnwindSafe(self.reconciler.reconcile(obj).instrument(span.clone()))
+            .catch_unwind();
+        let result = match permit.as_mut() {
+            None => reconcile.await,
+            Some(permit) => tokio::select! {
+                result = reconcile => result,
+                () = permit.revoked() => {
+                    self.metrics.active_workers.dec();
+                    tracing::warn!(%key, "the shard Lease lapsed: reconcile abandoned, as another replica may take its slot");
+                    self.queue.forget(key);
+                    return Ok(());
+                }
+            },
+        };
+        drop(permit);
         self.metrics.time.observe(started.elapsed().as_secs_f64());
         self.metrics.active_workers.dec();
 

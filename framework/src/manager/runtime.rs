@@ -328,6 +328,9 @@ impl Manager {
             return;
         }
         let grace = controller.shutdown_timeout();
+        // A sharded controller splits the work with the other replicas
+        // instead of waiting for leadership.
+        let sharded = controller.is_sharded();
         let start_name = name.clone();
         let start: StartFn = Box::new(move |stop| {
             async move {
@@ -341,10 +344,12 @@ impl Manager {
             }
             .boxed()
         });
-        pending
-            .groups
-            .leaders
-            .add(Runnable::new(name, start).with_grace(grace));
+        let runnable = Runnable::new(name, start).with_grace(grace);
+        if sharded {
+            pending.groups.others.add(runnable);
+        } else {
+            pending.groups.leaders.add(runnable);
+        }
     }
 
     /// Adds work to run with the manager: `run(stop)` starts after the

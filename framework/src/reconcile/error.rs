@@ -61,6 +61,15 @@ pub enum Error {
         field: &'static str,
     },
 
+    /// A sharded controller's settings break a rule.
+    #[error("invalid sharding of controller {controller:?}: {problem}")]
+    InvalidSharding {
+        /// The controller's name.
+        controller: String,
+        /// The rule broken, with a valid example.
+        problem: String,
+    },
+
     /// A create-or-update mutation changed the object's name or namespace.
     #[error("the mutate function must not change the object's name or namespace ({before} became {after})")]
     MutatedKey {

@@ -49,7 +49,7 @@ use tracing::Instrument as _;
 pub use backoff::Backoff;
 use backoff::BackoffState;
 
-use super::{Delta, DeltaSink, ObjectKey, ReflectorStatus, Shard, Transform};
+use super::{Delta, DeltaSink, Holdings, ObjectKey, ReflectorStatus, Shard, Slots, Transform};
 use crate::client::{self, Api, Client};
 
 /// The page size of paginated lists (client-go's pager default), the one
@@ -86,6 +86,12 @@ pub struct ReflectorConfig<K> {
     /// Only the objects of one shard: sent as `shardSelector`, and checked
     /// on every object, for servers that ignore the parameter.
     pub shard: Option<Shard>,
+    /// Only the objects of the slots a sharded controller's replica holds:
+    /// sent as `shardSelector` (in place of `shard`) and checked on every
+    /// object; each change of the holdings ends the watch and lists again
+    /// with the new selector, so objects of slots given up leave the cache
+    /// as deletions and those of slots taken arrive as additions.
+    pub holdings: Option<Holdings>,
     /// Runs on every object before it is wrapped in an `Arc` and stored.
     pub transform: Option<Transform<K>>,
     /// Use a streaming list (`sendInitialEvents`) instead of list requests,
@@ -103,6 +109,7 @@ impl<K> Default for ReflectorConfig<K> {
             label_selector: None,
             field_selector: None,
             shard: None,
+            holdings: None,
             transform: None,
             streaming_list: false,
             page_size: DEFAULT_PAGE_SIZE,
@@ -117,6 +124,7 @@ impl<K> Clone for ReflectorConfig<K> {
             label_selector: self.label_selector.clone(),
             field_selector: self.field_selector.clone(),
             shard: self.shard,
+            holdings: self.holdings.clone(),
             transform: self.transform.clone(),
             streaming_list: self.streaming_list,
             page_size: self.page_size,
@@ -131,6 +139,7 @@ impl<K> fmt::Debug for ReflectorConfig<K> {
             .field("label_selector", &self.label_selector)
             .field("field_selector", &self.field_selector)
             .field("shard", &self.shard)
+            .field("holdings", &self.holdings)
             .field("transform", &self.transform.is_some())
             .field("streaming_list", &self.streaming_list)
             .field("page_size", &self.page_size)
@@ -198,6 +207,8 @@ enum WatchEnd {
     /// The server reported an error, or the stream broke.
     Failed(client::Error),
     Cancelled,
+    /// The holdings changed: list again with their new selector.
+    Resharded,
 }
 
 impl<K> Reflector<K>
@@ -234,7 +245,13 @@ where
         let span = tracing::info_span!("reflector", resource = %self.name);
         let streaming = self.config.streaming_list;
         let backoff = BackoffState::new(self.config.backoff.clone());
+        let holdings = self.config.holdings.as_ref().map(Holdings::receiver);
         let mut run = Run {
+            slots: holdings
+                .as_ref()
+                .map(|h| *h.borrow())
+                .unwrap_or(Slots::NONE),
+            holdings,
             reflector: self,
             sink,
             cancel,
@@ -269,6 +286,10 @@ struct Run<K, S> {
     backoff: BackoffState,
     status: ReflectorStatus,
     rng: fastrand::Rng,
+    /// The holdings followed, if any, and the slots the current list and
+    /// watch ask for.
+    holdings: Option<tokio::sync::watch::Receiver<Slots>>,
+    slots: Slots,
 }
 
 impl<K, S> Run<K, S>
@@ -327,6 +348,10 @@ where
             let (end, seen) = self.consume(events).await;
             match end {
                 WatchEnd::Cancelled => break,
+                WatchEnd::Resharded => {
+                    tracing::debug!(slots = %self.slots, "holdings changed; listing again");
+                    need_list = true;
+                }
                 WatchEnd::Closed if seen == 0 && started.elapsed() < SHORT_WATCH => {
                     let e = client::Error::Protocol(
                         "very short watch: the server closed it within a second, sending nothing"
@@ -370,6 +395,7 @@ where
 
     /// Lists every page and replaces the sink's contents with the result.
     async fn list(&mut self) -> Result<(), Stop> {
+        self.take_slots();
         let rv = self.list_rv();
         // As client-go's reflector: at "0" the watch cache ignores limit
         // (and etcd pages if the cache is off); at a specific version an
@@ -416,9 +442,7 @@ where
         );
         self.rv_unavailable = false;
         self.last_rv.clone_from(&list_rv);
-        if let Some(shard) = &self.reflector.config.shard {
-            items.retain(|o| shard.contains(o.as_ref()));
-        }
+        items.retain(|o| self.in_shard(o));
         self.sink.replace(items, list_rv);
         Ok(())
     }
@@ -449,8 +473,8 @@ where
         if rv == "0" && limit.is_some() && continue_token.is_none() {
             append_query(&mut req, "resourceVersion", "0")?;
         }
-        if let Some(shard) = &config.shard {
-            append_query(&mut req, "shardSelector", &shard.selector())?;
+        if let Some(selector) = self.shard_selector() {
+            append_query(&mut req, "shardSelector", &selector)?;
         }
         Ok(req)
     }
@@ -477,8 +501,8 @@ where
         } else {
             request.watch(&wp, rv)?
         };
-        if let Some(shard) = &config.shard {
-            append_query(&mut req, "shardSelector", &shard.selector())?;
+        if let Some(selector) = self.shard_selector() {
+            append_query(&mut req, "shardSelector", &selector)?;
         }
         let opened = tokio::select! {
             () = self.cancel.cancelled() => Err(client::Error::Protocol("cancelled".into())),
@@ -503,11 +527,42 @@ where
     /// Whether `obj` belongs in this cache: always, unless a shard is set
     /// and a server that ignores `shardSelector` sent another shard's.
     fn in_shard(&self, obj: &K) -> bool {
+        if self.holdings.is_some() {
+            return self.slots.contains(obj);
+        }
         self.reflector
             .config
             .shard
             .as_ref()
             .is_none_or(|shard| shard.contains(obj))
+    }
+
+    /// The `shardSelector` to send: the holdings' slots, or the shard.
+    fn shard_selector(&self) -> Option<String> {
+        if self.holdings.is_some() {
+            return Some(self.slots.selector());
+        }
+        self.reflector.config.shard.as_ref().map(Shard::selector)
+    }
+
+    /// Takes the holdings' latest slots for the next list and watch.
+    fn take_slots(&mut self) {
+        if let Some(holdings) = &mut self.holdings {
+            self.slots = *holdings.borrow_and_update();
+        }
+    }
+
+    /// Resolves when the holdings change (never, without holdings).
+    async fn resharded(holdings: Option<&mut tokio::sync::watch::Receiver<Slots>>) {
+        match holdings {
+            // A closed sender never changes them again.
+            Some(holdings) => {
+                if holdings.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+            None => std::future::pending().await,
+        }
     }
 
     fn note_rv(&mut self, rv: Option<&str>) {
@@ -524,6 +579,7 @@ where
         loop {
             let next = tokio::select! {
                 () = self.cancel.cancelled() => return (WatchEnd::Cancelled, seen),
+                () = Self::resharded(self.holdings.as_mut()) => return (WatchEnd::Resharded, seen),
                 next = events.next() => next,
             };
             let event = match next {
@@ -581,6 +637,7 @@ where
     /// A streaming list: one watch whose initial events are the list. On
     /// success the sink holds the snapshot and the same watch goes on.
     async fn streaming_list(&mut self) -> Result<Option<Events<K>>, Stop> {
+        self.take_slots();
         let rv = if self.rv_unavailable {
             String::new()
         } else {
