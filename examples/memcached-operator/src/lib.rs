@@ -49,6 +49,7 @@ use kubeforge::k8s_openapi::api::apps::v1::Deployment;
 use kubeforge::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kubeforge::prelude::*;
 use kubeforge::rbac::Write;
+use kubeforge::sharding::Sharding;
 
 pub use api::{Memcached, MemcachedSpec, MemcachedStatus};
 pub use controller::{reconcile, Settings, FINALIZER};
@@ -123,6 +124,11 @@ pub struct Flags {
     /// How many Memcacheds may be reconciled at once.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub max_concurrent_reconciles: usize,
+
+    /// Split the Memcacheds between every replica running with this flag
+    /// (Leases `memcached-operator-shards*`) instead of electing a leader.
+    #[arg(long)]
+    pub sharded: bool,
 }
 
 impl Default for Flags {
@@ -130,9 +136,13 @@ impl Default for Flags {
         Self {
             resync_period: 300,
             max_concurrent_reconciles: 1,
+            sharded: false,
         }
     }
 }
+
+/// The ring the replicas of `--sharded` share.
+pub const SHARD_RING: &str = "memcached-operator-shards";
 
 /// The operator's command line: the Memcached kind and its sample, the
 /// leader-election Lease, the field manager, and the controller.
@@ -148,7 +158,8 @@ pub fn app() -> App<Flags> {
             let settings = Settings {
                 resync: Duration::from_secs(flags.resync_period.max(1)),
             };
-            register(mgr, settings, flags.max_concurrent_reconciles);
+            let sharding = flags.sharded.then(|| Sharding::ring(SHARD_RING));
+            register(mgr, settings, flags.max_concurrent_reconciles, sharding);
             Ok::<(), Error>(())
         })
 }
@@ -158,14 +169,19 @@ pub fn app() -> App<Flags> {
 /// at most `concurrency` reconciles run at once. It declares what its
 /// reconcile writes (its finalizer, its status and its Deployments, each
 /// by server-side apply), so the RBAC derived from it grants no more.
-pub fn register(mgr: &Manager, settings: Settings, concurrency: usize) {
-    mgr.controller::<Memcached>()
+/// With `sharding`, the replicas split the Memcacheds between them.
+pub fn register(mgr: &Manager, settings: Settings, concurrency: usize, sharding: Option<Sharding>) {
+    let mut controller = mgr
+        .controller::<Memcached>()
         .named(controller::CONTROLLER_NAME)
         .uses_finalizers()
         .writes_status([Write::Apply])
         .owns_with::<Deployment>(Owns::new().writes([Write::Apply]))
-        .concurrency(concurrency)
-        .reconcile(reconcile, settings);
+        .concurrency(concurrency);
+    if let Some(sharding) = sharding {
+        controller = controller.sharded(sharding);
+    }
+    controller.reconcile(reconcile, settings);
 }
 
 #[cfg(test)]

@@ -79,6 +79,7 @@ impl Operator {
                 resync: Duration::from_secs(30),
             },
             2,
+            None,
         );
         let stop = CancellationToken::new();
         let manager = tokio::spawn(mgr.run_until(stop.clone()));

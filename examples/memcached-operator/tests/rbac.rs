@@ -33,9 +33,24 @@ async fn server() -> ApiServer {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reconcile_and_delete_cycle_uses_exactly_the_derived_rbac() {
+    cycle_under_derived_rbac(Flags::default()).await;
+}
+
+/// `--sharded` adds what the ring needs (its Leases: read, listed,
+/// created, renewed, and deleted on leaving) and nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sharded_replica_uses_exactly_the_derived_rbac() {
+    cycle_under_derived_rbac(Flags {
+        sharded: true,
+        ..Flags::default()
+    })
+    .await;
+}
+
+async fn cycle_under_derived_rbac(flags: Flags) {
     let server = server().await;
     let op: Running = app()
-        .start_as_operator(&server, Flags::default())
+        .start_as_operator(&server, flags)
         .await
         .expect("the operator starts as its service account");
     let memcacheds: Api<Memcached> = Api::namespaced(op.client().clone(), NS);

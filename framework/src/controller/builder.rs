@@ -305,7 +305,6 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
     /// # }
     /// ```
     pub fn sharded(mut self, sharding: Sharding) -> Self {
-        self.parts.rules.extend(Sharding::rules());
         self.parts.sharding = Some(sharding);
         self
     }
@@ -719,6 +718,10 @@ pub(crate) mod target {
             let _ = (controller, rules);
         }
 
+        /// Takes note that a controller is sharded (its Leases are
+        /// rendered in the namespaced Lease role); nothing by default.
+        fn record_sharding(&self) {}
+
         /// Takes the built controller.
         fn finish(self, controller: Controller<K>) -> Self::Output;
     }
@@ -786,6 +789,9 @@ impl<K: CachedObject, T: Target<K>> ControllerBuilder<K, T> {
         let mut rules = Rule::for_primary::<K>(parts.finalizers, parts.status_writes.as_deref());
         rules.append(&mut parts.rules);
         target.record_rules(&parts.name(), rules);
+        if parts.sharding.is_some() {
+            target.record_sharding();
+        }
         let controller = parts.build(reconcile, error_policy, data);
         target.finish(controller)
     }

@@ -228,7 +228,6 @@ impl<K: CachedObject> Controller<K> {
             let mut membership = JoinSet::new();
             if let Some((settings, gate)) = &sharding {
                 let member = Membership::new(client.live().clone(), settings.clone(), gate.clone());
-                tracing::info!(ring = %settings.ring, identity = member.identity(), "sharded: joining the ring");
                 membership.spawn(member.run(membership_stop.clone()).in_current_span());
             }
             tracing::info!(workers = concurrency, "starting workers");

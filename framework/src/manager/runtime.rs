@@ -406,6 +406,10 @@ impl<K: CachedObject> Target<K> for &Manager {
             .add_controller(controller.to_owned(), rules);
     }
 
+    fn record_sharding(&self) {
+        self.parts.permissions.set_sharded();
+    }
+
     fn finish(self, controller: Controller<K>) {
         self.register_controller(controller);
     }

@@ -43,6 +43,6 @@ mod write;
 
 pub use merge::merge;
 pub use record::{ControllerRules, Permissions};
-pub use render::{render, RoleManifests, RoleOptions};
+pub use render::{render, RoleManifests, RoleOptions, SHARDING_LEASE_VERBS};
 pub use rule::{Rule, RuleScope, Verb};
 pub use write::Write;

@@ -21,6 +21,7 @@ struct Recorded {
     controllers: Vec<ControllerRules>,
     extra: Vec<Rule>,
     lease: Option<String>,
+    sharded: bool,
 }
 
 /// What an operator needs from the API server, as its
@@ -53,6 +54,17 @@ impl Permissions {
     /// Records a rule the operator needs beyond its controllers'.
     pub fn add_rule(&self, rule: Rule) {
         self.lock().extra.push(rule);
+    }
+
+    /// Records that a controller is sharded: its replicas keep Leases in
+    /// the manager's namespace (see [`crate::sharding`]).
+    pub fn set_sharded(&self) {
+        self.lock().sharded = true;
+    }
+
+    /// Whether a controller is sharded.
+    pub fn sharded(&self) -> bool {
+        self.lock().sharded
     }
 
     /// Records the name of the leader-election Lease.

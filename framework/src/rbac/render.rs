@@ -124,6 +124,17 @@ fn binding_name(role: &str) -> String {
     format!("{role}binding")
 }
 
+/// What a sharded controller's replicas do with the Leases of their ring:
+/// read their own and the ring's, list the members, create, renew, and
+/// delete their own on leaving (or a departed member's).
+pub const SHARDING_LEASE_VERBS: [Verb; 5] = [
+    Verb::Create,
+    Verb::Delete,
+    Verb::Get,
+    Verb::List,
+    Verb::Update,
+];
+
 /// Renders `permissions` as kubebuilder's RBAC objects (see the module
 /// docs).
 pub fn render(permissions: &Permissions, options: &RoleOptions) -> RoleManifests {
@@ -178,17 +189,30 @@ pub fn render(permissions: &Permissions, options: &RoleOptions) -> RoleManifests
         });
     }
 
-    if let Some(lease) = permissions.leader_election_lease() {
+    let lease = permissions.leader_election_lease();
+    let sharded = permissions.sharded();
+    if lease.is_some() || sharded {
         let leases = || Rule::resource("coordination.k8s.io", "leases");
-        // A create cannot be restricted by name; reading, renewing and
-        // following it (a list or watch pinned by a `metadata.name` field
-        // selector) can.
-        let rules = vec![
-            leases().verbs([Verb::Create]),
-            leases()
-                .names([lease])
-                .verbs([Verb::Get, Verb::List, Verb::Watch, Verb::Update]),
-        ];
+        let rules = if sharded {
+            // A sharding ring's member Leases are named after replicas
+            // not known in advance: one rule for them all (what the
+            // membership does: sharding::Sharding::rules), and the
+            // leader's watch, if elected, pinned to its Lease.
+            let mut rules = vec![leases().verbs(SHARDING_LEASE_VERBS)];
+            rules.extend(lease.map(|lease| leases().names([lease]).verbs([Verb::Watch])));
+            rules
+        } else {
+            // A create cannot be restricted by name; reading, renewing and
+            // following it (a list or watch pinned by a `metadata.name`
+            // field selector) can.
+            let lease = lease.unwrap_or_default();
+            vec![
+                leases().verbs([Verb::Create]),
+                leases()
+                    .names([lease])
+                    .verbs([Verb::Get, Verb::List, Verb::Watch, Verb::Update]),
+            ]
+        };
         let name = &options.leader_election_role_name;
         out.leader_election_role = Some(Role {
             metadata: meta(name, None),
@@ -294,6 +318,29 @@ mod tests {
             out.leader_election_role_binding.unwrap().role_ref.name,
             "leader-election-role"
         );
+    }
+
+    #[test]
+    fn a_sharded_controllers_leases_are_granted_in_the_lease_role() {
+        for elected in [false, true] {
+            let p = Permissions::new();
+            p.set_sharded();
+            if elected {
+                p.set_leader_election_lease("abc.example.com");
+            }
+            let out = render(&p, &RoleOptions::default());
+            let rules = out.leader_election_role.expect("lease role").rules.unwrap();
+            assert_eq!(
+                rules[0].verbs,
+                ["create", "delete", "get", "list", "update"]
+            );
+            assert_eq!(rules[0].resource_names, None);
+            // Elected too: only the leader's watch is left to grant, by name.
+            assert_eq!(rules.len(), 1 + usize::from(elected), "{rules:?}");
+            if elected {
+                assert_eq!(rules[1].verbs, ["watch"]);
+            }
+        }
     }
 
     #[test]

@@ -24,7 +24,7 @@ use super::gate::ShardGate;
 use super::ring::{RingState, RING_ANNOTATION};
 use crate::cache::Slots;
 use crate::client::{Api, Client};
-use crate::rbac::{Rule, Verb};
+use crate::rbac::{Rule, SHARDING_LEASE_VERBS};
 
 /// The label every member Lease of a ring carries, valued with the ring's
 /// name.
@@ -45,8 +45,9 @@ pub struct Sharding {
     pub ring: String,
     /// The namespace of the Leases; `None`: the client's default namespace.
     pub namespace: Option<String>,
-    /// This replica's name in the ring; `None`: the host name with a
-    /// random suffix (a pod's name, in a cluster).
+    /// This replica's name in the ring; `None`: `$POD_NAME` when set (the
+    /// Downward API's usual variable), else the host name with a random
+    /// suffix.
     pub identity: Option<String>,
     /// How long a member Lease stays live without a renewal.
     pub lease_duration: Duration,
@@ -101,17 +102,12 @@ impl Sharding {
     /// What the membership loop needs: its Leases, read, listed, created,
     /// renewed and deleted when leaving.
     pub fn rules() -> Vec<Rule> {
-        vec![Rule::resource("coordination.k8s.io", "leases").verbs([
-            Verb::Get,
-            Verb::List,
-            Verb::Create,
-            Verb::Update,
-            Verb::Delete,
-        ])]
+        vec![Rule::resource("coordination.k8s.io", "leases").verbs(SHARDING_LEASE_VERBS)]
     }
 
     fn identity_or_default(&self) -> String {
-        let identity = self.identity.clone().unwrap_or_else(|| {
+        let from_env = std::env::var("POD_NAME").ok().filter(|n| !n.is_empty());
+        let identity = self.identity.clone().or(from_env).unwrap_or_else(|| {
             let suffix: String = crate::ids::random_uuid().chars().take(8).collect();
             format!("{}-{suffix}", crate::ids::hostname())
         });
@@ -168,11 +164,6 @@ impl Membership {
             last_renewal: None,
             seen: HashMap::new(),
         }
-    }
-
-    /// This replica's name in the ring.
-    pub(crate) fn identity(&self) -> &str {
-        &self.me
     }
 
     /// Takes part in the ring until `stop`, then gives up every slot
@@ -342,7 +333,10 @@ impl Membership {
     /// replica saw them, and this replica. Leases dead for two durations
     /// that hold nothing are deleted (a replica restarted under a new name
     /// leaves its old one behind).
-    async fn live_members(&mut self, ring: &RingState) -> Result<BTreeSet<String>, crate::client::Error> {
+    async fn live_members(
+        &mut self,
+        ring: &RingState,
+    ) -> Result<BTreeSet<String>, crate::client::Error> {
         let selector = format!("{RING_LABEL}={}", self.sharding.ring);
         let leases = self
             .api

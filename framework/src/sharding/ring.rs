@@ -116,6 +116,11 @@ impl RingState {
         serde_json::to_string(&encoded).expect("strings and integers serialize")
     }
 
+    /// The member holding `slot`, if any.
+    pub fn holder(&self, slot: u32) -> Option<&str> {
+        self.held.get(slot as usize)?.as_deref()
+    }
+
     /// The slots `member` holds.
     pub fn held_by(&self, member: &str) -> Slots {
         slots_of(&self.held, member)

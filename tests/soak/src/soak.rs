@@ -180,6 +180,7 @@ pub async fn run(options: SoakOptions, heap: fn() -> Option<u64>) -> anyhow::Res
             resync: Duration::from_secs(30),
         },
         2,
+        None,
     );
     let registry: SharedRegistry = mgr.registry().clone();
     let recorder = mgr.recorder(CONTROLLER_NAME);
