@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubeforge::cache::{InformerOptions, SharedInformerFactory, Slots};
-use kubeforge::controller::{Action, Context, Controller, Error};
+use kubeforge::controller::{Action, Context, Controller, ControllerMetrics, Error};
 use kubeforge::kube_core::params::{Patch, PatchParams, PostParams};
 use kubeforge::kube_core::ObjectMeta;
 use kubeforge::manager::CancellationToken;
@@ -19,6 +19,7 @@ use kubeforge::reconcile::CachedClient;
 use kubeforge::sharding::{ShardGate, Sharding};
 use kubeforge::testing::{ApiServer, ApiServerExt};
 use kubeforge::{Api, Client};
+use prometheus_client::registry::Registry;
 use serde_json::json;
 use tokio::task::JoinHandle;
 use tokio::time::{sleep, Instant};
@@ -78,6 +79,7 @@ impl Recorder {
 
 struct Replica {
     name: String,
+    metrics: ControllerMetrics,
     gate: ShardGate,
     cached: CachedClient,
     stop: CancellationToken,
@@ -117,8 +119,10 @@ async fn reconcile(
 fn start(client: &Client, name: &str, recorder: &Arc<Recorder>) -> Replica {
     let factory = SharedInformerFactory::new(client.clone());
     let cached = CachedClient::new(client.clone(), factory);
+    let metrics = ControllerMetrics::new();
     let controller = Controller::<ConfigMap>::builder(cached.clone())
         .named("configmaps")
+        .metrics(metrics.clone())
         .sharded(sharding(name))
         .concurrency(8)
         .reconcile(reconcile, (name.to_owned(), Arc::clone(recorder)));
@@ -127,6 +131,7 @@ fn start(client: &Client, name: &str, recorder: &Arc<Recorder>) -> Replica {
     let task = tokio::spawn(controller.run(stop.clone()));
     Replica {
         name: name.to_owned(),
+        metrics,
         gate,
         cached,
         stop,
@@ -172,6 +177,14 @@ async fn touch_all(client: &Client, generation: &str) {
         .await
         .expect("patch");
     }
+}
+
+fn exposition(metrics: &ControllerMetrics) -> String {
+    let mut registry = Registry::default();
+    metrics.register(&mut registry);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).expect("encode");
+    text
 }
 
 /// Changes objects round and round until `stop`; returns how many.
@@ -322,6 +335,23 @@ async fn replicas_split_the_objects_and_hand_slots_over_through_join_leave_and_c
         assert_eq!(summary, "b=128", "served={served}");
         let left = leases.get_opt(&format!("{RING}-a")).await.expect("get");
         assert!(left.is_none(), "a deleted its Lease when it left");
+
+        // And b's metrics: every slot, one member, every object cached,
+        // and the slots it took over from a and from c.
+        eventually("b's metrics to show it alone", patience, || {
+            let text = exposition(&b.metrics);
+            let series = |name: &str| {
+                text.lines()
+                    .find(|l| l.starts_with(&format!("{name}{{controller=\"configmaps\"}}")))
+                    .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            };
+            series("kubeforge_shard_slots") == Some(128)
+                && series("kubeforge_shard_members") == Some(1)
+                && series("kubeforge_shard_objects") == Some(OBJECTS as u64)
+                && series("kubeforge_shard_slots_taken_total").is_some_and(|n| n >= 128)
+                && series("kubeforge_shard_slots_given_up_total").is_some()
+        })
+        .await;
 
         b.stop.cancel();
         b.task.await.expect("joins").expect("b stops cleanly");

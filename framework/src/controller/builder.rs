@@ -18,7 +18,7 @@ use super::handler::{KeysFn, OwnerMatch};
 use super::metrics::ControllerMetrics;
 use super::predicate::{BoxPredicate, Predicate};
 use super::reconciler::{default_error_policy, FnReconciler};
-use super::runner::{Controller, ControllerParts};
+use super::runner::{Controller, ControllerParts, Sharded};
 use super::source::{Channel, WatchEnv, WatchSpec};
 use crate::cache::{InformerOptions, ObjectKey};
 use crate::events::Recorder;
@@ -889,10 +889,13 @@ impl<K: CachedObject> BuilderParts<K> {
             Arc::clone(&name),
         ));
         let concurrency = self.concurrency.unwrap_or(1);
-        let handles = self
-            .metrics
-            .unwrap_or_default()
-            .for_controller(&name, concurrency);
+        let metrics = self.metrics.unwrap_or_default();
+        let handles = metrics.for_controller(&name, concurrency);
+        let sharding = sharding.map(|(settings, gate)| Sharded {
+            settings,
+            gate,
+            metrics: metrics.for_shard(&name),
+        });
         Controller::from_parts(ControllerParts {
             name,
             queue,

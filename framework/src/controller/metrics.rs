@@ -21,6 +21,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+use crate::sharding::ShardMetrics;
 use crate::workqueue::{MetricsProvider, PrometheusMetricsProvider};
 
 /// controller-runtime's `ReconcileTime` buckets, in seconds.
@@ -65,6 +66,11 @@ pub struct ControllerMetrics {
     time: HistogramFamily,
     max_concurrent: Family<ControllerLabels, Gauge>,
     active_workers: Family<ControllerLabels, Gauge>,
+    shard_slots: Family<ControllerLabels, Gauge>,
+    shard_members: Family<ControllerLabels, Gauge>,
+    shard_objects: Family<ControllerLabels, Gauge>,
+    shard_taken: Family<ControllerLabels, Counter>,
+    shard_given_up: Family<ControllerLabels, Counter>,
     workqueue: PrometheusMetricsProvider,
 }
 
@@ -85,6 +91,11 @@ impl ControllerMetrics {
             time: Family::new_with_constructor(reconcile_time_histogram as fn() -> Histogram),
             max_concurrent: Family::default(),
             active_workers: Family::default(),
+            shard_slots: Family::default(),
+            shard_members: Family::default(),
+            shard_objects: Family::default(),
+            shard_taken: Family::default(),
+            shard_given_up: Family::default(),
             workqueue: PrometheusMetricsProvider::new(),
         }
     }
@@ -128,7 +139,46 @@ impl ControllerMetrics {
             "Number of currently used workers per controller",
             self.active_workers.clone(),
         );
+        registry.register(
+            "kubeforge_shard_slots",
+            "Slots of the uid hash a sharded controller's replica reconciles",
+            self.shard_slots.clone(),
+        );
+        registry.register(
+            "kubeforge_shard_members",
+            "Live replicas a sharded controller's replica sees in its ring",
+            self.shard_members.clone(),
+        );
+        registry.register(
+            "kubeforge_shard_objects",
+            "Objects in a sharded controller's primary cache",
+            self.shard_objects.clone(),
+        );
+        registry.register(
+            "kubeforge_shard_slots_taken",
+            "Slots a sharded controller's replica took over",
+            self.shard_taken.clone(),
+        );
+        registry.register(
+            "kubeforge_shard_slots_given_up",
+            "Slots a sharded controller's replica handed over",
+            self.shard_given_up.clone(),
+        );
         self.workqueue.register(registry);
+    }
+
+    /// The sharding series of the controller named `name`.
+    pub(crate) fn for_shard(&self, name: &str) -> ShardMetrics {
+        let labels = ControllerLabels {
+            controller: name.to_owned(),
+        };
+        ShardMetrics {
+            slots: self.shard_slots.get_or_create_owned(&labels),
+            members: self.shard_members.get_or_create_owned(&labels),
+            objects: self.shard_objects.get_or_create_owned(&labels),
+            taken: self.shard_taken.get_or_create_owned(&labels),
+            given_up: self.shard_given_up.get_or_create_owned(&labels),
+        }
     }
 
     /// The provider the controllers' workqueues report through.

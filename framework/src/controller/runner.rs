@@ -44,7 +44,7 @@ use crate::cache::{ObjectKey, SharedInformer};
 use crate::ids::random_uuid;
 use crate::reconcile::{CachedClient, CachedObject, Error};
 use crate::sharding::membership::Membership;
-use crate::sharding::{ShardGate, Sharding};
+use crate::sharding::{ShardGate, ShardMetrics, Sharding};
 use crate::workqueue::{Priority, WorkQueue};
 
 /// What a builder hands over.
@@ -61,7 +61,14 @@ pub(crate) struct ControllerParts<K> {
     pub(crate) recover_panic: bool,
     pub(crate) metrics: Handles,
     /// The ring and this replica's gate, for a sharded controller.
-    pub(crate) sharding: Option<(Sharding, ShardGate)>,
+    pub(crate) sharding: Option<Sharded>,
+}
+
+/// What a sharded controller runs with.
+pub(crate) struct Sharded {
+    pub(crate) settings: Sharding,
+    pub(crate) gate: ShardGate,
+    pub(crate) metrics: ShardMetrics,
 }
 
 /// A controller ready to [`run`](Self::run): built by
@@ -149,7 +156,7 @@ impl<K: CachedObject> Controller<K> {
     /// For a sharded controller, the gate saying which slots this replica
     /// holds.
     pub fn shard_gate(&self) -> Option<&ShardGate> {
-        self.parts.sharding.as_ref().map(|(_, gate)| gate)
+        self.parts.sharding.as_ref().map(|s| &s.gate)
     }
 
     /// The controller's workqueue (for inspection; the controller owns it).
@@ -178,8 +185,8 @@ impl<K: CachedObject> Controller<K> {
             metrics,
             sharding,
         } = self.parts;
-        if let Some((settings, _)) = &sharding {
-            if let Err(problem) = settings.validate() {
+        if let Some(sharded) = &sharding {
+            if let Err(problem) = sharded.settings.validate() {
                 queue.shutdown();
                 return Err(Error::InvalidSharding {
                     controller: name.to_string(),
@@ -226,13 +233,20 @@ impl<K: CachedObject> Controller<K> {
             // crash, as far as the ring is concerned) takes it along.
             let membership_stop = CancellationToken::new();
             let mut membership = JoinSet::new();
-            if let Some((settings, gate)) = &sharding {
-                let member = Membership::new(client.live().clone(), settings.clone(), gate.clone());
+            if let Some(sharded) = &sharding {
+                let store = primary.store();
+                let member = Membership::new(
+                    client.live().clone(),
+                    sharded.settings.clone(),
+                    sharded.gate.clone(),
+                    sharded.metrics.clone(),
+                    Box::new(move || store.len()),
+                );
                 membership.spawn(member.run(membership_stop.clone()).in_current_span());
             }
             tracing::info!(workers = concurrency, "starting workers");
             let runtime = Arc::new(Runtime {
-                gate: sharding.map(|(_, gate)| gate),
+                gate: sharding.map(|s| s.gate),
                 name: Arc::clone(&name),
                 queue: queue.clone(),
                 client,

@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::gate::ShardGate;
+use super::metrics::ShardMetrics;
 use super::ring::{RingState, RING_ANNOTATION};
 use crate::cache::Slots;
 use crate::client::{Api, Client};
@@ -145,10 +146,19 @@ pub(crate) struct Membership {
     last_renewal: Option<Instant>,
     /// Each member Lease's resourceVersion and when it was first seen at it.
     seen: HashMap<String, (String, Instant)>,
+    metrics: ShardMetrics,
+    /// How many objects the replica's primary cache holds.
+    cached_objects: Box<dyn Fn() -> usize + Send + Sync>,
 }
 
 impl Membership {
-    pub(crate) fn new(client: Client, sharding: Sharding, gate: ShardGate) -> Self {
+    pub(crate) fn new(
+        client: Client,
+        sharding: Sharding,
+        gate: ShardGate,
+        metrics: ShardMetrics,
+        cached_objects: Box<dyn Fn() -> usize + Send + Sync>,
+    ) -> Self {
         let namespace = sharding
             .namespace
             .clone()
@@ -163,6 +173,8 @@ impl Membership {
             own: None,
             last_renewal: None,
             seen: HashMap::new(),
+            metrics,
+            cached_objects,
         }
     }
 
@@ -203,6 +215,10 @@ impl Membership {
         if let Err(e) = self.step().await {
             tracing::debug!(error = %e, "sharding ring not updated this round");
         }
+        self.metrics.slots.set(i64::from(self.gate.active().len()));
+        self.metrics
+            .objects
+            .set(i64::try_from((self.cached_objects)()).unwrap_or(i64::MAX));
     }
 
     /// Renews (or creates) the member Lease.
@@ -271,6 +287,9 @@ impl Membership {
             }
         };
         let live = self.live_members(&ring).await?;
+        self.metrics
+            .members
+            .set(i64::try_from(live.len()).unwrap_or(i64::MAX));
         let plan = ring.plan(&live, &self.me, self.gate.held(), self.gate.drained());
         self.gate.drain(plan.drain);
         if plan.ring == ring {
@@ -290,6 +309,8 @@ impl Membership {
         {
             Ok(_) => {
                 self.gate.settle(plan.released, plan.acquired);
+                self.metrics.taken.inc_by(u64::from(plan.acquired.len()));
+                self.metrics.given_up.inc_by(u64::from(plan.released.len()));
                 if !(plan.acquired.is_empty() && plan.released.is_empty()) {
                     tracing::info!(
                         took = %plan.acquired,
@@ -416,6 +437,8 @@ impl Membership {
             {
                 Ok(_) => {
                     self.gate.settle(plan.released, Slots::NONE);
+                    self.metrics.given_up.inc_by(u64::from(plan.released.len()));
+                    self.metrics.slots.set(0);
                     tracing::info!(gave_up = %plan.released, "left the sharding ring");
                 }
                 Err(e) if e.is_conflict() => continue,

@@ -13,7 +13,7 @@
 //!   of it, waits for those in flight, and writes it free; the new holder
 //!   writes itself in and starts. A replica that stops renewing its Lease
 //!   stops itself within the renew deadline and is written out by the
-//!   others after the lease duration ([`membership`]).
+//!   others after the lease duration.
 //! - The replica's informer of the primary kind follows the slots held
 //!   ([`Holdings`](crate::cache::Holdings)): it lists and watches with
 //!   their `shardSelector`, so a server that serves sharded lists sends
@@ -28,8 +28,10 @@
 
 mod gate;
 pub(crate) mod membership;
+mod metrics;
 mod ring;
 
 pub use gate::{Permit, ShardGate};
 pub use membership::{Sharding, RING_LABEL, SLOTS_ANNOTATION, SUMMARY_ANNOTATION};
+pub use metrics::ShardMetrics;
 pub use ring::{Plan, RingState, RING_ANNOTATION};
