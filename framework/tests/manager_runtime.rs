@@ -873,3 +873,72 @@ async fn the_managers_max_concurrent_reconciles_is_each_controllers_default() {
     stop.cancel();
     task.await.unwrap().unwrap();
 }
+
+/// controller-runtime's `EnableWarmup` (kubernetes-sigs/controller-runtime
+/// #3019) by construction: the sources of a controller registered with a
+/// manager are informers of its shared factory, and the manager syncs
+/// every one before the election. So a follower holds a warm cache even of
+/// a kind only one controller `watches` and nothing else reads, and a new
+/// leader starts from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_followers_watches_of_kinds_nothing_else_caches_are_warm_before_it_leads() {
+    use k8s_openapi::api::coordination::v1::LeaseSpec;
+    use k8s_openapi::api::core::v1::Secret;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+    use kubeforge::cache::ObjectKey;
+    init_tracing();
+    let server = ApiServer::start().await.unwrap();
+    let client = server.client().unwrap();
+    // Someone else holds the Lease for a long while: this manager follows.
+    let lease = Lease {
+        metadata: ObjectMeta {
+            name: Some("held-elsewhere".into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some("someone-else".into()),
+            lease_duration_seconds: Some(3600),
+            renew_time: Some(MicroTime(kubeforge::k8s_openapi::jiff::Timestamp::now())),
+            ..LeaseSpec::default()
+        }),
+    };
+    Api::<Lease>::namespaced(client.clone(), NS)
+        .create(&PostParams::default(), &lease)
+        .await
+        .unwrap();
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some("only-watched".into()),
+            ..ObjectMeta::default()
+        },
+        ..Secret::default()
+    };
+    Api::<Secret>::namespaced(client, NS)
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+
+    let mgr = builder(&server)
+        .leader_election("held-elsewhere")
+        .leader_election_namespace(NS)
+        .build()
+        .await
+        .unwrap();
+    mgr.controller::<ConfigMap>()
+        .watches(|s: &Secret| vec![ObjectKey::new(s.metadata.namespace.clone(), "from-secret")])
+        .reconcile(
+            |_: Arc<ConfigMap>, _: Arc<Context<()>>| async { Ok::<_, Never>(Action::done()) },
+            (),
+        );
+    let factory = mgr.factory().clone();
+    let leadership = mgr.leadership();
+    let (stop, task) = run(mgr);
+    let secrets = factory.informer::<Secret>();
+    eventually("the follower's Secret informer to sync", || {
+        secrets.has_synced() && secrets.store().len() == 1
+    })
+    .await;
+    assert!(!leadership.is_leader(), "the Lease is someone else's");
+    stop.cancel();
+    task.await.unwrap().unwrap();
+}

@@ -15,7 +15,11 @@
 //! resourceVersion, so no two processes ever wrote as leader at once.
 //!
 //! The short version (one kill per mode) runs with `cargo test`; the long
-//! one (10 per mode) with `-- --ignored`. With `FAILOVER_KEEP_LOGS` set,
+//! one (10 per mode) with `-- --ignored ten_failovers`. Failover at scale
+//! (10k and 100k Memcacheds, `-- --ignored --nocapture failover_at`)
+//! times a SIGKILL of a leader whose follower holds a warm cache of them
+//! all: the time to the follower's election, and to its reconcile of a
+//! Memcached created after the kill. With `FAILOVER_KEEP_LOGS` set,
 //! the per-process logs (JSON, timestamped) are kept and their directory
 //! printed, to line up each kill with the successor's election and first
 //! reconcile.
@@ -229,4 +233,130 @@ async fn the_leader_is_replaced_after_sigkill_sigterm_and_a_network_cut() {
 #[ignore = "long: 10 kills per mode, several minutes (-- --ignored)"]
 async fn ten_failovers_per_mode() {
     failover(10).await;
+}
+
+/// A leader over `objects` Memcacheds (every one reconciled: a Deployment
+/// each) is killed; returns the time from the kill to the follower holding
+/// the Lease, and to the Deployment of a Memcached created just after the
+/// kill. The follower synced its caches before the kill, so neither should
+/// grow with `objects`.
+async fn failover_at_scale(objects: usize) -> (Duration, Duration) {
+    use futures::StreamExt as _;
+    use kubeforge::k8s_openapi::api::apps::v1::Deployment;
+    use memcached_operator::MemcachedSpec;
+    use std::sync::atomic::Ordering;
+    use std::time::Instant;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = ApiServer::start().await.expect("API server");
+    server
+        .install_crd_for::<Memcached>()
+        .expect("install the CRD");
+    let client = server.client().expect("client");
+    let memcacheds: Api<Memcached> = Api::namespaced(client.clone(), support::NS);
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), support::NS);
+    let started = Instant::now();
+    futures::stream::iter(0..objects)
+        .map(|i| {
+            let memcacheds = memcacheds.clone();
+            async move {
+                memcacheds
+                    .create(
+                        &PostParams::default(),
+                        &Memcached::new(&format!("mc-{i}"), MemcachedSpec::with_size(1)),
+                    )
+                    .await
+                    .expect("create Memcached");
+            }
+        })
+        .buffer_unordered(32)
+        .collect::<Vec<()>>()
+        .await;
+    eprintln!(
+        "{objects} Memcacheds created in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    let flags = ["--leader-elect", "--max-concurrent-reconciles", "8"];
+    let first = Operator::spawn_with(0, &server, dir.path(), &flags).await;
+    let second = Operator::spawn_with(1, &server, dir.path(), &flags).await;
+    // Every Memcached reconciled, and both caches synced.
+    loop {
+        let count = deployments
+            .list(&ListParams::default().limit(1))
+            .await
+            .map(|l| l.items.len() as u64 + l.metadata.remaining_item_count.unwrap_or(0) as u64)
+            .unwrap_or(0);
+        let synced = first.synced.load(Ordering::SeqCst) && second.synced.load(Ordering::SeqCst);
+        if count >= objects as u64 && synced {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(1800),
+            "not reconciled: {count}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    eprintln!(
+        "all reconciled, both caches synced, after {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    let holder = lease_holder(&client).await.expect("a leader");
+    let (mut leader, follower) = if first.identity().as_deref() == Some(holder.as_str()) {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    let follower_id = follower.identity().expect("the follower's identity");
+    leader.child.start_kill().expect("SIGKILL");
+    let killed = Instant::now();
+    memcacheds
+        .create(
+            &PostParams::default(),
+            &Memcached::new("after-the-kill", MemcachedSpec::with_size(1)),
+        )
+        .await
+        .expect("create the probe");
+    let mut elected = None;
+    let reconciled = loop {
+        if elected.is_none() && lease_holder(&client).await.as_deref() == Some(follower_id.as_str())
+        {
+            elected = Some(killed.elapsed());
+        }
+        if let Ok(Some(_)) = deployments.get_opt("after-the-kill").await {
+            break killed.elapsed();
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(600),
+            "the probe was never reconciled"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let elected = elected.unwrap_or(reconciled);
+    drop(follower);
+    (elected, reconciled)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: 10k and 100k Memcacheds, several minutes (-- --ignored --nocapture failover_at)"]
+async fn failover_at_10k_and_100k_objects() {
+    let mut rows = Vec::new();
+    for objects in [10_000, 100_000] {
+        let (elected, reconciled) = failover_at_scale(objects).await;
+        rows.push((objects, elected, reconciled));
+    }
+    eprintln!("failover after SIGKILL of the leader (15 s lease, 2 s retry):");
+    for (objects, elected, reconciled) in &rows {
+        eprintln!(
+            "  {objects:>7} Memcacheds: follower elected {:.2}s, Memcached created after the kill reconciled {:.2}s after it",
+            elected.as_secs_f64(),
+            reconciled.as_secs_f64()
+        );
+    }
+    for (objects, _, reconciled) in &rows {
+        // Goal: lease duration + 1 s, at every size.
+        assert!(
+            *reconciled < Duration::from_secs(16),
+            "{objects}: {reconciled:?}"
+        );
+    }
 }

@@ -146,6 +146,15 @@ impl ShardGate {
         state.draining = state.draining.union(moving);
     }
 
+    /// Admits `slots` again if they were being given up: the ring means
+    /// them for this replica after all (it never wrote them free).
+    pub(crate) fn resume(&self, slots: Slots) {
+        let mut state = self.state();
+        let back = state.draining.intersect(slots);
+        state.draining = state.draining.minus(back);
+        state.active = state.active.union(back);
+    }
+
     /// The slots being given up that nothing runs in any more.
     pub(crate) fn drained(&self) -> Slots {
         let state = self.state();
@@ -272,6 +281,10 @@ mod tests {
 
         gate.drain(Slots::NONE.with(slot));
         assert!(gate.admit(&obj).is_none(), "draining admits nothing new");
+        // Meant for this replica after all: it admits again.
+        gate.resume(Slots::NONE.with(slot));
+        assert!(gate.admit(&obj).is_some());
+        gate.drain(Slots::NONE.with(slot));
         assert!(gate.drained().is_empty(), "a permit is out");
         let waiting = tokio::spawn({
             let gate = gate.clone();

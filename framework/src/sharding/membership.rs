@@ -286,12 +286,20 @@ impl Membership {
                 return Ok(());
             }
         };
+        // Slots the gate holds that the ring does not name it for (the
+        // ring's Lease was replaced by hand): not ours, stop at once.
+        let foreign = self.gate.held().minus(ring.held_by(&self.me));
+        if !foreign.is_empty() {
+            tracing::warn!(slots = %foreign, ring = %self.sharding.ring, "the sharding ring does not name this replica for slots it was reconciling: stopping them");
+            self.gate.settle(foreign, Slots::NONE);
+        }
         let live = self.live_members(&ring).await?;
         self.metrics
             .members
             .set(i64::try_from(live.len()).unwrap_or(i64::MAX));
         let plan = ring.plan(&live, &self.me, self.gate.held(), self.gate.drained());
         self.gate.drain(plan.drain);
+        self.gate.resume(plan.keep);
         if plan.ring == ring {
             return Ok(());
         }

@@ -64,6 +64,9 @@ pub struct Plan {
     pub released: Slots,
     /// Slots this replica takes in this write.
     pub acquired: Slots,
+    /// Slots this replica holds and is still meant to: admit them (again,
+    /// if an earlier plan had it start giving them up).
+    pub keep: Slots,
 }
 
 impl RingState {
@@ -169,6 +172,7 @@ impl RingState {
             drain: Slots::NONE,
             released: Slots::NONE,
             acquired: Slots::NONE,
+            keep: Slots::NONE,
         };
         for slot in 0..SLOT_COUNT {
             let s = slot as u32;
@@ -184,6 +188,8 @@ impl RingState {
                     } else {
                         plan.drain = plan.drain.with(s);
                     }
+                } else {
+                    plan.keep = plan.keep.with(s);
                 }
             }
             if meant_for_me && ring.held[slot].is_none() {
@@ -214,6 +220,7 @@ impl RingState {
             drain: Slots::NONE,
             released,
             acquired: Slots::NONE,
+            keep: Slots::NONE,
         }
     }
 
@@ -357,6 +364,8 @@ mod tests {
         assert_eq!(plan_a.drain.len(), 64);
         assert!(plan_a.released.is_empty());
         assert_eq!(plan_a.ring.held_by("a"), Slots::ALL);
+        assert_eq!(plan_a.keep.union(plan_a.drain), Slots::ALL);
+        assert!(plan_a.keep.intersect(plan_a.drain).is_empty());
         // Drained: a writes them free, then b takes them.
         let plan_a = plan_a.ring.plan(&two, "a", Slots::ALL, plan_a.drain);
         assert_eq!(plan_a.released.len(), 64);

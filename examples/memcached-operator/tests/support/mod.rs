@@ -75,6 +75,8 @@ pub struct Operator {
     pub child: Child,
     pub relay: Relay,
     pub identity: Arc<Mutex<Option<String>>>,
+    /// Set once the process logged that its caches synced.
+    pub synced: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Operator {
@@ -116,6 +118,8 @@ impl Operator {
         let stderr = child.stderr.take().expect("stderr");
         let log_path = dir.join(format!("operator-{n}.log"));
         let found = identity.clone();
+        let synced = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let saw_sync = synced.clone();
         // Written line by line, so the log of a process still running
         // when the test ends is there too.
         let mut log = tokio::fs::File::create(log_path)
@@ -127,6 +131,9 @@ impl Operator {
                 if let Some(id) = field(&line, "identity") {
                     found.lock().unwrap().get_or_insert(id);
                 }
+                if line.contains("caches synced") {
+                    saw_sync.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
                 let _ = log.write_all(line.as_bytes()).await;
                 let _ = log.write_all(b"\n").await;
             }
@@ -136,6 +143,7 @@ impl Operator {
             child,
             relay,
             identity,
+            synced,
         }
     }
 
