@@ -32,12 +32,11 @@ use std::time::Duration;
 use kubeforge::k8s_openapi::api::coordination::v1::Lease;
 use kubeforge::kube_core::params::ListParams;
 use kubeforge::prelude::*;
-use kubeforge::testing::ApiServer;
 use memcached_operator::{Memcached, LEASE_NAME};
 
 mod support;
 
-use support::{deleted, follow_history, reconciled, summary, Change, Operator};
+use support::{deleted, follow_history, reconciled, start_server, summary, Change, Operator};
 
 /// How a leader goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,12 +86,7 @@ async fn lease_holder(client: &Client) -> Option<String> {
 }
 
 async fn failover(kills_per_mode: usize) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let server = ApiServer::start().await.expect("API server");
-    server
-        .install_crd_for::<Memcached>()
-        .expect("install the CRD");
-    let client = server.client().expect("client");
+    let (dir, server, client) = start_server().await;
     let history = Arc::new(Mutex::new(Vec::new()));
     follow_history(client.clone(), history.clone());
 
@@ -135,14 +129,7 @@ async fn failover(kills_per_mode: usize) {
             );
             match mode {
                 Mode::Sigkill => leader.child.start_kill().expect("SIGKILL"),
-                Mode::Sigterm => {
-                    let pid = leader.child.id().expect("pid").to_string();
-                    let status = std::process::Command::new("kill")
-                        .args(["-TERM", &pid])
-                        .status()
-                        .expect("kill -TERM");
-                    assert!(status.success());
-                }
+                Mode::Sigterm => leader.terminate(),
                 Mode::NetworkCut => leader.relay.cut(),
             }
             let took = reconciled(&client, &format!("probe-{round}"), Duration::from_secs(60))
@@ -247,12 +234,7 @@ async fn failover_at_scale(objects: usize) -> (Duration, Duration) {
     use std::sync::atomic::Ordering;
     use std::time::Instant;
 
-    let dir = tempfile::tempdir().expect("tempdir");
-    let server = ApiServer::start().await.expect("API server");
-    server
-        .install_crd_for::<Memcached>()
-        .expect("install the CRD");
-    let client = server.client().expect("client");
+    let (dir, server, client) = start_server().await;
     let memcacheds: Api<Memcached> = Api::namespaced(client.clone(), support::NS);
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), support::NS);
     let started = Instant::now();

@@ -21,12 +21,11 @@ use kubeforge::k8s_openapi::api::apps::v1::Deployment;
 use kubeforge::k8s_openapi::api::coordination::v1::Lease;
 use kubeforge::prelude::*;
 use kubeforge::sharding::{RingState, SUMMARY_ANNOTATION};
-use kubeforge::testing::ApiServer;
 use memcached_operator::{Memcached, MemcachedSpec, SHARD_RING};
 
 mod support;
 
-use support::{follow_history, summary, Change, Operator, NS};
+use support::{follow_history, start_server, summary, Change, Operator, NS};
 
 const FLAGS: [&str; 3] = ["--sharded", "--max-concurrent-reconciles", "4"];
 
@@ -121,12 +120,7 @@ async fn batch(client: &Client, prefix: &str, count: usize) -> Duration {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_split_the_memcacheds_through_joins_a_kill_a_cut_and_a_leave() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let server = ApiServer::start().await.expect("API server");
-    server
-        .install_crd_for::<Memcached>()
-        .expect("install the CRD");
-    let client = server.client().expect("client");
+    let (dir, server, client) = start_server().await;
     let history = Arc::new(Mutex::new(Vec::new()));
     follow_history(client.clone(), history.clone());
     let mut times: Vec<(&str, Duration)> = Vec::new();
@@ -165,12 +159,7 @@ async fn replicas_split_the_memcacheds_through_joins_a_kill_a_cut_and_a_leave() 
 
     // op-3 leaves with SIGTERM: it hands its slots over at once.
     let mut leaving = operators.remove(&3).expect("op-3");
-    let pid = leaving.child.id().expect("pid").to_string();
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill -TERM");
-    assert!(status.success());
+    leaving.terminate();
     let left = Instant::now();
     wait_for_ring(&client, "op-0=128", Duration::from_secs(30)).await;
     let handed = left.elapsed();

@@ -854,10 +854,17 @@ impl<K: CachedObject> BuilderParts<K> {
         .build();
 
         let client = self.client;
-        let sharding = self.sharding.map(|sharding| (sharding, ShardGate::new()));
+        let concurrency = self.concurrency.unwrap_or(1);
+        let metrics = self.metrics.unwrap_or_default();
+        let handles = metrics.for_controller(&name, concurrency);
+        let sharding = self.sharding.map(|settings| Sharded {
+            settings,
+            gate: ShardGate::new(),
+            metrics: metrics.for_shard(&name),
+        });
         let primary = match &sharding {
-            Some((sharding, gate)) => client.informer_with::<K>(
-                InformerOptions::default().holdings(gate.holdings(&sharding.ring)),
+            Some(sharded) => client.informer_with::<K>(
+                InformerOptions::default().holdings(sharded.gate.holdings(&sharded.settings.ring)),
             ),
             None => client.informer::<K>(),
         };
@@ -888,14 +895,6 @@ impl<K: CachedObject> BuilderParts<K> {
             recorder,
             Arc::clone(&name),
         ));
-        let concurrency = self.concurrency.unwrap_or(1);
-        let metrics = self.metrics.unwrap_or_default();
-        let handles = metrics.for_controller(&name, concurrency);
-        let sharding = sharding.map(|(settings, gate)| Sharded {
-            settings,
-            gate,
-            metrics: metrics.for_shard(&name),
-        });
         Controller::from_parts(ControllerParts {
             name,
             queue,

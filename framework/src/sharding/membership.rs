@@ -303,18 +303,7 @@ impl Membership {
         if plan.ring == ring {
             return Ok(());
         }
-        let mut updated = ring_lease;
-        let annotations = updated
-            .metadata
-            .annotations
-            .get_or_insert_with(BTreeMap::new);
-        annotations.insert(RING_ANNOTATION.into(), plan.ring.encode());
-        annotations.insert(SUMMARY_ANNOTATION.into(), plan.ring.summary());
-        match self
-            .api
-            .replace(&self.sharding.ring, &PostParams::default(), &updated)
-            .await
-        {
+        match self.write_ring(ring_lease, &plan.ring).await {
             Ok(_) => {
                 self.gate.settle(plan.released, plan.acquired);
                 self.metrics.taken.inc_by(u64::from(plan.acquired.len()));
@@ -338,19 +327,28 @@ impl Membership {
         }
     }
 
+    /// Replaces the ring's Lease (as last read: the update is conditional
+    /// on its resourceVersion) with `ring` in its annotations.
+    async fn write_ring(
+        &self,
+        lease: Lease,
+        ring: &RingState,
+    ) -> Result<Lease, crate::client::Error> {
+        let lease = with_ring(lease, ring);
+        self.api
+            .replace(&self.sharding.ring, &PostParams::default(), &lease)
+            .await
+    }
+
     async fn create_ring(&self) -> Result<Lease, crate::client::Error> {
-        let ring = RingState::default();
         let lease = Lease {
             metadata: ObjectMeta {
                 name: Some(self.sharding.ring.clone()),
-                annotations: Some(BTreeMap::from([
-                    (RING_ANNOTATION.to_owned(), ring.encode()),
-                    (SUMMARY_ANNOTATION.to_owned(), ring.summary()),
-                ])),
                 ..ObjectMeta::default()
             },
             spec: Some(LeaseSpec::default()),
         };
+        let lease = with_ring(lease, &RingState::default());
         match self.api.create(&PostParams::default(), &lease).await {
             Ok(created) => Ok(created),
             Err(e) if e.is_already_exists() => self.api.get(&self.sharding.ring).await,
@@ -431,23 +429,14 @@ impl Membership {
             };
             let Ok(ring) = ring_of(&lease) else { break };
             let plan = ring.leave(&self.me);
-            let mut updated = lease;
-            let annotations = updated
-                .metadata
-                .annotations
-                .get_or_insert_with(BTreeMap::new);
-            annotations.insert(RING_ANNOTATION.into(), plan.ring.encode());
-            annotations.insert(SUMMARY_ANNOTATION.into(), plan.ring.summary());
-            match self
-                .api
-                .replace(&self.sharding.ring, &PostParams::default(), &updated)
-                .await
-            {
+            match self.write_ring(lease, &plan.ring).await {
                 Ok(_) => {
-                    self.gate.settle(plan.released, Slots::NONE);
+                    // The ring names this replica for nothing any more.
+                    self.gate.settle(Slots::ALL, Slots::NONE);
                     self.metrics.given_up.inc_by(u64::from(plan.released.len()));
                     self.metrics.slots.set(0);
                     tracing::info!(gave_up = %plan.released, "left the sharding ring");
+                    break;
                 }
                 Err(e) if e.is_conflict() => continue,
                 Err(e) => {
@@ -461,6 +450,14 @@ impl Membership {
             .delete(&self.lease_name, &DeleteParams::default())
             .await;
     }
+}
+
+/// `lease` with `ring` (and its summary) in its annotations.
+fn with_ring(mut lease: Lease, ring: &RingState) -> Lease {
+    let annotations = lease.metadata.annotations.get_or_insert_with(BTreeMap::new);
+    annotations.insert(RING_ANNOTATION.into(), ring.encode());
+    annotations.insert(SUMMARY_ANNOTATION.into(), ring.summary());
+    lease
 }
 
 fn ring_of(lease: &Lease) -> Result<RingState, String> {

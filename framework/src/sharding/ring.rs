@@ -240,13 +240,11 @@ impl RingState {
         if n == 0 {
             return;
         }
-        let mut counts: BTreeMap<&String, usize> = live.iter().map(|m| (m, 0)).collect();
+        let mut load: BTreeMap<String, usize> = live.iter().map(|m| (m.clone(), 0)).collect();
         for member in self.desired.iter().flatten() {
-            if let Some(c) = counts.get_mut(member) {
-                *c += 1;
-            }
+            *load.get_mut(member).expect("only live members remain") += 1;
         }
-        let mut by_load: Vec<(&String, usize)> = counts.iter().map(|(m, c)| (*m, *c)).collect();
+        let mut by_load: Vec<(&String, usize)> = load.iter().map(|(m, c)| (m, *c)).collect();
         by_load.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
         let (base, extra) = (SLOT_COUNT / n, SLOT_COUNT % n);
         let quota: BTreeMap<String, usize> = by_load
@@ -254,8 +252,6 @@ impl RingState {
             .enumerate()
             .map(|(i, (m, _))| ((*m).clone(), base + usize::from(i < extra)))
             .collect();
-        let mut load: BTreeMap<String, usize> =
-            counts.iter().map(|(m, c)| ((*m).clone(), *c)).collect();
         for slot in (0..SLOT_COUNT).rev() {
             if let Some(member) = self.desired[slot].clone() {
                 let l = load.get_mut(&member).expect("live members are counted");

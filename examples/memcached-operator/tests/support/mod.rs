@@ -32,6 +32,18 @@ pub const NS: &str = "default";
 /// The field managers of the operator processes start with this.
 pub const MANAGER_PREFIX: &str = "op-";
 
+/// A scratch directory for kubeconfigs and logs, and a server with the
+/// Memcached CRD installed, with an admin client.
+pub async fn start_server() -> (tempfile::TempDir, ApiServer, Client) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = ApiServer::start().await.expect("API server");
+    server
+        .install_crd_for::<Memcached>()
+        .expect("install the CRD");
+    let client = server.client().expect("client");
+    (dir, server, client)
+}
+
 /// A TCP relay in front of the API server for one process; cutting it
 /// drops its open connections and refuses new ones.
 pub struct Relay {
@@ -145,6 +157,16 @@ impl Operator {
             identity,
             synced,
         }
+    }
+
+    /// Sends SIGTERM (a graceful stop).
+    pub fn terminate(&self) {
+        let pid = self.child.id().expect("still running").to_string();
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill -TERM");
+        assert!(status.success());
     }
 
     pub fn identity(&self) -> Option<String> {
