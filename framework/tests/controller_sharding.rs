@@ -2,21 +2,26 @@
 //! with its own client and cache as separate processes would have, split a
 //! collection by slots; every object is reconciled, none by two replicas at
 //! once, through a join, a graceful leave and a crash; each replica's cache
-//! holds only its slots. Run with the server serving `shardSelector` and
-//! with it ignoring the parameter (the reflector then filters).
+//! holds only its slots, and each replica's cache of owned objects only
+//! the children of the owners it holds. Run with the server serving
+//! `shardSelector`; with it ignoring the parameter, so the ring shards by
+//! label; and with the ring told to use `shardSelector` anyway (each
+//! reflector then filters what arrives).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kubeforge::cache::{InformerOptions, SharedInformerFactory, Slots};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kubeforge::cache::{slot_label_key, InformerOptions, SharedInformerFactory, Slots};
 use kubeforge::controller::{Action, Context, Controller, ControllerMetrics, Error};
 use kubeforge::kube_core::params::{Patch, PatchParams, PostParams};
 use kubeforge::kube_core::ObjectMeta;
 use kubeforge::manager::CancellationToken;
 use kubeforge::reconcile::CachedClient;
-use kubeforge::sharding::{ShardGate, Sharding};
+use kubeforge::sharding::{Mechanism, ShardGate, Sharding};
 use kubeforge::testing::{ApiServer, ApiServerExt};
 use kubeforge::{Api, Client};
 use prometheus_client::registry::Registry;
@@ -86,9 +91,10 @@ struct Replica {
     task: JoinHandle<Result<(), Error>>,
 }
 
-fn sharding(identity: &str) -> Sharding {
+fn sharding(identity: &str, mechanism: Mechanism) -> Sharding {
     Sharding {
         identity: Some(identity.to_owned()),
+        mechanism,
         lease_duration: Duration::from_secs(2),
         renew_deadline: Duration::from_millis(1500),
         retry_period: Duration::from_millis(200),
@@ -116,14 +122,15 @@ async fn reconcile(
     Ok(Action::done())
 }
 
-fn start(client: &Client, name: &str, recorder: &Arc<Recorder>) -> Replica {
+fn start(client: &Client, name: &str, recorder: &Arc<Recorder>, mechanism: Mechanism) -> Replica {
     let factory = SharedInformerFactory::new(client.clone());
     let cached = CachedClient::new(client.clone(), factory);
     let metrics = ControllerMetrics::new();
     let controller = Controller::<ConfigMap>::builder(cached.clone())
         .named("configmaps")
         .metrics(metrics.clone())
-        .sharded(sharding(name))
+        .sharded(sharding(name, mechanism))
+        .owns::<Secret>()
         .concurrency(8)
         .reconcile(reconcile, (name.to_owned(), Arc::clone(recorder)));
     let gate = controller.shard_gate().expect("sharded").clone();
@@ -205,6 +212,20 @@ async fn churn_until(client: Client, stop: CancellationToken) -> usize {
     changed
 }
 
+/// The owned objects a replica's informer of them caches.
+fn cached_children(replica: &Replica) -> BTreeSet<String> {
+    let key = slot_label_key(RING);
+    let informer = replica.cached.factory().metadata_informer::<Secret>(
+        InformerOptions::default().holdings(replica.gate.holdings_by_label(RING, &key)),
+    );
+    informer
+        .store()
+        .list()
+        .iter()
+        .filter_map(|s| s.metadata.name.clone())
+        .collect()
+}
+
 /// The objects a replica's primary informer caches.
 fn cached_names(replica: &Replica) -> BTreeSet<String> {
     let informer = replica.cached.informer_with::<ConfigMap>(
@@ -224,7 +245,13 @@ async fn replicas_split_the_objects_and_hand_slots_over_through_join_leave_and_c
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    for served in [true, false] {
+    let runs = [
+        (true, Mechanism::Auto),
+        (false, Mechanism::Auto),
+        (false, Mechanism::ShardSelector),
+    ];
+    for (served, mechanism) in runs {
+        let by_label = !served && mechanism == Mechanism::Auto;
         let server = ApiServer::builder()
             .sharded_list_and_watch(served)
             .start()
@@ -232,6 +259,7 @@ async fn replicas_split_the_objects_and_hand_slots_over_through_join_leave_and_c
             .expect("server starts");
         let client = server.client().expect("client");
         let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
         for i in 0..OBJECTS {
             let cm = ConfigMap {
                 metadata: ObjectMeta {
@@ -241,16 +269,38 @@ async fn replicas_split_the_objects_and_hand_slots_over_through_join_leave_and_c
                 data: Some(BTreeMap::from([("generation".into(), "0".into())])),
                 ..ConfigMap::default()
             };
-            api.create(&PostParams::default(), &cm)
+            let cm = api
+                .create(&PostParams::default(), &cm)
                 .await
                 .expect("create");
+            // Each ConfigMap controls a Secret: its child.
+            let owner = OwnerReference {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                name: format!("cm-{i}"),
+                uid: cm.metadata.uid.clone().expect("uid"),
+                controller: Some(true),
+                ..OwnerReference::default()
+            };
+            let child = Secret {
+                metadata: ObjectMeta {
+                    name: Some(format!("child-{i}")),
+                    owner_references: Some(vec![owner]),
+                    ..ObjectMeta::default()
+                },
+                ..Secret::default()
+            };
+            secrets
+                .create(&PostParams::default(), &child)
+                .await
+                .expect("create child");
         }
         let recorder = Arc::new(Recorder::default());
         let patience = Duration::from_secs(30);
 
         // Two replicas split everything; a third joins.
-        let a = start(&client, "a", &recorder);
-        let b = start(&client, "b", &recorder);
+        let a = start(&client, "a", &recorder, mechanism);
+        let b = start(&client, "b", &recorder, mechanism);
         eventually("two replicas to split the slots", patience, || {
             settled(&[&a, &b])
         })
@@ -263,7 +313,7 @@ async fn replicas_split_the_objects_and_hand_slots_over_through_join_leave_and_c
         // reconciles of them in flight.
         let churn = CancellationToken::new();
         let churning = tokio::spawn(churn_until(client.clone(), churn.clone()));
-        let c = start(&client, "c", &recorder);
+        let c = start(&client, "c", &recorder, mechanism);
         eventually("the third to take its share", patience, || {
             settled(&[&a, &b, &c])
         })
@@ -285,6 +335,45 @@ async fn replicas_split_the_objects_and_hand_slots_over_through_join_leave_and_c
             total == OBJECTS && union.len() == OBJECTS
         })
         .await;
+        // Each holds the children of its owners and nothing else.
+        eventually(
+            "each cache of children to hold its owners' children",
+            patience,
+            || {
+                [&a, &b, &c].iter().all(|r| {
+                    let owners = cached_names(r);
+                    let children: BTreeSet<String> = cached_children(r)
+                        .into_iter()
+                        .map(|c| c.replace("child-", "cm-"))
+                        .collect();
+                    !owners.is_empty() && owners == children
+                })
+            },
+        )
+        .await;
+        // Children carry their owner's slot; owners carry theirs only when
+        // the ring shards them by label.
+        let key = slot_label_key(RING);
+        let owners = api.list(&Default::default()).await.expect("list");
+        let slot_of_owner: HashMap<String, u32> = owners
+            .items
+            .iter()
+            .map(|cm| (cm.metadata.uid.clone().unwrap(), Slots::slot_of(cm)))
+            .collect();
+        for cm in &owners.items {
+            let label = Slots::slot_labelled(cm, &key);
+            let expected = by_label.then(|| Slots::slot_of(cm));
+            assert_eq!(label, expected, "served={served} {:?}", cm.metadata.name);
+        }
+        for child in secrets.list(&Default::default()).await.expect("list").items {
+            let owner = &child.metadata.owner_references.as_ref().unwrap()[0].uid;
+            assert_eq!(
+                Slots::slot_labelled(&child, &key),
+                Some(slot_of_owner[owner]),
+                "{:?}",
+                child.metadata.name
+            );
+        }
         touch_all(&client, "1").await;
         eventually("every change reconciled by the three", patience, || {
             recorder.reconciled_at("1") == OBJECTS
@@ -322,7 +411,7 @@ async fn replicas_split_the_objects_and_hand_slots_over_through_join_leave_and_c
         let overlaps = recorder.overlaps.lock().unwrap().clone();
         assert!(
             overlaps.is_empty(),
-            "served={served}: reconciled twice at once: {overlaps:?}"
+            "served={served} {mechanism:?}: reconciled twice at once: {overlaps:?}"
         );
 
         // The ring's Leases show it.

@@ -71,6 +71,40 @@ pub struct Args {
     /// keep working. Without it the state lives in memory.
     #[arg(long = "data-dir", value_name = "DIR")]
     data_dir: Option<PathBuf>,
+    /// Turns features on or off, as kube-apiserver's flag of the same name
+    /// does: `NAME=true|false`, comma-separated or repeated. Known:
+    /// `ShardedListAndWatch` (KEP-5866's `shardSelector`, on by default;
+    /// off, sharded controllers fall back to slot labels).
+    #[arg(long = "feature-gates", value_name = "NAME=BOOL[,...]", value_parser = parse_feature_gates)]
+    feature_gates: Vec<Vec<(FeatureGate, bool)>>,
+}
+
+/// The feature gates `--feature-gates` knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FeatureGate {
+    ShardedListAndWatch,
+}
+
+/// `NAME=BOOL[,NAME=BOOL...]`, as kube-apiserver's `--feature-gates`
+/// (`k8s.io/component-base/featuregate`, `Set`).
+fn parse_feature_gates(spec: &str) -> Result<Vec<(FeatureGate, bool)>, String> {
+    const KNOWN: &str = "ShardedListAndWatch";
+    spec.split(',')
+        .filter(|pair| !pair.trim().is_empty())
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').ok_or_else(|| {
+                format!("missing bool value for {:?}; expected NAME=true|false, e.g. ShardedListAndWatch=false", pair.trim())
+            })?;
+            let gate = match name.trim() {
+                "ShardedListAndWatch" => FeatureGate::ShardedListAndWatch,
+                other => return Err(format!("unrecognized feature gate: {other} (known: {KNOWN})")),
+            };
+            let on = value.trim().parse::<bool>().map_err(|_| {
+                format!("invalid value of {}: {:?}; expected true or false", name.trim(), value.trim())
+            })?;
+            Ok((gate, on))
+        })
+        .collect()
 }
 
 /// The user name `--audit` means: `NAMESPACE/NAME` is a service account.
@@ -200,6 +234,11 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     if let Some(dir) = &args.data_dir {
         builder = builder.data_dir(dir);
     }
+    for (gate, on) in args.feature_gates.iter().flatten() {
+        builder = match gate {
+            FeatureGate::ShardedListAndWatch => builder.sharded_list_and_watch(*on),
+        };
+    }
     let server = builder
         .start()
         .await
@@ -313,6 +352,30 @@ mod tests {
             audited_user("system:serviceaccount:a:b"),
             "system:serviceaccount:a:b"
         );
+    }
+
+    #[test]
+    fn feature_gates_parse_as_kube_apiserver_spells_them() {
+        assert_eq!(
+            parse_feature_gates("ShardedListAndWatch=false").unwrap(),
+            [(FeatureGate::ShardedListAndWatch, false)]
+        );
+        assert_eq!(
+            parse_feature_gates("ShardedListAndWatch=false, ShardedListAndWatch=true").unwrap(),
+            [
+                (FeatureGate::ShardedListAndWatch, false),
+                (FeatureGate::ShardedListAndWatch, true)
+            ]
+        );
+        let unknown = parse_feature_gates("Nope=true").unwrap_err();
+        assert!(
+            unknown.contains("unrecognized feature gate: Nope"),
+            "{unknown}"
+        );
+        let no_value = parse_feature_gates("ShardedListAndWatch").unwrap_err();
+        assert!(no_value.contains("ShardedListAndWatch=false"), "{no_value}");
+        let bad = parse_feature_gates("ShardedListAndWatch=maybe").unwrap_err();
+        assert!(bad.contains("expected true or false"), "{bad}");
     }
 
     #[test]

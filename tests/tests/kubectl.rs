@@ -1276,11 +1276,21 @@ async fn dev_server_binary_serves_kubectl_and_installs_crds() {
         l.local_addr().unwrap().port()
     };
     let listen = format!("127.0.0.1:{port}");
+    // An unknown gate is refused, naming it.
+    let refused = Command::new(&bin)
+        .args(["dev-server", "--listen", &listen, "--feature-gates", "Nope=true"])
+        .output()
+        .await
+        .expect("dev-server runs");
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("unrecognized feature gate: Nope"), "{said}");
     let mut server = Command::new(&bin)
         .args(["dev-server", "--listen", &listen, "--write-kubeconfig"])
         .arg(&kubeconfig)
         .arg("--crd")
         .arg(&crd)
+        .args(["--feature-gates", "ShardedListAndWatch=false"])
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -1308,6 +1318,12 @@ async fn dev_server_binary_serves_kubectl_and_installs_crds() {
         crds.trim(),
         "customresourcedefinition.apiextensions.k8s.io/widgets.example.com"
     );
+    // With the gate off, a shardSelector is ignored, as kube-apiserver
+    // without ShardedListAndWatch does: no shardInfo, every object.
+    let half = "/api/v1/namespaces?shardSelector=shardRange(object.metadata.uid,%270x0000000000000000%27,%270x0000000000000001%27)";
+    let list: Value = serde_json::from_str(&env.ok(&["get", "--raw", half]).await).unwrap();
+    assert!(list["metadata"].get("shardInfo").is_none(), "{list}");
+    assert!(!list["items"].as_array().unwrap().is_empty(), "{list}");
     // SIGTERM ends it cleanly.
     let pid = server.id().expect("pid");
     let killed = std::process::Command::new("kill")

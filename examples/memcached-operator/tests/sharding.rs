@@ -12,20 +12,26 @@
 //! holder of the object's slot at that resourceVersion — so no object was
 //! ever reconciled by two replicas at once, and none by a replica that had
 //! been fenced out.
+//!
+//! Run twice: against a server serving `shardSelector`, and against one
+//! ignoring it, where the replicas label every Memcached and Deployment
+//! with its slot (a Deployment with its Memcached's) and select by label.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use kubeforge::cache::{slot_label_key, Slots};
 use kubeforge::k8s_openapi::api::apps::v1::Deployment;
 use kubeforge::k8s_openapi::api::coordination::v1::Lease;
+use kubeforge::kube_core::params::ListParams;
 use kubeforge::prelude::*;
 use kubeforge::sharding::{RingState, SUMMARY_ANNOTATION};
 use memcached_operator::{Memcached, MemcachedSpec, SHARD_RING};
 
 mod support;
 
-use support::{follow_history, start_server, summary, Change, Operator, NS};
+use support::{follow_history, start_server_serving_shards, summary, Change, Operator, NS};
 
 const FLAGS: [&str; 3] = ["--sharded", "--max-concurrent-reconciles", "4"];
 
@@ -119,8 +125,57 @@ async fn batch(client: &Client, prefix: &str, count: usize) -> Duration {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replicas_split_the_memcacheds_through_joins_a_kill_a_cut_and_a_leave() {
-    let (dir, server, client) = start_server().await;
+async fn replicas_split_the_memcacheds_by_shard_selector_through_joins_a_kill_a_cut_and_a_leave() {
+    replicas_split_the_memcacheds(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_split_the_memcacheds_by_label_through_joins_a_kill_a_cut_and_a_leave() {
+    replicas_split_the_memcacheds(false).await;
+}
+
+/// Every Memcached and Deployment labelled with its slot (a Deployment
+/// with its owner's) when the ring shards by label, and none otherwise.
+async fn check_slot_labels(client: &Client, by_label: bool) {
+    let key = slot_label_key(SHARD_RING);
+    let memcacheds: Api<Memcached> = Api::namespaced(client.clone(), NS);
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), NS);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let owners = memcacheds.list(&ListParams::default()).await.expect("list");
+        let slots: HashMap<String, u32> = owners
+            .items
+            .iter()
+            .map(|m| (m.uid().unwrap_or_default(), Slots::slot_of(m)))
+            .collect();
+        let mut wrong: Vec<String> = owners
+            .items
+            .iter()
+            .filter(|m| Slots::slot_labelled(*m, &key) != by_label.then(|| Slots::slot_of(*m)))
+            .map(|m| m.name_any())
+            .collect();
+        for d in deployments
+            .list(&ListParams::default())
+            .await
+            .expect("list")
+            .items
+        {
+            let owner = d.owner_references().first().map(|o| o.uid.clone());
+            let expected = owner.and_then(|uid| slots.get(&uid).copied());
+            if Slots::slot_labelled(&d, &key) != expected {
+                wrong.push(d.name_any());
+            }
+        }
+        if wrong.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "slot labels wrong: {wrong:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn replicas_split_the_memcacheds(served: bool) {
+    let (dir, server, client) = start_server_serving_shards(served).await;
     let history = Arc::new(Mutex::new(Vec::new()));
     follow_history(client.clone(), history.clone());
     let mut times: Vec<(&str, Duration)> = Vec::new();
@@ -166,11 +221,17 @@ async fn replicas_split_the_memcacheds_through_joins_a_kill_a_cut_and_a_leave() 
     let exited = tokio::time::timeout(Duration::from_secs(30), leaving.child.wait()).await;
     assert!(exited.is_ok(), "op-3 did not exit after SIGTERM");
     times.push(("after a leave", batch(&client, "alone", 8).await));
+    check_slot_labels(&client, !served).await;
 
     tokio::time::sleep(Duration::from_millis(500)).await;
     let (writes, wrong) = foreign_writes(&history.lock().unwrap());
+    let mechanism = if served {
+        "shardSelector"
+    } else {
+        "slot labels"
+    };
     eprintln!(
-        "sharded memcached operator, time for every Memcached of a batch to get its Deployment:"
+        "sharded memcached operator ({mechanism}), time for every Memcached of a batch to get its Deployment:"
     );
     for (step, took) in &times {
         eprintln!("  {step:<20} {}", summary(&[*took]));

@@ -483,7 +483,7 @@ impl SharedInformerFactory {
         id.label_selector = non_empty(options.label_selector.clone());
         id.field_selector = non_empty(options.field_selector.clone());
         id.shard = options.shard;
-        id.ring = options.holdings.as_ref().map(|h| h.ring().to_owned());
+        id.ring = options.holdings.as_ref().map(|h| h.identity());
         id
     }
 

@@ -65,7 +65,7 @@ pub use informer::{
 pub use key::ObjectKey;
 pub use lister::{Lister, NamespaceLister};
 pub use reflector::{Backoff, Reflector, ReflectorConfig};
-pub use shard::{Holdings, Shard, ShardBy, Slots, SLOTS};
+pub use shard::{slot_label_key, Holdings, Shard, ShardBy, Slots, SLOTS};
 pub use sink::{Applied, Delta, DeltaSink, Replaced};
 pub use status::{InformerId, ObjectForm, ReflectorStatus, SyncError};
 pub use store::{Store, StoreWriter};

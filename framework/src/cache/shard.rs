@@ -18,7 +18,7 @@
 //! change.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use kube_core::Resource;
 use tokio::sync::watch;
@@ -241,21 +241,92 @@ impl fmt::Display for Slots {
     }
 }
 
+/// The label a sharded controller's objects carry when its replicas
+/// shard by label (a server without `shardSelector`, and every owned
+/// object, whose slot is its owner's): `slot.sharding.kubeforge.dev/<ring>`,
+/// valued with the slot's number.
+pub fn slot_label_key(ring: &str) -> String {
+    format!("slot.sharding.kubeforge.dev/{ring}")
+}
+
+impl Slots {
+    /// The label selector for these slots under the label `key`:
+    /// `key in (0,1,…)`. An empty set selects the value `none`, which no
+    /// object carries (an `in` needs a value).
+    pub fn label_selector(self, key: &str) -> String {
+        let values: Vec<String> = self.iter().map(|s| s.to_string()).collect();
+        let values = if values.is_empty() {
+            "none".to_owned()
+        } else {
+            values.join(",")
+        };
+        format!("{key} in ({values})")
+    }
+
+    /// The slot the label `key` of `obj` names, if it names one.
+    pub fn slot_labelled<K: Resource>(obj: &K, key: &str) -> Option<u32> {
+        let value = obj.meta().labels.as_ref()?.get(key)?;
+        value.parse().ok().filter(|slot| *slot < SLOTS)
+    }
+}
+
+/// How an informer given [`Holdings`] tells the server, and checks, which
+/// objects are in its slots.
+#[derive(Clone)]
+enum SlotsBy {
+    /// By `shardSelector` over the uid, until the cell is given the label
+    /// key to use instead (the server turned out not to serve it).
+    Uid(Arc<OnceLock<Arc<str>>>),
+    /// Always by the label.
+    Label(Arc<str>),
+}
+
 /// The slots one replica of a sharded controller holds, as they change: an
 /// informer given them ([`InformerOptions::holdings`](super::InformerOptions::holdings))
 /// caches only those slots' objects, and lists again whenever they change.
+///
+/// The objects are selected by their uid's hash (`shardSelector`), or by
+/// [`slot_label_key`] where that is what the ring uses: for every owned
+/// kind, and for the primary kind on a server that does not serve
+/// `shardSelector`.
 #[derive(Clone)]
 pub struct Holdings {
     ring: Arc<str>,
     slots: watch::Receiver<Slots>,
+    by: SlotsBy,
 }
 
 impl Holdings {
-    /// Holdings of the ring named `ring`, following `slots`.
+    /// Holdings of the ring named `ring`, following `slots`, by uid.
     pub fn new(ring: impl Into<Arc<str>>, slots: watch::Receiver<Slots>) -> Self {
+        Self::by_uid_until_labelled(ring, slots, Arc::default())
+    }
+
+    /// Holdings by the uid's hash until `labelled` is given a label key,
+    /// then by that label (whoever sets it also wakes `slots`).
+    pub(crate) fn by_uid_until_labelled(
+        ring: impl Into<Arc<str>>,
+        slots: watch::Receiver<Slots>,
+        labelled: Arc<OnceLock<Arc<str>>>,
+    ) -> Self {
         Self {
             ring: ring.into(),
             slots,
+            by: SlotsBy::Uid(labelled),
+        }
+    }
+
+    /// Holdings of the ring named `ring` selected by the label `key`
+    /// (valued with the slot), following `slots`.
+    pub fn by_label(
+        ring: impl Into<Arc<str>>,
+        key: impl Into<Arc<str>>,
+        slots: watch::Receiver<Slots>,
+    ) -> Self {
+        Self {
+            ring: ring.into(),
+            slots,
+            by: SlotsBy::Label(key.into()),
         }
     }
 
@@ -264,9 +335,27 @@ impl Holdings {
         &self.ring
     }
 
+    /// The informer's identity within the ring: the ring's name, and
+    /// `by label` for holdings that are always by label (an owned kind's,
+    /// which differ from the same kind's as a primary).
+    pub(crate) fn identity(&self) -> String {
+        match &self.by {
+            SlotsBy::Uid(_) => self.ring.to_string(),
+            SlotsBy::Label(_) => format!("{} by label", self.ring),
+        }
+    }
+
     /// The slots held now.
     pub fn current(&self) -> Slots {
         *self.slots.borrow()
+    }
+
+    /// The label key the objects are selected by now; `None`: by uid.
+    pub fn label_key(&self) -> Option<Arc<str>> {
+        match &self.by {
+            SlotsBy::Uid(labelled) => labelled.get().cloned(),
+            SlotsBy::Label(key) => Some(Arc::clone(key)),
+        }
     }
 
     /// The receiver to follow changes with.
@@ -280,6 +369,7 @@ impl fmt::Debug for Holdings {
         f.debug_struct("Holdings")
             .field("ring", &self.ring)
             .field("slots", &self.current())
+            .field("label", &self.label_key())
             .finish()
     }
 }
@@ -344,6 +434,21 @@ mod tests {
         let halves = (Slots((1 << 64) - 1), Slots(u128::MAX << 64));
         assert_eq!(halves.0.union(halves.1), Slots::ALL);
         assert_eq!(Slots::ALL.minus(halves.0), halves.1);
+    }
+
+    #[test]
+    fn slots_select_by_label_and_read_it_back() {
+        let key = slot_label_key("memcached-shards");
+        assert_eq!(key, "slot.sharding.kubeforge.dev/memcached-shards");
+        let some = Slots::NONE.with(3).with(4).with(90);
+        assert_eq!(some.label_selector(&key), format!("{key} in (3,4,90)"));
+        assert_eq!(Slots::NONE.label_selector(&key), format!("{key} in (none)"));
+        let mut cm = ConfigMap::default();
+        assert_eq!(Slots::slot_labelled(&cm, &key), None);
+        for (value, slot) in [("90", Some(90)), ("128", None), ("x", None), ("-1", None)] {
+            cm.metadata.labels = Some([(key.clone(), value.to_owned())].into());
+            assert_eq!(Slots::slot_labelled(&cm, &key), slot, "{value}");
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use kube_core::{ApiResource, DynamicObject, PartialObjectMeta, Resource};
@@ -19,12 +19,12 @@ use super::metrics::ControllerMetrics;
 use super::predicate::{BoxPredicate, Predicate};
 use super::reconciler::{default_error_policy, FnReconciler};
 use super::runner::{Controller, ControllerParts, Sharded};
-use super::source::{Channel, WatchEnv, WatchSpec};
-use crate::cache::{InformerOptions, ObjectKey};
+use super::source::{Channel, ShardEnv, WatchEnv, WatchSpec};
+use crate::cache::{Holdings, InformerOptions, ObjectKey};
 use crate::events::Recorder;
-use crate::rbac::{Rule, Write};
+use crate::rbac::{Rule, Verb, Write};
 use crate::reconcile::{CachedClient, CachedObject, DEFAULT_CACHE_SYNC_TIMEOUT};
-use crate::sharding::{ShardGate, Sharding};
+use crate::sharding::{Mechanism, ShardGate, Sharding};
 use std::hash::BuildHasher as _;
 
 use crate::workqueue::{
@@ -228,6 +228,8 @@ pub(crate) struct BuilderParts<K> {
     status_writes: Option<Vec<Write>>,
     /// The ring its replicas split the primary's objects in, if sharded.
     sharding: Option<Sharding>,
+    /// The patch of each owned kind's slot label, granted if sharded.
+    owned_labels: Vec<Rule>,
 }
 
 impl<K, T: fmt::Debug> fmt::Debug for ControllerBuilder<K, T> {
@@ -280,6 +282,7 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
                 finalizers: false,
                 status_writes: None,
                 sharding: None,
+                owned_labels: Vec::new(),
             },
         }
     }
@@ -397,15 +400,20 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
             .rules
             .push(Rule::for_owned::<O>(owns.writes.as_deref()));
         self.parts.rules.push(Rule::for_owner::<K>());
+        self.parts
+            .owned_labels
+            .push(Rule::on::<O>().verbs([Verb::Patch]));
         let matcher = owner_match::<K>(owns.every_owner);
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
+            let informer = match sharded_owned::<O>(env, &matcher) {
+                Some(holdings) => env.client.factory().metadata_informer::<O>(
+                    env.client
+                        .caching(InformerOptions::default().holdings(holdings)),
+                ),
+                None => env.client.metadata_informer::<O>(),
+            };
             let keys: KeysFn<PartialObjectMeta<O>> = Arc::new(move |o| matcher.owners(o));
-            env.source(
-                env.client.metadata_informer::<O>(),
-                owns.predicates,
-                keys,
-                true,
-            )
+            env.source(informer, owns.predicates, keys, true)
         }));
         self
     }
@@ -434,10 +442,19 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
             .rules
             .push(Rule::for_owned::<O>(owns.writes.as_deref()));
         self.parts.rules.push(Rule::for_owner::<K>());
+        self.parts
+            .owned_labels
+            .push(Rule::on::<O>().verbs([Verb::Patch]));
         let matcher = owner_match::<K>(owns.every_owner);
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
+            let informer = match sharded_owned::<O>(env, &matcher) {
+                Some(holdings) => env
+                    .client
+                    .informer_with::<O>(InformerOptions::default().holdings(holdings)),
+                None => env.client.informer::<O>(),
+            };
             let keys: KeysFn<O> = Arc::new(move |o| matcher.owners(o));
-            env.source(env.client.informer::<O>(), owns.predicates, keys, true)
+            env.source(informer, owns.predicates, keys, true)
         }));
         self
     }
@@ -665,6 +682,18 @@ fn is_default<W>(options: &InformerOptions<W>) -> bool {
         && options.resync.is_none()
 }
 
+/// The holdings of an owned kind's informer in a sharded controller: its
+/// owners' slots, by label. `None` (every object cached) unsharded, or
+/// when every owner is enqueued: owners in several slots would each need
+/// the child.
+fn sharded_owned<O: CachedObject>(env: &WatchEnv<'_>, matcher: &OwnerMatch) -> Option<Holdings> {
+    if matcher.every_owner {
+        return None;
+    }
+    let matcher = matcher.clone();
+    env.owned_holdings::<O>(Arc::new(move |meta| matcher.owner_slot(meta)))
+}
+
 fn owner_match<K: CachedObject>(every_owner: bool) -> OwnerMatch {
     OwnerMatch {
         group: K::group(&()).into_owned(),
@@ -788,6 +817,14 @@ impl<K: CachedObject, T: Target<K>> ControllerBuilder<K, T> {
         }
         let mut rules = Rule::for_primary::<K>(parts.finalizers, parts.status_writes.as_deref());
         rules.append(&mut parts.rules);
+        if let Some(sharding) = &parts.sharding {
+            // The slot labels: the owned kinds', and the primary's unless
+            // the ring never shards it by label.
+            rules.append(&mut parts.owned_labels);
+            if sharding.mechanism != Mechanism::ShardSelector {
+                rules.push(Rule::on::<K>().verbs([Verb::Patch]));
+            }
+        }
         target.record_rules(&parts.name(), rules);
         if parts.sharding.is_some() {
             target.record_sharding();
@@ -857,10 +894,11 @@ impl<K: CachedObject> BuilderParts<K> {
         let concurrency = self.concurrency.unwrap_or(1);
         let metrics = self.metrics.unwrap_or_default();
         let handles = metrics.for_controller(&name, concurrency);
-        let sharding = self.sharding.map(|settings| Sharded {
+        let mut sharding = self.sharding.map(|settings| Sharded {
             settings,
             gate: ShardGate::new(),
             metrics: metrics.for_shard(&name),
+            labellers: Vec::new(),
         });
         let primary = match &sharding {
             Some(sharded) => client.informer_with::<K>(
@@ -868,10 +906,17 @@ impl<K: CachedObject> BuilderParts<K> {
             ),
             None => client.informer::<K>(),
         };
+        let shard_env = sharding.as_ref().map(|sharded| ShardEnv {
+            gate: sharded.gate.clone(),
+            ring: sharded.settings.ring.clone(),
+            label: sharded.settings.slot_label(),
+            labellers: Mutex::default(),
+        });
         let env = WatchEnv {
             client: &client,
             queue: &queue,
             filters: &self.filters,
+            shard: shard_env.as_ref(),
         };
         let mut sources = vec![env.source(
             primary.clone(),
@@ -880,6 +925,12 @@ impl<K: CachedObject> BuilderParts<K> {
             false,
         )];
         sources.extend(self.watches.into_iter().map(|spec| spec(&env)));
+        if let (Some(sharded), Some(shard_env)) = (sharding.as_mut(), shard_env) {
+            sharded.labellers = shard_env
+                .labellers
+                .into_inner()
+                .unwrap_or_else(PoisonError::into_inner);
+        }
 
         let recorder = self.recorder.unwrap_or_else(|| {
             Recorder::new(

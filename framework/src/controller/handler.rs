@@ -21,6 +21,7 @@ use std::collections::HashSet;
 use std::future::{ready, Future};
 use std::sync::Arc;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_core::Resource;
 
 use super::filter::{passes_all, SharedMetaPredicate};
@@ -64,6 +65,21 @@ impl OwnerMatch {
                 ObjectKey::new(namespace, r.name.clone())
             })
             .collect()
+    }
+
+    /// The sharding slot of `meta`'s object as an owned object: its
+    /// owner's (the controller reference of the owner type, else the first
+    /// reference of that type), from the uid the reference carries.
+    pub(crate) fn owner_slot(&self, meta: &ObjectMeta) -> Option<u32> {
+        let refs = meta.owner_references.as_deref().unwrap_or(&[]);
+        let mut owners = refs
+            .iter()
+            .filter(|r| r.kind == self.kind && group_of(&r.api_version) == Some(&*self.group))
+            .filter(|r| !r.uid.is_empty());
+        let controller = owners.clone().find(|r| r.controller == Some(true));
+        controller
+            .or_else(|| owners.next())
+            .map(|r| crate::cache::Slots::slot_of_uid(&r.uid))
     }
 }
 

@@ -39,12 +39,13 @@ use super::action::Action;
 use super::action::ErrorChain;
 use super::metrics::Handles;
 use super::reconciler::ErasedReconciler;
-use super::source::Source;
+use super::source::{LabelTask, Source};
 use crate::cache::{ObjectKey, SharedInformer};
 use crate::ids::random_uuid;
 use crate::reconcile::{CachedClient, CachedObject, Error};
+use crate::sharding::labeller::{slot_of_uid, Labeller};
 use crate::sharding::membership::Membership;
-use crate::sharding::{ShardGate, ShardMetrics, Sharding};
+use crate::sharding::{serves_shard_selector, Mechanism, ShardGate, ShardMetrics, Sharding};
 use crate::workqueue::{Priority, WorkQueue};
 
 /// What a builder hands over.
@@ -69,6 +70,8 @@ pub(crate) struct Sharded {
     pub(crate) settings: Sharding,
     pub(crate) gate: ShardGate,
     pub(crate) metrics: ShardMetrics,
+    /// The owned kinds' labellers, run with the membership.
+    pub(crate) labellers: Vec<LabelTask>,
 }
 
 /// A controller ready to [`run`](Self::run): built by
@@ -183,7 +186,7 @@ impl<K: CachedObject> Controller<K> {
             shutdown_timeout,
             recover_panic,
             metrics,
-            sharding,
+            mut sharding,
         } = self.parts;
         if let Some(sharded) = &sharding {
             if let Err(problem) = sharded.settings.validate() {
@@ -233,7 +236,33 @@ impl<K: CachedObject> Controller<K> {
             // crash, as far as the ring is concerned) takes it along.
             let membership_stop = CancellationToken::new();
             let mut membership = JoinSet::new();
-            if let Some(sharded) = &sharding {
+            if let Some(sharded) = sharding.as_mut() {
+                let by_label = tokio::select! {
+                    by_label = labels_needed::<K>(&client, &sharded.settings) => by_label,
+                    () = stop.cancelled() => {
+                        remove_handlers();
+                        queue.shutdown();
+                        return Ok(());
+                    }
+                };
+                if by_label {
+                    let key = sharded.settings.slot_label();
+                    tracing::info!(label = %key, "sharding the primary kind by label");
+                    sharded.gate.select_by_label(&key);
+                    let labeller = Labeller::<K>::new(
+                        client.factory(),
+                        client.live().clone(),
+                        &key,
+                        sharded.gate.clone(),
+                        &sharded.settings.ring,
+                        slot_of_uid(),
+                    );
+                    membership.spawn(labeller.run(membership_stop.clone()).in_current_span());
+                    client.factory().start();
+                }
+                for labeller in sharded.labellers.drain(..) {
+                    membership.spawn(labeller(membership_stop.clone()).in_current_span());
+                }
                 let store = primary.store();
                 let member = Membership::new(
                     client.live().clone(),
@@ -470,6 +499,32 @@ impl<K: CachedObject> Runtime<K> {
                 .add_rate_limited_with_priority(key.clone(), priority);
         } else {
             self.queue.forget(key);
+        }
+    }
+}
+
+/// Whether a sharded controller's ring shards the primary kind by label:
+/// as its settings say, or ([`Mechanism::Auto`]) when the server does not
+/// serve `shardSelector`, asked until it answers.
+async fn labels_needed<K: CachedObject>(client: &CachedClient, settings: &Sharding) -> bool {
+    match settings.mechanism {
+        Mechanism::ShardSelector => false,
+        Mechanism::Labels => true,
+        Mechanism::Auto => {
+            let namespace = if crate::cache::is_cluster_scoped::<K>() {
+                None
+            } else {
+                client.factory().namespace()
+            };
+            loop {
+                match serves_shard_selector::<K>(client.live(), namespace).await {
+                    Ok(served) => return !served,
+                    Err(e) => {
+                        tracing::warn!(error = %ErrorChain(&e), "cannot ask the server whether it serves shardSelector; asking again");
+                        tokio::time::sleep(settings.retry_period).await;
+                    }
+                }
+            }
         }
     }
 }

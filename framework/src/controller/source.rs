@@ -28,8 +28,12 @@ use tokio_util::sync::CancellationToken;
 use super::filter::SharedMetaPredicate;
 use super::handler::{EnqueueHandler, KeysFn};
 use super::predicate::{BoxPredicate, Predicate};
-use crate::cache::{EventHandler, HandlerRegistration, ObjectKey, SharedInformer, SyncError};
-use crate::reconcile::CachedClient;
+use crate::cache::{
+    EventHandler, HandlerRegistration, Holdings, ObjectKey, SharedInformer, SyncError,
+};
+use crate::reconcile::{CachedClient, CachedObject};
+use crate::sharding::labeller::{Labeller, SlotOf};
+use crate::sharding::ShardGate;
 use crate::workqueue::{Priority, WorkQueue, DEFAULT_PRIORITY};
 
 /// Objects from outside the cluster that reconcile a controller's keys:
@@ -177,6 +181,44 @@ pub(crate) struct WatchEnv<'a> {
     pub(crate) client: &'a CachedClient,
     pub(crate) queue: &'a WorkQueue<ObjectKey>,
     pub(crate) filters: &'a [SharedMetaPredicate],
+    /// The ring, for a sharded controller.
+    pub(crate) shard: Option<&'a ShardEnv>,
+}
+
+/// A labeller to run beside a sharded controller until its token fires.
+pub(crate) type LabelTask = Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send>;
+
+/// What the watches of a sharded controller share: the gate whose slots
+/// the owned kinds' informers follow by label, and the labellers that
+/// give owned objects their owner's slot.
+pub(crate) struct ShardEnv {
+    pub(crate) gate: ShardGate,
+    pub(crate) ring: String,
+    pub(crate) label: String,
+    pub(crate) labellers: Mutex<Vec<LabelTask>>,
+}
+
+impl WatchEnv<'_> {
+    /// For a sharded controller, the holdings an informer of the owned
+    /// kind `O` follows (its slots, by label; `slot_of` reads an owned
+    /// object's slot), and a labeller of `O` to run with the controller.
+    pub(crate) fn owned_holdings<O: CachedObject>(&self, slot_of: SlotOf) -> Option<Holdings> {
+        let shard = self.shard?;
+        let labeller = Labeller::<O>::new(
+            self.client.factory(),
+            self.client.live().clone(),
+            &shard.label,
+            shard.gate.clone(),
+            &shard.ring,
+            slot_of,
+        );
+        shard
+            .labellers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Box::new(move |stop| labeller.run(stop).boxed()));
+        Some(shard.gate.holdings_by_label(&shard.ring, &shard.label))
+    }
 }
 
 impl WatchEnv<'_> {

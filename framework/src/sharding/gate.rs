@@ -10,7 +10,7 @@
 //! [`revoked`](Permit::revoked) resolves, and the controller abandons
 //! those reconciles before anyone else may take the slots.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use kube_core::Resource;
 use tokio::sync::watch;
@@ -32,6 +32,9 @@ struct Inner {
     valid_until: watch::Sender<Option<Instant>>,
     /// Rung when a permit drops, so drains are noticed.
     dropped: tokio::sync::Notify,
+    /// The slot label the primary kind is selected by, once the ring
+    /// shards by label (see [`crate::sharding::Mechanism`]).
+    labelled: Arc<OnceLock<Arc<str>>>,
 }
 
 struct State {
@@ -69,6 +72,7 @@ impl ShardGate {
                 cached: watch::Sender::new(Slots::NONE),
                 valid_until: watch::Sender::new(None),
                 dropped: tokio::sync::Notify::new(),
+                labelled: Arc::default(),
             }),
         }
     }
@@ -80,9 +84,35 @@ impl ShardGate {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// What the replica's informers follow for the ring named `ring`.
+    /// What the replica's informer of the primary kind follows for the
+    /// ring named `ring`: its slots by uid, or by label once
+    /// [`select_by_label`](Self::select_by_label) was called.
     pub fn holdings(&self, ring: &str) -> Holdings {
-        Holdings::new(ring, self.inner.cached.subscribe())
+        Holdings::by_uid_until_labelled(
+            ring,
+            self.inner.cached.subscribe(),
+            Arc::clone(&self.inner.labelled),
+        )
+    }
+
+    /// What the replica's informers of owned kinds follow: their slots by
+    /// the label `key` (an owned object's slot is its owner's).
+    pub fn holdings_by_label(&self, ring: &str, key: &str) -> Holdings {
+        Holdings::by_label(ring, key, self.inner.cached.subscribe())
+    }
+
+    /// From now on the primary kind's informer selects the slots by the
+    /// label `key` (it lists again); the first key given stays.
+    pub fn select_by_label(&self, key: &str) {
+        if self.inner.labelled.set(key.into()).is_ok() {
+            // Wakes the informers to list again with the label.
+            self.inner.cached.send_modify(|_| {});
+        }
+    }
+
+    /// The label the primary kind is selected by, if it is by label.
+    pub fn label_key(&self) -> Option<Arc<str>> {
+        self.inner.labelled.get().cloned()
     }
 
     /// The slots admitting reconciles now.

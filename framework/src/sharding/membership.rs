@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::gate::ShardGate;
+use super::mechanism::Mechanism;
 use super::metrics::ShardMetrics;
 use super::ring::{RingState, RING_ANNOTATION};
 use crate::cache::Slots;
@@ -56,6 +57,10 @@ pub struct Sharding {
     pub renew_deadline: Duration,
     /// How often a replica renews, and reads and writes the ring.
     pub retry_period: Duration,
+    /// How the replicas select their objects of the primary kind:
+    /// `shardSelector` where the server serves it, else labels (the
+    /// default, [`Mechanism::Auto`]).
+    pub mechanism: Mechanism,
 }
 
 impl Sharding {
@@ -68,7 +73,13 @@ impl Sharding {
             lease_duration: Duration::from_secs(15),
             renew_deadline: Duration::from_secs(10),
             retry_period: Duration::from_secs(2),
+            mechanism: Mechanism::Auto,
         }
+    }
+
+    /// The label the ring's objects carry when sharded by label.
+    pub fn slot_label(&self) -> String {
+        crate::cache::slot_label_key(&self.ring)
     }
 
     /// The settings broken, if any: the ring is a DNS label of at most 40

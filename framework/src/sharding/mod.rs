@@ -16,8 +16,11 @@
 //!   others after the lease duration.
 //! - The replica's informer of the primary kind follows the slots held
 //!   ([`Holdings`](crate::cache::Holdings)): it lists and watches with
-//!   their `shardSelector`, so a server that serves sharded lists sends
-//!   only them, and checks each object itself for servers that do not.
+//!   their `shardSelector` where the server serves it, so the server sends
+//!   only them; elsewhere, and always for owned kinds, each object carries
+//!   its slot as a label, written by the replica holding it, and the
+//!   informers select by label ([`Mechanism`]). An owned object's slot is
+//!   its owner's, so the replica holding an owner sees its children.
 //!
 //! Used through [`ControllerBuilder::sharded`](crate::controller::ControllerBuilder::sharded);
 //! the gate is public for controllers written by hand.
@@ -27,11 +30,14 @@
 //! instead of a sharder, and client-go's leader election for liveness.
 
 mod gate;
+pub(crate) mod labeller;
+mod mechanism;
 pub(crate) mod membership;
 mod metrics;
 mod ring;
 
 pub use gate::{Permit, ShardGate};
+pub use mechanism::{serves_shard_selector, Mechanism};
 pub use membership::{Sharding, RING_LABEL, SLOTS_ANNOTATION, SUMMARY_ANNOTATION};
 pub use metrics::ShardMetrics;
 pub use ring::{Plan, RingState, RING_ANNOTATION};

@@ -35,8 +35,18 @@ pub const MANAGER_PREFIX: &str = "op-";
 /// A scratch directory for kubeconfigs and logs, and a server with the
 /// Memcached CRD installed, with an admin client.
 pub async fn start_server() -> (tempfile::TempDir, ApiServer, Client) {
+    start_server_serving_shards(true).await
+}
+
+/// [`start_server`], serving `shardSelector` (KEP-5866) or ignoring it as
+/// a server without the `ShardedListAndWatch` gate does.
+pub async fn start_server_serving_shards(served: bool) -> (tempfile::TempDir, ApiServer, Client) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = ApiServer::start().await.expect("API server");
+    let server = ApiServer::builder()
+        .sharded_list_and_watch(served)
+        .start()
+        .await
+        .expect("API server");
     server
         .install_crd_for::<Memcached>()
         .expect("install the CRD");

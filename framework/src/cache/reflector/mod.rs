@@ -252,6 +252,7 @@ where
                 .map(|h| *h.borrow())
                 .unwrap_or(Slots::NONE),
             holdings,
+            slot_label: None,
             reflector: self,
             sink,
             cancel,
@@ -290,6 +291,9 @@ struct Run<K, S> {
     /// watch ask for.
     holdings: Option<tokio::sync::watch::Receiver<Slots>>,
     slots: Slots,
+    /// The label the slots are selected by, taken with them; `None`: by
+    /// the uid's `shardSelector`.
+    slot_label: Option<Arc<str>>,
 }
 
 impl<K, S> Run<K, S>
@@ -455,7 +459,7 @@ where
     ) -> Result<http::Request<Vec<u8>>, client::Error> {
         let config = &self.reflector.config;
         let lp = ListParams {
-            label_selector: config.label_selector.clone(),
+            label_selector: self.label_selector(),
             field_selector: config.field_selector.clone(),
             limit,
             continue_token: continue_token.map(str::to_owned),
@@ -489,7 +493,7 @@ where
             .rng
             .u32(MIN_WATCH_TIMEOUT_SECS..=2 * MIN_WATCH_TIMEOUT_SECS);
         let wp = WatchParams {
-            label_selector: config.label_selector.clone(),
+            label_selector: self.label_selector(),
             field_selector: config.field_selector.clone(),
             timeout: Some(timeout),
             bookmarks: true,
@@ -528,7 +532,10 @@ where
     /// and a server that ignores `shardSelector` sent another shard's.
     fn in_shard(&self, obj: &K) -> bool {
         if self.holdings.is_some() {
-            return self.slots.contains(obj);
+            return match &self.slot_label {
+                Some(key) => Slots::slot_labelled(obj, key).is_some_and(|s| self.slots.has(s)),
+                None => self.slots.contains(obj),
+            };
         }
         self.reflector
             .config
@@ -540,15 +547,36 @@ where
     /// The `shardSelector` to send: the holdings' slots, or the shard.
     fn shard_selector(&self) -> Option<String> {
         if self.holdings.is_some() {
-            return Some(self.slots.selector());
+            return self.slot_label.is_none().then(|| self.slots.selector());
         }
         self.reflector.config.shard.as_ref().map(Shard::selector)
     }
 
-    /// Takes the holdings' latest slots for the next list and watch.
+    /// The `labelSelector` to send: the configured one, and the slots'
+    /// when they are selected by label.
+    fn label_selector(&self) -> Option<String> {
+        let configured = self.reflector.config.label_selector.clone();
+        let Some(key) = &self.slot_label else {
+            return configured;
+        };
+        let slots = self.slots.label_selector(key);
+        Some(match configured.filter(|s| !s.trim().is_empty()) {
+            Some(configured) => format!("{configured},{slots}"),
+            None => slots,
+        })
+    }
+
+    /// Takes the holdings' latest slots (and how they are selected) for
+    /// the next list and watch.
     fn take_slots(&mut self) {
         if let Some(holdings) = &mut self.holdings {
             self.slots = *holdings.borrow_and_update();
+            self.slot_label = self
+                .reflector
+                .config
+                .holdings
+                .as_ref()
+                .and_then(Holdings::label_key);
         }
     }
 
