@@ -307,6 +307,30 @@ async fn late_handler_gets_cache_then_live_events_without_gap_or_duplicate() {
     }
 }
 
+/// A late handler's replay comes newest first, so a controller that starts
+/// on a warm cache (a new leader) reaches the latest changes before the
+/// rest; objects whose version is not a number come last.
+#[tokio::test]
+async fn a_late_handler_replays_the_cache_newest_first() {
+    let (informer, mut w) = SharedInformer::<ConfigMap>::new("configmaps");
+    let mut items: Vec<Arc<ConfigMap>> = (1..=500)
+        .map(|rv| cm("ns", &format!("o{rv}"), rv))
+        .collect();
+    fastrand::shuffle(&mut items);
+    w.replace(items, "500".into());
+    w.apply(Delta::Added(cm("ns", "after-the-list", 501)));
+    let mut odd = (*cm("ns", "odd", 0)).clone();
+    odd.metadata.resource_version = Some("not-a-number".into());
+    w.apply(Delta::Added(Arc::new(odd)));
+    let (handler, mut rx) = recorder();
+    let _registration = informer.add_handler(handler, None).unwrap();
+    let replay = take(&mut rx, 502).await;
+    assert_eq!(replay[0], "add ns/after-the-list 501 initial");
+    assert_eq!(replay[1], "add ns/o500 500 initial");
+    assert_eq!(replay[500], "add ns/o1 1 initial");
+    assert_eq!(replay[501], "add ns/odd not-a-number initial");
+}
+
 /// Per-handler resync: an update with old and new the same `Arc` (the
 /// store's) for every cached object, on the handler's own period only.
 #[tokio::test(start_paused = true)]

@@ -1278,7 +1278,13 @@ async fn dev_server_binary_serves_kubectl_and_installs_crds() {
     let listen = format!("127.0.0.1:{port}");
     // An unknown gate is refused, naming it.
     let refused = Command::new(&bin)
-        .args(["dev-server", "--listen", &listen, "--feature-gates", "Nope=true"])
+        .args([
+            "dev-server",
+            "--listen",
+            &listen,
+            "--feature-gates",
+            "Nope=true",
+        ])
         .output()
         .await
         .expect("dev-server runs");

@@ -278,8 +278,8 @@ where
     }
 
     /// Adds a handler. It first receives an add (with `is_in_initial_list`)
-    /// for every object already cached, then every later event, in order,
-    /// on its own tokio task.
+    /// for every object already cached, newest resourceVersion first, then
+    /// every later event, in order, on its own tokio task.
     ///
     /// With `resync`, it also receives, every `resync` (at least
     /// [`MIN_RESYNC_PERIOD`]), an update with old and new the same `Arc` for
@@ -317,7 +317,13 @@ where
             }
             // Under the core lock no change can slip between the snapshot
             // and the registration: no gap, no duplicate.
-            let cached = inner.store.list();
+            // Newest first (client-go leaves the order open): a handler
+            // added late, as by a controller that has just won its
+            // election, reaches the latest changes, the likeliest not yet
+            // reconciled, before the rest of a large cache.
+            let mut cached = inner.store.list();
+            cached
+                .sort_by_cached_key(|object| std::cmp::Reverse(resource_version_number(&**object)));
             listener.push(cached.into_iter().map(|object| Event::Add {
                 object,
                 is_in_initial_list: true,
@@ -346,6 +352,17 @@ where
     {
         self.inner.store.add_index(name, func)
     }
+}
+
+/// An object's resourceVersion as the number etcd's revisions are (0 if it
+/// is not one), for ordering a replay.
+fn resource_version_number<K: Resource>(object: &K) -> u64 {
+    object
+        .meta()
+        .resource_version
+        .as_deref()
+        .and_then(|rv| rv.parse().ok())
+        .unwrap_or(0)
 }
 
 impl<K> SharedInformer<K> {
