@@ -942,3 +942,62 @@ async fn a_followers_watches_of_kinds_nothing_else_caches_are_warm_before_it_lea
     stop.cancel();
     task.await.unwrap().unwrap();
 }
+
+/// A sharded controller is granted `patch` for its slot labels: on each
+/// owned kind whose children it labels with their owner's slot (not with
+/// every owner enqueued: those stay unlabelled), and on the primary
+/// unless its ring never shards it by label.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sharded_controller_is_granted_the_patch_of_its_slot_labels() {
+    use k8s_openapi::api::core::v1::Secret;
+    use kubeforge::controller::Owns;
+    use kubeforge::rbac::Write;
+    use kubeforge::sharding::{Mechanism, Sharding};
+
+    let server = ApiServer::start().await.expect("server starts");
+    let cases = [
+        (Mechanism::Auto, false, true, true),
+        (Mechanism::Labels, false, true, true),
+        (Mechanism::ShardSelector, false, false, true),
+        (Mechanism::Auto, true, true, false),
+    ];
+    for (mechanism, every_owner, primary_patched, owned_patched) in cases {
+        let mgr = builder(&server).build().await.expect("manager builds");
+        // The children are only created: any patch of them is the label's.
+        let owns = Owns::new().writes([Write::Create]);
+        let owns = if every_owner {
+            owns.every_owner()
+        } else {
+            owns
+        };
+        mgr.controller::<ConfigMap>()
+            .sharded(Sharding {
+                mechanism,
+                ..Sharding::ring("configmap-shards")
+            })
+            .owns_with::<Secret>(owns)
+            .reconcile(
+                |_: Arc<ConfigMap>, _: Arc<Context<()>>| async { Ok::<_, Never>(Action::done()) },
+                (),
+            );
+        let patched: Vec<String> = mgr
+            .permissions()
+            .rules()
+            .iter()
+            .map(|rule| rule.to_policy_rule())
+            .filter(|rule| rule.verbs.iter().any(|v| v == "patch"))
+            .flat_map(|rule| rule.resources.unwrap_or_default())
+            .collect();
+        let case = format!("{mechanism:?}, every owner {every_owner}: {patched:?}");
+        assert_eq!(
+            patched.contains(&"configmaps".to_owned()),
+            primary_patched,
+            "{case}"
+        );
+        assert_eq!(
+            patched.contains(&"secrets".to_owned()),
+            owned_patched,
+            "{case}"
+        );
+    }
+}

@@ -228,7 +228,8 @@ pub(crate) struct BuilderParts<K> {
     status_writes: Option<Vec<Write>>,
     /// The ring its replicas split the primary's objects in, if sharded.
     sharding: Option<Sharding>,
-    /// The patch of each owned kind's slot label, granted if sharded.
+    /// The patch of each owned kind's slot label, granted if sharded (not
+    /// for kinds watched with every owner: those are never labelled).
     owned_labels: Vec<Rule>,
 }
 
@@ -400,9 +401,11 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
             .rules
             .push(Rule::for_owned::<O>(owns.writes.as_deref()));
         self.parts.rules.push(Rule::for_owner::<K>());
-        self.parts
-            .owned_labels
-            .push(Rule::on::<O>().verbs([Verb::Patch]));
+        if !owns.every_owner {
+            self.parts
+                .owned_labels
+                .push(Rule::on::<O>().verbs([Verb::Patch]));
+        }
         let matcher = owner_match::<K>(owns.every_owner);
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
             let informer = match sharded_owned::<O>(env, &matcher) {
@@ -442,9 +445,11 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
             .rules
             .push(Rule::for_owned::<O>(owns.writes.as_deref()));
         self.parts.rules.push(Rule::for_owner::<K>());
-        self.parts
-            .owned_labels
-            .push(Rule::on::<O>().verbs([Verb::Patch]));
+        if !owns.every_owner {
+            self.parts
+                .owned_labels
+                .push(Rule::on::<O>().verbs([Verb::Patch]));
+        }
         let matcher = owner_match::<K>(owns.every_owner);
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
             let informer = match sharded_owned::<O>(env, &matcher) {
