@@ -20,7 +20,7 @@ use super::predicate::{BoxPredicate, Predicate};
 use super::reconciler::{default_error_policy, FnReconciler};
 use super::runner::{Controller, ControllerParts, Sharded};
 use super::source::{Channel, ShardEnv, WatchEnv, WatchSpec};
-use crate::cache::{Holdings, InformerOptions, ObjectKey};
+use crate::cache::{InformerOptions, ObjectKey};
 use crate::events::Recorder;
 use crate::rbac::{Rule, Verb, Write};
 use crate::reconcile::{CachedClient, CachedObject, DEFAULT_CACHE_SYNC_TIMEOUT};
@@ -408,7 +408,7 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
         }
         let matcher = owner_match::<K>(owns.every_owner);
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
-            let informer = match sharded_owned::<O>(env, &matcher) {
+            let informer = match env.owned_holdings::<O>(&matcher) {
                 Some(holdings) => env.client.factory().metadata_informer::<O>(
                     env.client
                         .caching(InformerOptions::default().holdings(holdings)),
@@ -452,7 +452,7 @@ impl<K: CachedObject, T> ControllerBuilder<K, T> {
         }
         let matcher = owner_match::<K>(owns.every_owner);
         self.parts.watches.push(Box::new(move |env: &WatchEnv<'_>| {
-            let informer = match sharded_owned::<O>(env, &matcher) {
+            let informer = match env.owned_holdings::<O>(&matcher) {
                 Some(holdings) => env
                     .client
                     .informer_with::<O>(InformerOptions::default().holdings(holdings)),
@@ -685,18 +685,6 @@ fn is_default<W>(options: &InformerOptions<W>) -> bool {
         && options.holdings.is_none()
         && options.transform.is_none()
         && options.resync.is_none()
-}
-
-/// The holdings of an owned kind's informer in a sharded controller: its
-/// owners' slots, by label. `None` (every object cached) unsharded, or
-/// when every owner is enqueued: owners in several slots would each need
-/// the child.
-fn sharded_owned<O: CachedObject>(env: &WatchEnv<'_>, matcher: &OwnerMatch) -> Option<Holdings> {
-    if matcher.every_owner {
-        return None;
-    }
-    let matcher = matcher.clone();
-    env.owned_holdings::<O>(Arc::new(move |meta| matcher.owner_slot(meta)))
 }
 
 fn owner_match<K: CachedObject>(every_owner: bool) -> OwnerMatch {

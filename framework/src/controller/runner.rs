@@ -254,7 +254,6 @@ impl<K: CachedObject> Controller<K> {
                         client.live().clone(),
                         &key,
                         sharded.gate.clone(),
-                        &sharded.settings.ring,
                         slot_of_uid(),
                     );
                     membership.spawn(labeller.run(membership_stop.clone()).in_current_span());

@@ -26,7 +26,7 @@ use kube_core::Resource;
 use tokio_util::sync::CancellationToken;
 
 use super::filter::SharedMetaPredicate;
-use super::handler::{EnqueueHandler, KeysFn};
+use super::handler::{EnqueueHandler, KeysFn, OwnerMatch};
 use super::predicate::{BoxPredicate, Predicate};
 use crate::cache::{
     EventHandler, HandlerRegistration, Holdings, ObjectKey, SharedInformer, SyncError,
@@ -200,16 +200,19 @@ pub(crate) struct ShardEnv {
 
 impl WatchEnv<'_> {
     /// For a sharded controller, the holdings an informer of the owned
-    /// kind `O` follows (its slots, by label; `slot_of` reads an owned
-    /// object's slot), and a labeller of `O` to run with the controller.
-    pub(crate) fn owned_holdings<O: CachedObject>(&self, slot_of: SlotOf) -> Option<Holdings> {
-        let shard = self.shard?;
+    /// kind `O` follows (its owners' slots, by label), and a labeller of
+    /// `O` to run with the controller. `None` (every object cached)
+    /// unsharded, or when every owner is enqueued: owners in several slots
+    /// would each need the child.
+    pub(crate) fn owned_holdings<O: CachedObject>(&self, owners: &OwnerMatch) -> Option<Holdings> {
+        let shard = self.shard.filter(|_| !owners.every_owner)?;
+        let owners = owners.clone();
+        let slot_of: SlotOf = Arc::new(move |meta| owners.owner_slot(meta));
         let labeller = Labeller::<O>::new(
             self.client.factory(),
             self.client.live().clone(),
             &shard.label,
             shard.gate.clone(),
-            &shard.ring,
             slot_of,
         );
         shard

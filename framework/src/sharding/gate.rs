@@ -110,9 +110,10 @@ impl ShardGate {
         }
     }
 
-    /// The label the primary kind is selected by, if it is by label.
-    pub fn label_key(&self) -> Option<Arc<str>> {
-        self.inner.labelled.get().cloned()
+    /// Wakes when the slots the cache should hold change (or the
+    /// selection turns to labels).
+    pub(crate) fn slot_changes(&self) -> watch::Receiver<Slots> {
+        self.inner.cached.subscribe()
     }
 
     /// The slots admitting reconciles now.

@@ -64,7 +64,6 @@ pub(crate) struct Labeller<O: Labelled> {
     client: Client,
     key: Arc<str>,
     gate: ShardGate,
-    ring: String,
     slot_of: SlotOf,
 }
 
@@ -76,7 +75,6 @@ impl<O: Labelled> Labeller<O> {
         client: Client,
         key: &str,
         gate: ShardGate,
-        ring: &str,
         slot_of: SlotOf,
     ) -> Self {
         let unlabelled =
@@ -86,7 +84,6 @@ impl<O: Labelled> Labeller<O> {
             client,
             key: key.into(),
             gate,
-            ring: ring.to_owned(),
             slot_of,
         }
     }
@@ -106,7 +103,7 @@ impl<O: Labelled> Labeller<O> {
                 return;
             }
         };
-        let mut holdings = self.gate.holdings(&self.ring).receiver();
+        let mut holdings = self.gate.slot_changes();
         loop {
             tokio::select! {
                 () = stop.cancelled() => break,

@@ -5,6 +5,7 @@
 
 use kube_core::Resource;
 
+use crate::cache::Slots;
 use crate::client::{self, Client};
 
 /// How a sharded controller's replicas select their slots' objects of the
@@ -26,11 +27,6 @@ pub enum Mechanism {
     Labels,
 }
 
-/// The selector of the whole hash space: every object, so the answer
-/// shows only whether the server applied it.
-const EVERY_OBJECT: &str =
-    "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')";
-
 /// Whether the server serves `shardSelector` on `K`'s list (in
 /// `namespace`, or everywhere): it echoes the selector in the list's
 /// `metadata.shardInfo`, and a server that ignores the parameter answers
@@ -39,9 +35,11 @@ pub async fn serves_shard_selector<K: Resource<DynamicType = ()>>(
     client: &Client,
     namespace: Option<&str>,
 ) -> Result<bool, client::Error> {
+    // The whole hash space: every object, so the answer shows only
+    // whether the server applied the selector.
     let query = form_urlencoded::Serializer::new(String::new())
         .append_pair("limit", "1")
-        .append_pair("shardSelector", EVERY_OBJECT)
+        .append_pair("shardSelector", &Slots::ALL.selector())
         .finish();
     let request = http::Request::get(format!("{}?{query}", K::url_path(&(), namespace)))
         .body(Vec::new())
