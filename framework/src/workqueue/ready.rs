@@ -26,6 +26,7 @@
 //! leaves the turn order at once, so stale entries never hold a turn.
 
 use std::collections::VecDeque;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use hashbrown::HashMap;
 
@@ -51,6 +52,35 @@ const KEPT_EMPTY_GROUPS: usize = 256;
 
 /// No entry: the end of a list.
 const NIL: usize = usize::MAX;
+
+/// Hashes a group key, which is already a hash (the fairness function's
+/// output), with one multiply: enough to spread small keys (a user's
+/// `fairness_by` may return 0, 1, 2) over the table's top bits, and no
+/// second pass of a general hasher under the queue's lock.
+#[derive(Default)]
+struct GroupKeyHasher(u64);
+
+impl Hasher for GroupKeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is reached (the keys are `u64`); kept total.
+        let folded = bytes
+            .iter()
+            .fold(self.0, |h, &b| h.rotate_left(8) ^ u64::from(b));
+        self.write_u64(folded);
+    }
+
+    fn write_u64(&mut self, key: u64) {
+        // Fibonacci hashing: the golden ratio's 64-bit fraction.
+        self.0 = key.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// The group slots' map, keyed by group key.
+type GroupSlots = HashMap<u64, usize, BuildHasherDefault<GroupKeyHasher>>;
 
 /// One queued entry: the item and the generation its marks had when it was
 /// pushed, and the next entry of its group (or of the free list).
@@ -174,7 +204,7 @@ struct Level<T> {
     arena: Arena<T>,
     /// Slot of each group key in `groups` (groups with no live entries
     /// included, until purged).
-    slots: HashMap<u64, usize>,
+    slots: GroupSlots,
     /// Slots of the groups with live entries, the next to serve first.
     turns: VecDeque<usize>,
     live: usize,
@@ -189,7 +219,7 @@ impl<T> Level<T> {
             priority,
             groups: Vec::new(),
             arena: Arena::new(),
-            slots: HashMap::new(),
+            slots: GroupSlots::default(),
             turns: VecDeque::new(),
             live: 0,
             last: 0,
@@ -581,6 +611,18 @@ mod tests {
         assert_eq!(r.levels[0].arena.nodes.len(), 6, "the freed node is reused");
         assert_eq!(drain_u64(&mut r), [1, 2, 3, 4, 5, 6]);
         assert!(r.levels[0].arena.nodes.is_empty());
+    }
+
+    /// hashbrown reads a hash's top 7 bits as the tag it compares first: a
+    /// `fairness_by` returning 0, 1, 2 must not give every group one tag.
+    #[test]
+    fn small_group_keys_hash_to_distinct_tags() {
+        use std::hash::BuildHasher as _;
+        let hasher = BuildHasherDefault::<GroupKeyHasher>::default();
+        let tags: std::collections::HashSet<u64> =
+            (1..=64u64).map(|k| hasher.hash_one(k) >> 57).collect();
+        assert!(tags.len() > 32, "only {} tags for 64 keys", tags.len());
+        assert_ne!(hasher.hash_one(1u64), hasher.hash_one(2u64));
     }
 
     fn drain_u64(r: &mut Ready<u64>) -> Vec<u64> {

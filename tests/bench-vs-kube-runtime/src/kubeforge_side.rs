@@ -62,8 +62,14 @@ pub async fn sync<K: Cacheable>(strip: bool, expected: usize) -> anyhow::Result<
 #[error("never")]
 struct Never;
 
+/// Set to `1` to run kubeforge's controller on client-go's FIFO queue
+/// (`ControllerBuilder::priority_queue(false)`), to compare the default
+/// priority queue's start-to-all-reconciled against it.
+pub const FIFO_ENV: &str = "KUBEFORGE_BENCH_FIFO_QUEUE";
+
 /// Start to every object reconciled once.
 pub async fn reconcile(workers: usize, expected: usize) -> anyhow::Result<Figures> {
+    let priority_queue = std::env::var(FIFO_ENV).map_or(true, |v| v != "1");
     let client = client().await?;
     let count = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
@@ -74,6 +80,7 @@ pub async fn reconcile(workers: usize, expected: usize) -> anyhow::Result<Figure
         .build();
     let controller = Controller::<ConfigMap>::builder(cached)
         .concurrency(workers)
+        .priority_queue(priority_queue)
         .reconcile(
             |_: Arc<ConfigMap>, ctx: Arc<Context<Arc<AtomicUsize>>>| async move {
                 ctx.fetch_add(1, Ordering::Relaxed);
