@@ -13,7 +13,9 @@
 //! the session's requests are made, where the developer stops the server.
 //! `--data-dir` keeps the whole state (objects, CRDs, the CA, tokens) in a
 //! directory, so stopping and starting the server again loses nothing and
-//! kubeconfigs written before keep working.
+//! kubeconfigs written before keep working. `--image IMAGE=PATH` runs the
+//! containers of an image as real processes of a local executable, so an
+//! operator's own Deployment runs in-cluster as its manifests describe.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -77,6 +79,32 @@ pub struct Args {
     /// off, sharded controllers fall back to slot labels).
     #[arg(long = "feature-gates", value_name = "NAME=BOOL[,...]", value_parser = parse_feature_gates)]
     feature_gates: Vec<Vec<(FeatureGate, bool)>>,
+    /// Runs the containers whose image is IMAGE as real processes of the
+    /// executable PATH, one per container of each pod the simulated nodes
+    /// run, with what a kubelet gives a container (env, the service
+    /// account's token, the `kubernetes` Service at 10.96.0.1:443);
+    /// repeatable. Other images stay simulated. E.g.
+    /// `controller:latest=target/debug/manager`.
+    #[arg(long = "image", value_name = "IMAGE=PATH", value_parser = parse_image)]
+    images: Vec<(String, PathBuf)>,
+}
+
+/// `IMAGE=PATH`, split at the first `=` (an image reference has none).
+/// Whether PATH is an executable is the server's check at start.
+fn parse_image(spec: &str) -> Result<(String, PathBuf), String> {
+    const EXAMPLE: &str = "controller:latest=target/debug/manager";
+    match spec.split_once('=') {
+        Some((image, path)) if !image.trim().is_empty() && !path.is_empty() => {
+            Ok((image.trim().to_owned(), PathBuf::from(path)))
+        }
+        Some((image, _)) if image.trim().is_empty() => {
+            Err(format!("the image name is empty; expected IMAGE=PATH, e.g. {EXAMPLE}"))
+        }
+        Some(_) => Err(format!("the path is empty; expected IMAGE=PATH, e.g. {EXAMPLE}")),
+        None => Err(format!(
+            "{spec:?} has no `=`; expected IMAGE=PATH, the image a pod names and the executable that runs it, e.g. {EXAMPLE}"
+        )),
+    }
 }
 
 /// The feature gates `--feature-gates` knows.
@@ -230,6 +258,11 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     let mut builder = ApiServer::builder().bind(args.listen);
     if args.nodes > 0 {
         builder = builder.workloads(Workloads::new().nodes(args.nodes));
+    } else if !args.images.is_empty() {
+        bail!("--image runs pods on the simulated nodes, and --nodes 0 turns them off; drop --nodes 0 or --image");
+    }
+    for (image, path) in &args.images {
+        builder = builder.image(image, path);
     }
     if let Some(dir) = &args.data_dir {
         builder = builder.data_dir(dir);
@@ -376,6 +409,33 @@ mod tests {
         assert!(no_value.contains("ShardedListAndWatch=false"), "{no_value}");
         let bad = parse_feature_gates("ShardedListAndWatch=maybe").unwrap_err();
         assert!(bad.contains("expected true or false"), "{bad}");
+    }
+
+    #[test]
+    fn image_mappings_split_at_the_first_equals_and_bad_ones_show_an_example() {
+        assert_eq!(
+            parse_image("controller:latest=target/debug/manager").unwrap(),
+            (
+                "controller:latest".to_owned(),
+                PathBuf::from("target/debug/manager")
+            )
+        );
+        assert_eq!(
+            parse_image("ghcr.io/a/b@sha256:00=bin/x=y").unwrap(),
+            ("ghcr.io/a/b@sha256:00".to_owned(), PathBuf::from("bin/x=y"))
+        );
+        for (bad, rule) in [
+            ("target/debug/manager", "has no `=`"),
+            ("=target/debug/manager", "the image name is empty"),
+            ("controller=", "the path is empty"),
+        ] {
+            let e = parse_image(bad).unwrap_err();
+            assert!(e.contains(rule), "{bad}: {e}");
+            assert!(
+                e.contains("controller:latest=target/debug/manager"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! node fail. A leaf: it knows nothing of the server around it.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -210,6 +211,9 @@ pub(crate) struct Timing {
 #[derive(Clone, Debug)]
 pub struct Workloads {
     pub(crate) nodes: Vec<SimNode>,
+    /// Images whose containers run as processes: the image as pods name
+    /// it, and the executable it stands for.
+    pub(crate) images: Vec<(String, PathBuf)>,
     pub(crate) timing: Timing,
     pub(crate) policies: Vec<PodPolicy>,
     pub(crate) events: bool,
@@ -241,6 +245,7 @@ impl Workloads {
             },
             policies: Vec::new(),
             events: true,
+            images: Vec::new(),
         }
         .nodes(3)
     }
@@ -364,6 +369,26 @@ pub(crate) struct NodeControls {
     faults: Mutex<BTreeMap<String, NodeFault>>,
     /// Wakes the heartbeat task after a change.
     pub changed: Notify,
+    /// The server as pods reach it (the `kubernetes` Service); set by the
+    /// server before the kubelets start.
+    pub cluster_api: std::sync::OnceLock<ClusterApi>,
+}
+
+/// What the kubelet needs of the server for the pods it runs as
+/// processes: how to serve the API on a listener it opened in a pod's
+/// network namespace (a closure, since the server that accepts sits above
+/// the controllers that open the listener), and the CA that signs the
+/// serving certificate, for the pods' `ca.crt`.
+#[derive(Clone)]
+pub(crate) struct ClusterApi {
+    pub serve: Arc<dyn Fn(std::net::TcpListener) + Send + Sync>,
+    pub ca_pem: String,
+}
+
+impl std::fmt::Debug for ClusterApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClusterApi")
+    }
 }
 
 impl NodeControls {

@@ -22,6 +22,10 @@ pub enum Error {
     /// A file could not be written.
     #[error("cannot write {0}: {1}")]
     Io(PathBuf, #[source] std::io::Error),
+    /// An image mapped to an executable cannot run: the message says the
+    /// rule broken and gives a valid mapping.
+    #[error("{0}")]
+    Image(String),
     /// The server rejected an object (the `Status` message).
     #[error("rejected: {0}")]
     Rejected(String),

@@ -57,6 +57,14 @@ pub(crate) enum Behavior {
 }
 
 impl ResourceDef {
+    /// Whether the kind serves the extra subresource `name` with `verb`
+    /// (`pods/log` with `get`).
+    pub fn serves_extra(&self, name: &str, verb: &str) -> bool {
+        self.extra_subresources
+            .iter()
+            .any(|s| s.name == name && s.verbs.contains(&verb))
+    }
+
     pub fn key(&self) -> ResKey {
         match self.conversion() {
             Some(c) => ResKey::new(c.storage_group, c.storage_plural),

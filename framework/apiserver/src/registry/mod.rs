@@ -27,6 +27,7 @@ mod kind;
 mod merge_schemas;
 pub(crate) mod openapi;
 pub(crate) mod openapi_docs;
+pub(crate) mod pod_logs;
 pub(crate) mod printers;
 pub(crate) mod state;
 pub(crate) mod strategy;

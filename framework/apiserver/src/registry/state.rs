@@ -18,6 +18,7 @@ use crate::auth::rbac::RbacCache;
 use crate::auth::AuthState;
 use crate::machinery::faults::FaultRules;
 use crate::registry::openapi_docs::OpenApiDocs;
+use crate::registry::pod_logs::PodLogs;
 use crate::registry::{Registry, ResKey, ResourceDef};
 use crate::storage::{ObjKey, Storage, StoredObject};
 
@@ -66,6 +67,8 @@ pub(crate) struct Shared {
     pub rbac: RbacCache,
     /// What each identity asked for and was allowed or denied.
     pub audit: AuditLog,
+    /// The output of the containers the kubelet runs as processes.
+    pub pod_logs: PodLogs,
 }
 
 impl Shared {

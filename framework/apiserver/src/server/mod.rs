@@ -35,7 +35,7 @@ use crate::auth::audit::AuditLog;
 use crate::auth::identities::AuthnState;
 use crate::auth::jwt::Signer;
 use crate::auth::rbac::RbacCache;
-use crate::controllers::config::{NodeControls, SimulatedNodes, Workloads};
+use crate::controllers::config::{ClusterApi, NodeControls, SimulatedNodes, Workloads};
 use crate::machinery::error::Error;
 use crate::machinery::faults::{Failure, FaultRules, RequestMatch};
 use crate::objects::{self, WriteOpts};
@@ -73,6 +73,7 @@ pub struct ApiServerBuilder {
     sharded_list_and_watch: bool,
     data_dir: Option<PathBuf>,
     compaction_interval: Option<Duration>,
+    images: Vec<(String, PathBuf)>,
 }
 
 impl Default for ApiServerBuilder {
@@ -93,6 +94,7 @@ impl Default for ApiServerBuilder {
             sharded_list_and_watch: true,
             data_dir: None,
             compaction_interval: Some(compaction::DEFAULT_INTERVAL),
+            images: Vec::new(),
         }
     }
 }
@@ -236,8 +238,36 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Runs the containers whose image is `image` as real processes of the
+    /// executable at `path` (the image's one entrypoint: a pod's
+    /// `command` names it, `args` are passed), in Linux namespaces of
+    /// their own, with what a kubelet gives a container; repeatable.
+    /// Needs [`workloads`](Self::workloads) with at least one node. The
+    /// image matches as a container runtime resolves names
+    /// (`controller` is `controller:latest`, `docker.io/library/…` is
+    /// implied). An `image` that is empty or a `path` that is not an
+    /// executable file fails [`start`](Self::start).
+    pub fn image(mut self, image: impl Into<String>, path: impl Into<PathBuf>) -> Self {
+        self.images.push((image.into(), path.into()));
+        self
+    }
+
     /// Starts serving.
-    pub async fn start(self) -> Result<ApiServer, Error> {
+    pub async fn start(mut self) -> Result<ApiServer, Error> {
+        if !self.images.is_empty() {
+            let images = checked_images(std::mem::take(&mut self.images))?;
+            match &mut self.workloads {
+                Some(w) if !w.nodes.is_empty() => w.images = images,
+                _ => {
+                    return Err(Error::Image(
+                        "images run as processes on the simulated nodes, and the server has none: \
+                         turn the workloads on with at least one node, e.g. \
+                         `.workloads(Workloads::new())`"
+                            .into(),
+                    ))
+                }
+            }
+        }
         // Opened first: a directory that cannot be used fails before the
         // port is taken.
         let data = self.data_dir.as_deref().map(DataDir::open).transpose()?;
@@ -298,11 +328,12 @@ impl ApiServerBuilder {
                     .owner_references_permission_enforcement,
                 sharded_list_and_watch: self.sharded_list_and_watch,
             },
-            next_cluster_ip: AtomicU32::new(1),
+            next_cluster_ip: AtomicU32::new(crate::registry::core::service::FIRST_ALLOCATED_IP),
             openapi: OpenApiDocs::default(),
             authn: AuthnState::new(certs.ca, signer, self.anonymous)?,
             rbac: RbacCache::default(),
             audit: AuditLog::new(self.permission_audit),
+            pod_logs: Default::default(),
         });
         for (token, user) in kept.token_users {
             shared.authn.add_token(token, user);
@@ -320,6 +351,10 @@ impl ApiServerBuilder {
         }
         let cancel = CancellationToken::new();
         let acceptor = TlsAcceptor::from(certs.server_config.clone());
+        let _ = node_controls.cluster_api.set(ClusterApi {
+            serve: api_listeners(&acceptor, &certs.client_certs, &shared, &cancel),
+            ca_pem: certs.ca_pem.clone(),
+        });
         let accept_task = tokio::spawn(accept::serve(
             listener,
             acceptor,
@@ -349,6 +384,70 @@ impl ApiServerBuilder {
             accept_task: Some(accept_task),
         })
     }
+}
+
+/// Serves the API on listeners the kubelet opens in pods' network
+/// namespaces, as on the server's own.
+fn api_listeners(
+    acceptor: &TlsAcceptor,
+    client_certs: &Arc<crate::auth::certs::ClientCertPolicy>,
+    shared: &Arc<Shared>,
+    cancel: &CancellationToken,
+) -> Arc<dyn Fn(std::net::TcpListener) + Send + Sync> {
+    let (acceptor, client_certs) = (acceptor.clone(), client_certs.clone());
+    let (shared, cancel) = (shared.clone(), cancel.clone());
+    let runtime = tokio::runtime::Handle::current();
+    Arc::new(move |listener: std::net::TcpListener| {
+        let _entered = runtime.enter();
+        let listener = listener
+            .set_nonblocking(true)
+            .and_then(|()| TcpListener::from_std(listener));
+        match listener {
+            Ok(listener) => {
+                runtime.spawn(accept::serve(
+                    listener,
+                    acceptor.clone(),
+                    client_certs.clone(),
+                    shared.clone(),
+                    cancel.clone(),
+                ));
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot serve a pod's listener"),
+        }
+    })
+}
+
+/// Each mapping's image is named and its path is an executable file.
+fn checked_images(images: Vec<(String, PathBuf)>) -> Result<Vec<(String, PathBuf)>, Error> {
+    use std::os::unix::fs::PermissionsExt;
+    const EXAMPLE: &str = "controller:latest=target/debug/manager";
+    let mut out = Vec::with_capacity(images.len());
+    for (image, path) in images {
+        if image.trim().is_empty() {
+            return Err(Error::Image(format!(
+                "an image mapping has no image name (path {}); map IMAGE=PATH, e.g. {EXAMPLE}",
+                path.display()
+            )));
+        }
+        let meta = std::fs::metadata(&path).map_err(|e| {
+            Error::Image(format!(
+                "image {image} maps to {}, which cannot be read ({e}); map it to an executable file, e.g. {EXAMPLE}",
+                path.display()
+            ))
+        })?;
+        if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+            return Err(Error::Image(format!(
+                "image {image} maps to {}, which is not an executable file; map it to one (chmod +x), e.g. {EXAMPLE}",
+                path.display()
+            )));
+        }
+        // Relative paths are the caller's: the process runs elsewhere.
+        let path = path
+            .canonicalize()
+            .map_err(|e| Error::Io(path.clone(), e))?;
+        out.push((image, path));
+    }
+    Ok(out)
 }
 
 fn random_token() -> Result<String, Error> {

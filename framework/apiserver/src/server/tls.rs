@@ -1,6 +1,7 @@
 //! Certificates for one server run: a fresh self-signed CA and a serving
 //! certificate it signs for `127.0.0.1`, `localhost` and `::1` (plus the
-//! bind address when it is something else), and the rustls server config
+//! bind address when it is something else) and the `kubernetes` Service's
+//! IP and names, and the rustls server config
 //! offering h2 and HTTP/1.1 through ALPN.
 
 use std::net::IpAddr;
@@ -73,11 +74,24 @@ impl Certificates {
         };
         let issuer = Issuer::new(ca_params, ca_key);
 
-        let mut params =
-            CertificateParams::new(vec!["localhost".to_owned(), "kubernetes".to_owned()])
-                .map_err(tls)?;
-        let mut ips: Vec<IpAddr> =
-            vec![[127, 0, 0, 1].into(), std::net::Ipv6Addr::LOCALHOST.into()];
+        // The names and IP of the `kubernetes` Service too, as
+        // kube-apiserver's serving certificate carries them
+        // (pkg/controlplane/apiserver/options: the first service IP and
+        // kubernetes.default.svc[.cluster.local]): pods the kubelet runs
+        // as processes reach the server there.
+        let names = [
+            "localhost",
+            "kubernetes",
+            "kubernetes.default",
+            "kubernetes.default.svc",
+            "kubernetes.default.svc.cluster.local",
+        ];
+        let mut params = CertificateParams::new(names.map(str::to_owned).to_vec()).map_err(tls)?;
+        let mut ips: Vec<IpAddr> = vec![
+            [127, 0, 0, 1].into(),
+            std::net::Ipv6Addr::LOCALHOST.into(),
+            crate::registry::core::service::KUBERNETES_SERVICE_IP.into(),
+        ];
         if let Some(ip) = extra_ip {
             if !ip.is_unspecified() && !ips.contains(&ip) {
                 ips.push(ip);

@@ -7,6 +7,7 @@ mod ctx;
 mod delete;
 mod jsonpatch;
 mod list_body;
+mod logs;
 mod offload;
 mod openapi;
 mod pods;
@@ -332,6 +333,7 @@ async fn resource(
         ("update", Some("scale")) => scale::update(&ctx, body).await,
         ("patch", Some("scale")) => scale::patch(&ctx, body).await,
         ("get", Some("finalize")) => Err(ApiError::method_not_allowed()),
+        ("get", Some("log")) if ctx.def.serves_extra("log", "get") => logs::log(&ctx).await,
         ("get", _) => read::get(&ctx).await,
         ("list", None) => read::list(&ctx).await,
         ("watch", None) => read::watch(&ctx).await,

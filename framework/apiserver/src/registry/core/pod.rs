@@ -25,6 +25,12 @@ const BINDING: ExtraSubresource = ExtraSubresource {
     verbs: &["create"],
     kind: Some(("", "v1", "Binding")),
 };
+/// `kubectl logs` (served by `http::handlers::logs`).
+const LOG: ExtraSubresource = ExtraSubresource {
+    name: "log",
+    verbs: &["get"],
+    kind: Some(("", "v1", "Pod")),
+};
 const EVICTION: ExtraSubresource = ExtraSubresource {
     name: "eviction",
     verbs: &["create"],
@@ -35,7 +41,7 @@ pub(crate) static POD: Builtin = Builtin {
     short_names: &["po"],
     categories: ALL,
     status: true,
-    extra_subresources: &[BINDING, EVICTION],
+    extra_subresources: &[BINDING, EVICTION, LOG],
     field_label_conversion: FieldLabelConversion::Own,
     field_labels: &[
         ("spec.nodeName", "spec.nodeName"),

@@ -132,6 +132,13 @@ pub(super) fn defaults(obj: &mut Value) {
     }
 }
 
+/// The `kubernetes` Service's cluster IP: the first of the service range,
+/// which kube-apiserver reserves for itself (`GetAPIServerServiceIP`);
+/// the allocator below starts after it.
+pub(crate) const KUBERNETES_SERVICE_IP: std::net::Ipv4Addr = std::net::Ipv4Addr::new(10, 96, 0, 1);
+/// The first cluster IP the allocator hands out, as its offset in the range.
+pub(crate) const FIRST_ALLOCATED_IP: u32 = 2;
+
 /// The service registry on create: a cluster IP from the service CIDR
 /// (10.96.0.0/12, kind's default), the IP families, `status.loadBalancer`.
 pub(super) fn on_create(obj: &mut Value, next_ip: &AtomicU32) {

@@ -10,6 +10,7 @@
 //! finishes a graceful deletion. A stopped node's kubelet does nothing.
 
 use std::collections::HashMap;
+use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,6 +20,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::behavior::{plan, Plan};
 use super::heartbeat::node_ip;
+use super::pod_status::{cond, container_id, full_image, image_id};
+use super::processes::Processes;
 use crate::controllers::config::{PodBehavior, Readiness};
 use crate::controllers::workloads::api::{key_of, stored_key, Api, PODS};
 use crate::controllers::workloads::informer::{self, Change};
@@ -62,6 +65,7 @@ struct Runtime {
 struct Kubelet {
     api: Arc<Api>,
     queue: Arc<Queue>,
+    processes: Processes,
     pods: Mutex<HashMap<String, Runtime>>,
     next_ip: Mutex<Vec<u32>>,
 }
@@ -73,6 +77,7 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
     let k = Arc::new(Kubelet {
         api: api.clone(),
         queue: queue.clone(),
+        processes: Processes::new(api.clone(), queue.clone()),
         pods: Mutex::new(HashMap::new()),
         next_ip: Mutex::new(vec![1; nodes]),
     });
@@ -137,37 +142,6 @@ fn readiness(readiness: &Readiness, since: Instant, ran: Duration) -> (bool, Opt
     }
 }
 
-fn image_id(image: &str) -> String {
-    let digest = ring::digest::digest(&ring::digest::SHA256, image.as_bytes());
-    let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
-    let name = image.split([':', '@']).next().unwrap_or(image);
-    let full = if name.contains('/') {
-        if name.split('/').next().is_some_and(|h| h.contains('.')) {
-            name.to_owned()
-        } else {
-            format!("docker.io/{name}")
-        }
-    } else {
-        format!("docker.io/library/{name}")
-    };
-    format!("{full}@sha256:{hex}")
-}
-
-fn full_image(image: &str) -> String {
-    let id = image_id(image);
-    let repo = id.split('@').next().unwrap_or(image).to_owned();
-    let tag = if image.contains('@') {
-        return image.to_owned();
-    } else {
-        image
-            .rsplit_once(':')
-            .map(|(_, t)| t)
-            .filter(|t| !t.contains('/'))
-            .unwrap_or("latest")
-    };
-    format!("{repo}:{tag}")
-}
-
 impl Kubelet {
     fn runtimes(&self) -> std::sync::MutexGuard<'_, HashMap<String, Runtime>> {
         self.pods.lock().unwrap_or_else(|e| e.into_inner())
@@ -183,10 +157,13 @@ impl Kubelet {
     /// container through its stages and write the status if it changed.
     fn sync(&self, key: &ObjKey) {
         let Some(obj) = self.api.get(PODS, key) else {
+            // Gone without the kubelet (a forced deletion): its processes go.
+            self.processes.forget(key, None);
             return;
         };
         let pod = &obj.value();
         let uid = obj.uid().to_owned();
+        self.processes.forget(key, Some(&uid));
         let node = pod
             .at("/spec/nodeName")
             .and_then(Value::as_str)
@@ -195,6 +172,11 @@ impl Kubelet {
             return;
         };
         if self.api.controls.fault(node).stopped {
+            return;
+        }
+        if self.processes.runs(pod) {
+            let ip = || self.allocate_ip(node_index);
+            self.processes.sync(key, pod, &uid, node_index, ip);
             return;
         }
         let mut rt = match self.runtimes().get(&uid).cloned() {
@@ -221,23 +203,26 @@ impl Kubelet {
         self.runtimes().insert(uid, rt);
     }
 
+    /// The node's next pod IP: `10.(244 + N / 256).(N % 256).x` on node N.
+    fn allocate_ip(&self, node_index: usize) -> Ipv4Addr {
+        let mut ips = self.next_ip.lock().unwrap_or_else(|e| e.into_inner());
+        let n = ips.get(node_index).copied().unwrap_or(1);
+        if let Some(slot) = ips.get_mut(node_index) {
+            *slot = n + 1;
+        }
+        Ipv4Addr::new(
+            10,
+            (244 + node_index / 256).min(255) as u8,
+            (node_index % 256) as u8,
+            ((n - 1) % 254 + 1) as u8,
+        )
+    }
+
     /// A new pod's runtime: its plan, the node's next pod IP, and the
     /// status written for it.
     fn admit(&self, key: &ObjKey, pod: &Value, node_index: usize) -> Runtime {
         let plan = plan(&self.api.cfg, pod);
-        let ip = {
-            let mut ips = self.next_ip.lock().unwrap_or_else(|e| e.into_inner());
-            let n = ips.get(node_index).copied().unwrap_or(1);
-            if let Some(slot) = ips.get_mut(node_index) {
-                *slot = n + 1;
-            }
-            format!(
-                "10.{}.{}.{}",
-                244 + node_index / 256,
-                node_index % 256,
-                (n - 1) % 254 + 1
-            )
-        };
+        let ip = self.allocate_ip(node_index).to_string();
         let rt = Runtime {
             stage: Stage::Creating(Instant::now() + plan.start_latency),
             plan,
@@ -497,26 +482,6 @@ fn first_image(pod: &Value) -> String {
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_owned()
-}
-
-fn container_id(uid: &str, restarts: i64) -> String {
-    let digest = ring::digest::digest(
-        &ring::digest::SHA256,
-        format!("{uid}/{restarts}").as_bytes(),
-    );
-    let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
-    format!("containerd://{hex}")
-}
-
-fn cond(ty: &str, ok: bool, reason: &str, message: &str) -> Value {
-    let mut c = json!({"type": ty, "status": if ok { "True" } else { "False" }, "lastProbeTime": null, "lastTransitionTime": util::now()});
-    if !ok && !reason.is_empty() {
-        c["reason"] = json!(reason);
-        if !message.is_empty() {
-            c["message"] = json!(message);
-        }
-    }
-    c
 }
 
 /// The pod status for the runtime state.

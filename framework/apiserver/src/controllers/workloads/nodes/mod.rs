@@ -10,6 +10,12 @@ pub(crate) mod fit;
 mod heartbeat;
 mod kubelet;
 mod lifecycle;
+mod pod_status;
+// Pods of `--image` images run as real processes in Linux namespaces: the
+// syscalls that build those sandboxes (unshare, setns, mount, netlink, kill,
+// pre_exec) have no safe std equivalent, so this one module may use `unsafe`.
+#[allow(unsafe_code)]
+mod processes;
 mod scheduler;
 
 use std::sync::Arc;
