@@ -312,6 +312,68 @@ async fn a_process_ignoring_sigterm_is_killed_after_the_grace_period() {
     );
 }
 
+/// The processes whose command line names `dir` (the test's reports).
+fn processes_naming(dir: &Path) -> usize {
+    let needle = dir.display().to_string();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .filter(|cmd| String::from_utf8_lossy(cmd).contains(&needle))
+        .count()
+}
+
+// A forced deletion (grace 0) removes the object at once; the kubelet
+// still stops what ran (pkg/kubelet/pod_workers.go: a pod gone from the
+// API is killed).
+#[tokio::test]
+async fn a_force_deleted_pods_processes_are_killed() {
+    if !can_sandbox() {
+        return;
+    }
+    let image = Image::new();
+    let k = server(&image).await;
+    k.post(
+        DEPLOYS,
+        &deployment("forced", 1, args(&image, "ignore-term")),
+    )
+    .await;
+    let mut pod = String::new();
+    eventually("the pod runs", async || {
+        let ps = pods(&k, "forced").await;
+        pod = ps.first().map(name).unwrap_or_default();
+        ps.len() == 1 && running(&ps[0]) && image.report(&pod).is_some()
+    })
+    .await;
+    assert_eq!(processes_naming(&image.reports()), 1);
+    k.delete_with(&format!("{PODS}/{pod}"), &json!({"gracePeriodSeconds": 0}))
+        .await;
+    eventually("the replacement runs, and only its process", async || {
+        let ps = pods(&k, "forced").await;
+        ps.len() == 1
+            && name(&ps[0]) != pod
+            && image.report(&name(&ps[0])).is_some()
+            && processes_naming(&image.reports()) == 1
+    })
+    .await;
+    // Scaled to zero, nothing of the Deployment runs any more.
+    k.merge(
+        &format!("{DEPLOYS}/forced"),
+        &json!({"spec": {"replicas": 0}}),
+    )
+    .await;
+    eventually("no process left", async || {
+        processes_naming(&image.reports()) == 0
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_crashing_container_restarts_with_back_off() {
     if !can_sandbox() {

@@ -28,7 +28,7 @@ use crate::controllers::workloads::informer::{self, Change};
 use crate::controllers::workloads::queue::Queue;
 use crate::machinery::util;
 use crate::machinery::util::Pointer;
-use crate::storage::{EventType, ObjKey};
+use crate::storage::ObjKey;
 
 const COMPONENT: &str = "kubelet";
 
@@ -92,7 +92,9 @@ pub(crate) fn start(api: Arc<Api>, cancel: CancellationToken) {
             // a whole parse of it would then be thrown away.
             let node = c.obj.field(&["spec".to_owned(), "nodeName".to_owned()]);
             let node = node.as_ref().and_then(Value::as_str).unwrap_or("");
-            if known.iter().any(|n| n == node) && c.ty != EventType::Deleted {
+            // A deletion too: a pod removed without the kubelet (forced)
+            // may have processes to stop.
+            if known.iter().any(|n| n == node) {
                 q.add(stored_key(&c.obj));
             }
         },
