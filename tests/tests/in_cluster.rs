@@ -10,7 +10,8 @@
 //! reconciles a new sample; the permission audit of the manager's service
 //! account shows nothing denied and no rule unused. Prints the time from
 //! `apply -k` to Ready and from the leader's kill to the next reconcile.
-//! And a server that cannot make namespaces says so on the pod.
+//! A kube-rs operator finds its in-cluster config the same way, and a
+//! server that cannot make namespaces says so on the pod.
 
 mod project;
 
@@ -43,12 +44,11 @@ fn stdout(kubeconfig: &Path, args: &[&str]) -> String {
     }
 }
 
-/// The dev server, its output to a file (the permission audit is printed
-/// when it stops).
-fn dev_server(project: &Project, binary: &Path, kubeconfig: &Path, log: &Path) -> Child {
+/// The dev server with `args`, its output to a file (the permission
+/// audit is printed when it stops).
+fn dev_server(kubeconfig: &Path, log: &Path, args: &[String]) -> Child {
     let file = std::fs::File::create(log).expect("log file");
-    let child = project
-        .command(&project.kubeforge)
+    let child = kubeforge_e2e::nested(kubeforge_binary())
         .args([
             "dev-server",
             "--listen",
@@ -56,9 +56,8 @@ fn dev_server(project: &Project, binary: &Path, kubeconfig: &Path, log: &Path) -
             "--write-kubeconfig",
         ])
         .arg(kubeconfig)
-        .arg("--image")
-        .arg(format!("controller:latest={}", binary.display()))
-        .args(["--audit", &format!("{NAMESPACE}/{DEPLOYMENT}")])
+        .args(args)
+        .stdin(Stdio::null())
         .stdout(file)
         .stderr(Stdio::inherit())
         .spawn()
@@ -118,14 +117,122 @@ fn holder(kubeconfig: &Path) -> String {
     identity.split('_').next().unwrap_or("").to_owned()
 }
 
-#[test]
-fn the_scaffolded_operator_runs_in_cluster_and_fails_over() {
-    if !std::process::Command::new("unshare")
+/// Whether this machine lets the dev server make namespaces; the tests
+/// that run processes say why they skip otherwise (CI runs as root).
+fn can_sandbox() -> bool {
+    let ok = std::process::Command::new("unshare")
         .args(["--net", "--mount", "--uts", "--pid", "--fork", "true"])
         .status()
-        .is_ok_and(|s| s.success())
-    {
+        .is_ok_and(|s| s.success());
+    if !ok {
         eprintln!("skipped: this machine cannot make Linux namespaces (needs CAP_SYS_ADMIN)");
+    }
+    ok
+}
+
+/// The kube-rs operator's namespace, identity, RBAC and Deployment.
+const GREETER: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: greeters}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: greeter, namespace: greeters}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: greeter, namespace: greeters}
+rules:
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, list, watch, patch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: greeter, namespace: greeters}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: greeter}
+subjects:
+- {kind: ServiceAccount, name: greeter, namespace: greeters}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: greeter, namespace: greeters}
+spec:
+  selector: {matchLabels: {app: greeter}}
+  template:
+    metadata: {labels: {app: greeter}}
+    spec:
+      serviceAccountName: greeter
+      securityContext: {runAsNonRoot: true}
+      containers:
+      - name: greeter
+        image: greeter:v1
+        command: [/greeter]
+        securityContext: {readOnlyRootFilesystem: true}
+"#;
+
+// kube-rs's `Config::incluster_env` (kube-client config/mod.rs), as
+// client-go's `rest.InClusterConfig`: the token, CA and namespace files
+// and KUBERNETES_SERVICE_HOST/PORT, here from the dev server's kubelet.
+#[test]
+fn a_kube_rs_operator_finds_its_in_cluster_config_unmodified() {
+    if !can_sandbox() {
+        return;
+    }
+    kubeforge_e2e::run_ok(kubeforge_e2e::cargo().args([
+        "build",
+        "--quiet",
+        "-p",
+        "kube-rs-users",
+        "--bin",
+        "greeter",
+    ]));
+    let binary = target_dir().join("debug").join("greeter");
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = tmp.path().join("dev.kubeconfig");
+    let log = tmp.path().join("dev-server.log");
+    let image = format!("greeter:v1={}", binary.display());
+    let mut server = dev_server(&kubeconfig, &log, &["--image".into(), image]);
+    let manifests = tmp.path().join("greeter.yaml");
+    std::fs::write(&manifests, GREETER).expect("manifests");
+    let out = kubectl(&kubeconfig, &["apply", "-f", &manifests.to_string_lossy()]);
+    assert!(out.status.success(), "{}", show(&out));
+    for args in [
+        &["-n", "greeters", "create", "configmap", "world"][..],
+        &["-n", "greeters", "label", "configmap", "world", "greet=yes"][..],
+    ] {
+        let out = kubectl(&kubeconfig, args);
+        assert!(out.status.success(), "{}", show(&out));
+    }
+    until(
+        "the kube-rs operator's greeting",
+        Duration::from_secs(60),
+        || {
+            let greeting = [
+                "-n",
+                "greeters",
+                "get",
+                "configmap",
+                "world",
+                "-o",
+                "jsonpath={.data.greeting}",
+            ];
+            stdout(&kubeconfig, &greeting) == "hello world"
+        },
+    );
+    let logs = stdout(&kubeconfig, &["-n", "greeters", "logs", "deploy/greeter"]);
+    // Its namespace is the one in the service-account files.
+    assert!(
+        logs.contains("connected; watching ConfigMaps in greeters"),
+        "{logs}"
+    );
+    assert!(terminate(&mut server).success());
+}
+
+#[test]
+fn the_scaffolded_operator_runs_in_cluster_and_fails_over() {
+    if !can_sandbox() {
         return;
     }
     let tmp = tempfile::tempdir().expect("temp dir");
@@ -161,7 +268,16 @@ fn the_scaffolded_operator_runs_in_cluster_and_fails_over() {
 
     let kubeconfig = project.path("dev.kubeconfig");
     let log = project.path("dev-server.log");
-    let mut server = dev_server(&project, &binary, &kubeconfig, &log);
+    let mut server = dev_server(
+        &kubeconfig,
+        &log,
+        &[
+            "--image".into(),
+            format!("controller:latest={}", binary.display()),
+            "--audit".into(),
+            format!("{NAMESPACE}/{DEPLOYMENT}"),
+        ],
+    );
 
     let applied = Instant::now();
     let out = kubectl(
