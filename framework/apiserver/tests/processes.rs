@@ -232,6 +232,19 @@ async fn a_deployments_replicas_run_as_processes_with_what_a_kubelet_gives() {
         // as the pod's service account.
         assert_eq!(report["user"], "system:serviceaccount:default:default");
     }
+    // The kubernetes Service the pods reached, with its EndpointSlice.
+    let svc = k
+        .get("/api/v1/namespaces/default/services/kubernetes")
+        .await
+        .json();
+    assert_eq!(svc["spec"]["clusterIP"], "10.96.0.1");
+    assert_eq!(svc["spec"]["ports"][0]["port"], 443);
+    let slice = k
+        .get("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes")
+        .await
+        .json();
+    assert_eq!(slice["endpoints"][0]["addresses"], json!(["127.0.0.1"]));
+    assert_eq!(slice["ports"][0]["port"], json!(k.server.url().port_u16()));
     let pod = k.get(&format!("{PODS}/{}", names[0])).await.json();
     let status = &pod["status"]["containerStatuses"][0];
     assert_eq!(status["ready"], true);
@@ -564,10 +577,37 @@ async fn probes_drive_readiness_and_a_failed_liveness_probe_restarts() {
         !container_ready(&get(&k).await),
         "not ready before /readyz answers 200"
     );
+    // A Service over the pod: its EndpointSlice follows readiness
+    // (pkg/controller/endpointslice), the named targetPort resolved.
+    k.post(
+        "/api/v1/namespaces/default/services",
+        &json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "probed"}, "spec": {"selector": {"app": "probed"},
+            "ports": [{"name": "web", "port": 80, "targetPort": "health"}]}}),
+    )
+    .await;
+    let slice = async |k: &Kube| {
+        let list = k
+            .get("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Dprobed")
+            .await
+            .json();
+        list["items"][0].clone()
+    };
+    eventually("an EndpointSlice with the unready pod", async || {
+        let s = slice(&k).await;
+        s["endpoints"][0]["conditions"]["ready"] == false
+            && s["endpoints"][0]["targetRef"]["name"] == json!(pod)
+            && s["ports"] == json!([{"name": "web", "port": 8081, "protocol": "TCP"}])
+    })
+    .await;
     let flag = |f: &str| image.reports().join(format!("{pod}.{f}"));
     std::fs::write(flag("ready"), "").expect("flag");
     eventually("ready once /readyz answers 200", async || {
         container_ready(&get(&k).await)
+    })
+    .await;
+    eventually("the endpoint ready", async || {
+        slice(&k).await["endpoints"][0]["conditions"]["ready"] == true
     })
     .await;
     std::fs::remove_file(flag("ready")).expect("unflag");

@@ -7,7 +7,7 @@ use super::def::{Behavior, ResourceDef, ScalePaths};
 use super::strategy::Builtin;
 use super::{
     admissionregistration as admission, apiextensions, apps, authentication, authorization, batch,
-    coordination, core, events, policy, rbac,
+    coordination, core, discovery, events, policy, rbac,
 };
 
 /// Every built-in kind, in discovery order.
@@ -44,6 +44,7 @@ static KINDS: &[&Builtin] = &[
     &authorization::SELF_SUBJECT_RULES_REVIEW,
     &authorization::SUBJECT_ACCESS_REVIEW,
     &coordination::lease::LEASE,
+    &discovery::endpointslice::ENDPOINTSLICE,
 ];
 
 /// The served definition of a built-in kind, at version `v1`.

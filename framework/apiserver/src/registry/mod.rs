@@ -13,6 +13,7 @@ pub(crate) mod authorization;
 pub(crate) mod batch;
 pub(crate) mod coordination;
 pub(crate) mod core;
+pub(crate) mod discovery;
 pub(crate) mod events;
 pub(crate) mod policy;
 pub(crate) mod rbac;

@@ -13,6 +13,7 @@ mod faults;
 pub mod fuzzing;
 mod identity;
 pub(crate) mod kubeconfig;
+mod kubernetes_service;
 mod tls;
 mod unreadable;
 mod users;
@@ -342,6 +343,7 @@ impl ApiServerBuilder {
             restore(&shared);
         }
         seed(&shared)?;
+        kubernetes_service::ensure(&shared, host)?;
         // The system namespaces have their ServiceAccounts before the first
         // request, as a cluster that has been up a while does.
         crate::controllers::process(&shared);

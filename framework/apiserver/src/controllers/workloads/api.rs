@@ -94,6 +94,19 @@ pub(crate) const PDBS: Kind = Kind {
     kind: "PodDisruptionBudget",
 };
 
+pub(crate) const SERVICES: Kind = Kind {
+    group: "",
+    plural: "services",
+    api_version: "v1",
+    kind: "Service",
+};
+pub(crate) const ENDPOINTSLICES: Kind = Kind {
+    group: "discovery.k8s.io",
+    plural: "endpointslices",
+    api_version: "discovery.k8s.io/v1",
+    kind: "EndpointSlice",
+};
+
 impl Kind {
     pub fn res(&self) -> ResKey {
         ResKey::new(self.group, self.plural)

@@ -12,6 +12,7 @@ mod cronjob;
 mod daemonset;
 mod deployment;
 mod disruption;
+mod endpointslice;
 mod hash;
 mod history;
 mod informer;
@@ -50,6 +51,7 @@ pub(crate) fn start(
     job::start(api.clone(), cancel.clone());
     statefulset::start(api.clone(), cancel.clone());
     disruption::start(api.clone(), cancel.clone());
+    endpointslice::start(api.clone(), cancel.clone());
     daemonset::start(api.clone(), cancel.clone());
     cronjob::start(api.clone(), cancel.clone());
     ttl::start(api, cancel);

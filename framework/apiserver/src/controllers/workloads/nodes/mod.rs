@@ -2,8 +2,9 @@
 //! through its Lease ([`heartbeat`]); a scheduler binds pending pods
 //! ([`scheduler`], with [`fit`] deciding what may run where); a kubelet
 //! runs bound pods through their lifecycle ([`kubelet`], by the pod's
-//! [`behavior`]); the node lifecycle controller and taint manager react to
-//! failed nodes ([`lifecycle`]).
+//! [`behavior`]), or, for pods of images mapped to local executables, as
+//! real processes in Linux namespaces ([`processes`]); the node lifecycle
+//! controller and taint manager react to failed nodes ([`lifecycle`]).
 
 mod behavior;
 pub(crate) mod fit;

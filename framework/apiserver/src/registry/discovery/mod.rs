@@ -1,0 +1,3 @@
+//! The `discovery.k8s.io/v1` group.
+
+pub(crate) mod endpointslice;
