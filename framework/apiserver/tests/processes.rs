@@ -186,6 +186,18 @@ fn name(p: &Value) -> String {
     p["metadata"]["name"].as_str().unwrap_or("").to_owned()
 }
 
+/// The one pod of the Deployment `app`, once it runs and has reported.
+async fn running_pod(k: &Kube, image: &Image, app: &str) -> String {
+    let mut pod = String::new();
+    eventually("the pod runs", async || {
+        let ps = pods(k, app).await;
+        pod = ps.first().map(name).unwrap_or_default();
+        ps.len() == 1 && running(&ps[0]) && image.report(&pod).is_some()
+    })
+    .await;
+    pod
+}
+
 fn running(p: &Value) -> bool {
     p["status"]["phase"] == "Running"
         && p["status"]["containerStatuses"][0]["state"]["running"].is_object()
@@ -292,13 +304,7 @@ async fn a_process_ignoring_sigterm_is_killed_after_the_grace_period() {
         &deployment("stubborn", 1, args(&image, "ignore-term")),
     )
     .await;
-    let mut pod = String::new();
-    eventually("the pod runs", async || {
-        let ps = pods(&k, "stubborn").await;
-        pod = ps.first().map(name).unwrap_or_default();
-        ps.len() == 1 && running(&ps[0]) && image.report(&pod).is_some()
-    })
-    .await;
+    let pod = running_pod(&k, &image, "stubborn").await;
     let pid = image.report(&pod).expect("report")["pid"]
         .as_i64()
         .expect("pid");
@@ -357,13 +363,7 @@ async fn a_force_deleted_pods_processes_are_killed() {
         &deployment("forced", 1, args(&image, "ignore-term")),
     )
     .await;
-    let mut pod = String::new();
-    eventually("the pod runs", async || {
-        let ps = pods(&k, "forced").await;
-        pod = ps.first().map(name).unwrap_or_default();
-        ps.len() == 1 && running(&ps[0]) && image.report(&pod).is_some()
-    })
-    .await;
+    let pod = running_pod(&k, &image, "forced").await;
     assert_eq!(processes_naming(&image.reports()), 1);
     k.delete_with(&format!("{PODS}/{pod}"), &json!({"gracePeriodSeconds": 0}))
         .await;
@@ -564,13 +564,7 @@ async fn probes_drive_readiness_and_a_failed_liveness_probe_restarts() {
     let image = Image::new();
     let k = server(&image).await;
     k.post(DEPLOYS, &probed("probed", &image)).await;
-    let mut pod = String::new();
-    eventually("the pod runs", async || {
-        let ps = pods(&k, "probed").await;
-        pod = ps.first().map(name).unwrap_or_default();
-        ps.len() == 1 && running(&ps[0]) && image.report(&pod).is_some()
-    })
-    .await;
+    let pod = running_pod(&k, &image, "probed").await;
     let get = async |k: &Kube| k.get(&format!("{PODS}/{pod}")).await.json();
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(

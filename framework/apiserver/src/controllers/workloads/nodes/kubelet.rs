@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::behavior::{plan, Plan};
 use super::heartbeat::node_ip;
-use super::pod_status::{cond, container_id, full_image, image_id};
+use super::pod_status::{cond, container_id, full_image, image_id, keep_transition_times};
 use super::processes::Processes;
 use crate::controllers::config::{PodBehavior, Readiness};
 use crate::controllers::workloads::api::{key_of, stored_key, Api, PODS};
@@ -446,17 +446,7 @@ impl Kubelet {
                 if let Some(list) = next.get_mut("conditions").and_then(Value::as_array_mut) {
                     list.extend(extra);
                 }
-                // Transition times move only when a condition's status does.
-                if let Some(list) = next.get_mut("conditions").and_then(Value::as_array_mut) {
-                    for c in list.iter_mut() {
-                        let same = old.iter().find(|o| {
-                            o.get("type") == c.get("type") && o.get("status") == c.get("status")
-                        });
-                        if let Some(o) = same {
-                            c["lastTransitionTime"] = o["lastTransitionTime"].clone();
-                        }
-                    }
-                }
+                keep_transition_times(&mut next, old);
             }
             if let Some(q) = p.at("/status/qosClass") {
                 next["qosClass"] = q.clone();

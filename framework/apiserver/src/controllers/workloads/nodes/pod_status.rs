@@ -61,3 +61,18 @@ pub(super) fn cond(ty: &str, ok: bool, reason: &str, message: &str) -> Value {
     }
     c
 }
+
+/// Keeps each condition's `lastTransitionTime` from `old` where its status
+/// did not change: transition times move only when a status does.
+pub(super) fn keep_transition_times(next: &mut Value, old: &[Value]) {
+    if let Some(list) = next.get_mut("conditions").and_then(Value::as_array_mut) {
+        for c in list.iter_mut() {
+            let same = old
+                .iter()
+                .find(|o| o.get("type") == c.get("type") && o.get("status") == c.get("status"));
+            if let Some(o) = same {
+                c["lastTransitionTime"] = o["lastTransitionTime"].clone();
+            }
+        }
+    }
+}

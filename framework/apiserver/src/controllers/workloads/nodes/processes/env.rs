@@ -66,7 +66,8 @@ pub(super) fn entries(obj: &Value, secret: bool) -> Entries {
     out
 }
 
-fn str_at<'a>(v: &'a Value, field: &str) -> &'a str {
+/// A string field of `v`, empty when absent.
+pub(super) fn str_at<'a>(v: &'a Value, field: &str) -> &'a str {
     v.get(field).and_then(Value::as_str).unwrap_or("")
 }
 

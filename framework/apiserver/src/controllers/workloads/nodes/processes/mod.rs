@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use super::heartbeat::node_ip;
-use super::pod_status::{cond, container_id, full_image, image_id};
+use super::pod_status::{cond, container_id, full_image, image_id, keep_transition_times};
 use crate::controllers::config::ClusterApi;
 use crate::controllers::workloads::api::{Api, PODS};
 use crate::controllers::workloads::queue::Queue;
@@ -735,16 +735,7 @@ impl Processes {
         if let Err(e) = self.api.update_status(PODS, key, COMPONENT, |p| {
             let mut next = status.clone();
             if let Some(old) = p.at("/status/conditions").and_then(Value::as_array) {
-                if let Some(list) = next.get_mut("conditions").and_then(Value::as_array_mut) {
-                    for c in list.iter_mut() {
-                        let same = old.iter().find(|o| {
-                            o.get("type") == c.get("type") && o.get("status") == c.get("status")
-                        });
-                        if let Some(o) = same {
-                            c["lastTransitionTime"] = o["lastTransitionTime"].clone();
-                        }
-                    }
-                }
+                keep_transition_times(&mut next, old);
             }
             if let Some(q) = p.at("/status/qosClass") {
                 next["qosClass"] = q.clone();

@@ -384,35 +384,7 @@ impl Shadows {
             return Ok(());
         }
         let stage = self.scratch.join(format!("shadow-{}", self.roots.len()));
-        std::fs::create_dir_all(&stage)?;
-        let stage_c = c_path(&stage)?;
-        let tmpfs = CString::new("tmpfs").map_err(io::Error::other)?;
-        let mode = CString::new("mode=755").map_err(io::Error::other)?;
-        // SAFETY: mount(2) with valid C strings.
-        check(unsafe {
-            libc::mount(
-                tmpfs.as_ptr(),
-                stage_c.as_ptr(),
-                tmpfs.as_ptr(),
-                0,
-                mode.as_ptr().cast(),
-            )
-        })?;
-        for entry in std::fs::read_dir(&existing)? {
-            let entry = entry?;
-            let at = stage.join(entry.file_name());
-            let ty = entry.file_type()?;
-            if ty.is_symlink() {
-                symlink(std::fs::read_link(entry.path())?, &at)?;
-                continue;
-            }
-            if ty.is_dir() {
-                std::fs::create_dir(&at)?;
-            } else {
-                std::fs::File::create(&at)?;
-            }
-            bind(&entry.path(), &at, false)?;
-        }
+        let stage_c = stage_copy(&stage, &existing)?;
         let target = c_path(&existing)?;
         // SAFETY: mount(2) moving the staged tmpfs over the directory.
         check(unsafe {
@@ -436,35 +408,7 @@ impl Shadows {
     /// Only this namespace's root changes (the shim thread unshared it).
     fn shadow_root(&mut self) -> io::Result<()> {
         let stage = self.scratch.join("root");
-        std::fs::create_dir_all(&stage)?;
-        let stage_c = c_path(&stage)?;
-        let tmpfs = CString::new("tmpfs").map_err(io::Error::other)?;
-        let mode = CString::new("mode=755").map_err(io::Error::other)?;
-        // SAFETY: mount(2) with valid C strings.
-        check(unsafe {
-            libc::mount(
-                tmpfs.as_ptr(),
-                stage_c.as_ptr(),
-                tmpfs.as_ptr(),
-                0,
-                mode.as_ptr().cast(),
-            )
-        })?;
-        for entry in std::fs::read_dir("/")? {
-            let entry = entry?;
-            let at = stage.join(entry.file_name());
-            let ty = entry.file_type()?;
-            if ty.is_symlink() {
-                symlink(std::fs::read_link(entry.path())?, &at)?;
-                continue;
-            }
-            if ty.is_dir() {
-                std::fs::create_dir(&at)?;
-            } else {
-                std::fs::File::create(&at)?;
-            }
-            bind(&entry.path(), &at, false)?;
-        }
+        let stage_c = stage_copy(&stage, Path::new("/"))?;
         let old = stage.join(".old-root");
         std::fs::create_dir(&old)?;
         let old_c = c_path(&old)?;
@@ -481,6 +425,42 @@ impl Shadows {
         std::fs::remove_dir("/.old-root")?;
         Ok(())
     }
+}
+
+/// Mounts a tmpfs at `stage` holding, for each entry of the directory
+/// `of`, a bind mount of it (symlinks copied): a writable stand-in for
+/// `of` whose contents are the host's. Returns `stage` as a C string.
+fn stage_copy(stage: &Path, of: &Path) -> io::Result<CString> {
+    std::fs::create_dir_all(stage)?;
+    let stage_c = c_path(stage)?;
+    let tmpfs = CString::new("tmpfs").map_err(io::Error::other)?;
+    let mode = CString::new("mode=755").map_err(io::Error::other)?;
+    // SAFETY: mount(2) with valid C strings.
+    check(unsafe {
+        libc::mount(
+            tmpfs.as_ptr(),
+            stage_c.as_ptr(),
+            tmpfs.as_ptr(),
+            0,
+            mode.as_ptr().cast(),
+        )
+    })?;
+    for entry in std::fs::read_dir(of)? {
+        let entry = entry?;
+        let at = stage.join(entry.file_name());
+        let ty = entry.file_type()?;
+        if ty.is_symlink() {
+            symlink(std::fs::read_link(entry.path())?, &at)?;
+            continue;
+        }
+        if ty.is_dir() {
+            std::fs::create_dir(&at)?;
+        } else {
+            std::fs::File::create(&at)?;
+        }
+        bind(&entry.path(), &at, false)?;
+    }
+    Ok(stage_c)
 }
 
 /// `path` with its existing prefix replaced by that prefix's canonical

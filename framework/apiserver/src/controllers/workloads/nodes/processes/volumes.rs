@@ -29,7 +29,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::env::{entries, field, object};
+use super::env::{entries, field, object, str_at};
 use super::sandbox::BindMount;
 use crate::auth::tokens;
 use crate::machinery::util::Pointer;
@@ -47,10 +47,6 @@ pub(super) struct PodVolumes {
     volumes: Vec<(String, PathBuf, bool)>,
     /// The service-account files, and when to write a new token.
     service_account: Option<(PathBuf, Instant)>,
-}
-
-fn str_at<'a>(v: &'a Value, field: &str) -> &'a str {
-    v.get(field).and_then(Value::as_str).unwrap_or("")
 }
 
 /// A relative path inside a volume (validation forbids `..` and absolute
