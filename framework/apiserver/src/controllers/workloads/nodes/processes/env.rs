@@ -38,7 +38,7 @@ pub(super) fn object(
 
 /// A ConfigMap's or Secret's entries as bytes (a Secret's `data` is
 /// base64, a ConfigMap's `binaryData` too).
-pub(super) fn entries(obj: &Value, secret: bool) -> Entries {
+fn entries(obj: &Value, secret: bool) -> Entries {
     let b64 = |v: &Value| {
         v.as_str()
             .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok())
@@ -74,9 +74,9 @@ pub(super) fn str_at<'a>(v: &'a Value, field: &str) -> &'a str {
 /// A ConfigMap's or Secret's keys and values.
 type Entries = Vec<(String, Vec<u8>)>;
 
-/// A ConfigMap or Secret an env reference names (none if optional and
-/// missing), or the kubelet's error.
-fn source(
+/// A ConfigMap or Secret an env or volume reference names (none if
+/// optional and missing), or the kubelet's error.
+pub(super) fn source(
     shared: &Shared,
     namespace: &str,
     reference: &Value,

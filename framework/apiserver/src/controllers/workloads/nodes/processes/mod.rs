@@ -213,7 +213,7 @@ impl Processes {
                 self.api.shared.pod_logs.remove_pod(uid);
                 let _ = self.api.delete(PODS, key, Some(uid), Some(0), None);
             } else {
-                self.write(key, pod, uid, run);
+                self.write(key, run);
             }
             return;
         }
@@ -233,7 +233,7 @@ impl Processes {
         {
             self.later(key, due);
         }
-        self.write(key, pod, uid, run);
+        self.write(key, run);
     }
 
     fn admit(
@@ -730,8 +730,8 @@ impl Processes {
         self.api.event(pod, PODS, ty, reason, msg, COMPONENT);
     }
 
-    fn write(&self, key: &ObjKey, pod: &Value, uid: &str, run: &PodRun) {
-        let status = status(pod, uid, run);
+    fn write(&self, key: &ObjKey, run: &PodRun) {
+        let status = status(run);
         if let Err(e) = self.api.update_status(PODS, key, COMPONENT, |p| {
             let mut next = status.clone();
             if let Some(old) = p.at("/status/conditions").and_then(Value::as_array) {
@@ -797,11 +797,11 @@ fn sweep_stale(temp: &std::path::Path) {
     }
 }
 
-fn containers(pod: &Value) -> Vec<Value> {
+/// The pod's containers, borrowed (the kubelet asks on every sync).
+fn containers(pod: &Value) -> &[Value] {
     pod.at("/spec/containers")
         .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
+        .map_or(&[], Vec::as_slice)
 }
 
 fn backoff(first: Duration, cap: Duration, n: u32) -> Duration {
@@ -1034,18 +1034,8 @@ impl Launch {
 }
 
 /// The pod status for the processes' states.
-fn status(pod: &Value, uid: &str, run: &PodRun) -> Value {
-    let key = (
-        pod.at("/metadata/namespace")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned(),
-        pod.at("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned(),
-    );
-    let _ = uid;
+fn status(run: &PodRun) -> Value {
+    let key = &run.key;
     let statuses: Vec<Value> = run
         .containers
         .iter()

@@ -29,7 +29,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::env::{entries, field, object, str_at};
+use super::env::{field, object, source, str_at};
 use super::sandbox::BindMount;
 use crate::auth::tokens;
 use crate::machinery::util::Pointer;
@@ -204,21 +204,10 @@ impl Setup<'_> {
         secret: bool,
         mode: Option<u32>,
     ) -> Result<(), String> {
-        let name = str_at(reference, "name");
         let optional = reference.get("optional").and_then(Value::as_bool) == Some(true);
-        let (resource, what) = if secret {
-            ("secrets", "secret")
-        } else {
-            ("configmaps", "configmap")
+        let Some(all) = source(self.shared, self.namespace(), reference, secret)? else {
+            return Ok(());
         };
-        let Some(obj) = object(self.shared, resource, self.namespace(), name) else {
-            return if optional {
-                Ok(())
-            } else {
-                Err(format!("{what} \"{name}\" not found"))
-            };
-        };
-        let all = entries(&obj, secret);
         let mode = mode.unwrap_or(DEFAULT_MODE);
         match reference.get("items").and_then(Value::as_array) {
             Some(items) => {
